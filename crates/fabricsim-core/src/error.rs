@@ -1,0 +1,35 @@
+//! Errors the core reports to its caller.
+//!
+//! A scenario error always names the offending field by its dotted path and
+//! quotes the value, because the person reading it is editing a YAML file
+//! and needs to find the line.
+
+use std::fmt;
+
+/// A scenario that cannot be simulated as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    /// Dotted path of the field, e.g. `topology.radix` or `traffic[0].dst`.
+    pub field: String,
+    /// What is wrong with the value, quoting it.
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Shorthand for a `ScenarioError` result.
+pub fn invalid<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
+    Err(ScenarioError::new(field, message))
+}

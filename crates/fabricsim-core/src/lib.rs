@@ -1,0 +1,19 @@
+//! fabricsim-core: a discrete-event, packet-level simulator of AI-training
+//! networks. Pure Rust: no Python, no files, no terminal, no wall clock.
+//!
+//! Layers, bottom to top (a module only uses the ones below it):
+//! - `units`, `error`, `engine`: time, rates and sizes; errors; the event
+//!   queue and random streams.
+//! - `net`, `cc`, `metrics`, `scenario`: packets, ports, queues, buffers,
+//!   ECN, PFC and trimming; congestion controllers; counters and samples;
+//!   the scenario schema.
+//! - `topology`, `transport`, `faults`: the graph and its generators; the
+//!   RoCEv2 transport; failure schedules.
+//! - `switch`, `nic`: forwarding (routes, ECMP); NIC ports and QP scheduling.
+//! - `workload`, `control`: flows and traffic generators; routing
+//!   reconvergence.
+//! - `sim`: the `Simulation` that owns everything and runs the loop.
+
+pub mod error;
+pub mod topology;
+pub mod units;

@@ -1,0 +1,162 @@
+//! The network graph and its generators.
+//!
+//! A `Topology` is a plain list of nodes (NICs and switches) and cables. It is
+//! what the generators produce, what the calculator counts, and what the
+//! packet simulator instantiates ports and routes from. Generators:
+//! - `clos`: 2- or 3-tier Clos / fat tree with per-tier ports, rates,
+//!   oversubscription and parallel links, generalised with planes
+//!   (multi-plane, mrc-srv6-multiplane.txt s2), several NICs per host with
+//!   rail-optimised wiring (alibaba-hpn.txt s5.2), and several ToRs per NIC
+//!   in one plane (dual-ToR, alibaba-hpn.txt s4). HPN's dual-plane tier 2
+//!   is two planes of dual-homed NICs (alibaba-hpn.txt s6.1).
+//! - `explicit`: a list of nodes and links for anything else.
+
+mod clos;
+mod explicit;
+mod report;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ScenarioError;
+use crate::units::{Rate, Time};
+
+pub use clos::ClosSpec;
+pub use explicit::ExplicitSpec;
+pub use report::TopologyReport;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LinkId(pub u32);
+
+/// What a node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRole {
+    /// A NIC. `host` groups the NICs of one server; `rail` is the NIC's index
+    /// within its host (GPU r uses NIC r).
+    Nic { host: u32, rail: u16 },
+    /// A switch. Tier 0 is the ToR (leaf) tier. `plane` is the plane of a
+    /// multi-plane fabric; `pod` the pod (or segment) for tiers below the top.
+    Switch { tier: u8, plane: u16, pod: u32 },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub role: NodeRole,
+    /// Index among the nodes of the same role, tier and plane (for naming).
+    pub index: u32,
+    /// Forwarding latency of a switch (zero for NICs).
+    pub latency: Time,
+    /// Speed of a switch's physical port (one transceiver module); lower
+    /// speed logical ports are lanes of a broken-out physical port. For a
+    /// NIC: how many of its ports share one cage (one module).
+    pub module: ModuleSpec,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ModuleSpec {
+    /// Switch: native physical port rate; logical ports of lower rate are
+    /// lanes of one module.
+    SwitchPort(Rate),
+    /// NIC: number of NIC ports that share one cage.
+    NicCage(u32),
+}
+
+/// A full-duplex cable between two nodes. `a` is the lower node (the NIC or
+/// the lower-tier switch) and `b` the upper one. The links of a NIC are
+/// stored in the order of its ports, so a NIC's port `p` is its `p`-th link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Link {
+    pub a: NodeId,
+    pub b: NodeId,
+    pub rate: Rate,
+    pub delay: Time,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Topology {
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    /// Node names given by an explicit topology; generated names otherwise.
+    pub names: Vec<String>,
+}
+
+/// Which generator builds the topology, with its parameters.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TopologySpec {
+    /// k-tier Clos / fat tree, optionally multi-plane, rail-optimised, dual-ToR.
+    Clos(ClosSpec),
+    /// Nodes and links listed one by one.
+    Explicit(ExplicitSpec),
+}
+
+impl TopologySpec {
+    /// Builds the graph, or says which field makes it impossible.
+    pub fn build(&self) -> Result<Topology, ScenarioError> {
+        match self {
+            TopologySpec::Clos(spec) => spec.build(),
+            TopologySpec::Explicit(spec) => spec.build(),
+        }
+    }
+}
+
+impl Topology {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+
+    pub fn is_nic(&self, id: NodeId) -> bool {
+        matches!(self.node(id).role, NodeRole::Nic { .. })
+    }
+
+    /// NIC node ids in index order.
+    pub fn nics(&self) -> Vec<NodeId> {
+        (0..self.nodes.len() as u32).map(NodeId).filter(|&n| self.is_nic(n)).collect()
+    }
+
+    /// For every node, its links in insertion order (a NIC's port order).
+    pub fn adjacency(&self) -> Vec<Vec<LinkId>> {
+        let mut adj = vec![Vec::new(); self.nodes.len()];
+        for (i, link) in self.links.iter().enumerate() {
+            adj[link.a.0 as usize].push(LinkId(i as u32));
+            adj[link.b.0 as usize].push(LinkId(i as u32));
+        }
+        adj
+    }
+
+    /// The node at the other end of `link` from `from`.
+    pub fn peer(&self, link: LinkId, from: NodeId) -> NodeId {
+        let l = &self.links[link.0 as usize];
+        if l.a == from {
+            l.b
+        } else {
+            l.a
+        }
+    }
+
+    /// A stable human-readable name: `nic12`, `t0.p3.5` (tier 0, plane 3,
+    /// index 5), or the name an explicit topology gave.
+    pub fn name(&self, id: NodeId) -> String {
+        if let Some(name) = self.names.get(id.0 as usize) {
+            return name.clone();
+        }
+        let node = self.node(id);
+        match node.role {
+            NodeRole::Nic { .. } => format!("nic{}", node.index),
+            NodeRole::Switch { tier, plane, .. } => format!("t{tier}.p{plane}.{}", node.index),
+        }
+    }
+
+    /// Looks a node up by the name `name()` gives it.
+    pub fn find(&self, name: &str) -> Option<NodeId> {
+        (0..self.nodes.len() as u32).map(NodeId).find(|&n| self.name(n) == name)
+    }
+
+    /// Counts for the topology calculator.
+    pub fn report(&self) -> TopologyReport {
+        report::report(self)
+    }
+}
