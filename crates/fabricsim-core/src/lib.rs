@@ -15,5 +15,26 @@
 //! - `sim`: the `Simulation` that owns everything and runs the loop.
 
 pub mod error;
-pub mod topology;
 pub mod units;
+
+pub mod topology;
+pub mod engine;
+pub mod net;
+
+pub mod cc;
+pub mod metrics;
+
+pub mod faults;
+pub mod transport;
+pub mod workload;
+
+pub mod nic;
+pub mod switch;
+
+pub mod scenario;
+pub mod sim;
+
+pub use error::ScenarioError;
+pub use metrics::RunOutput;
+pub use scenario::Scenario;
+pub use sim::{Progress, Simulation};

@@ -1,1 +1,133 @@
+//! `fabricsim._core`: the Python binding of fabricsim-core.
+//!
+//! Scenarios cross the boundary once, as JSON text; results come back as
+//! one JSON document of columns that Python turns into frames. The core
+//! runs with the GIL released; every few thousand events it reports
+//! progress, and the binding takes the GIL about five times a second to
+//! forward it and to notice Ctrl-C, which stops the run and returns what
+//! was measured, marked incomplete. A panic in the core becomes
+//! `SimulationError`; an invalid scenario becomes `ScenarioError`.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use fabricsim_core::{scenario, Scenario, ScenarioError as CoreScenarioError, Simulation};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(_core, ScenarioError, PyValueError, "The scenario cannot be simulated as written.");
+create_exception!(_core, SimulationError, PyRuntimeError, "The simulator failed internally.");
+
+const PROGRESS_PERIOD: Duration = Duration::from_millis(200);
+
+fn scenario_error(e: CoreScenarioError) -> PyErr {
+    ScenarioError::new_err(e.to_string())
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs `f` and turns a panic into `SimulationError`.
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(SimulationError::new_err(format!("internal error: {}", panic_message(p)))))
+}
+
+fn json_loads(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
+    Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// JSON Schema of scenarios.
+#[pyfunction]
+fn schema() -> String {
+    scenario::json_schema()
+}
+
+/// Validates a scenario and returns it with every default filled in.
+#[pyfunction]
+fn resolve(scenario_json: &str) -> PyResult<String> {
+    guarded(|| {
+        let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
+        // Building catches what the schema cannot: topology, hosts, ports.
+        Simulation::new(scenario.clone()).map_err(scenario_error)?;
+        Ok(scenario.to_json())
+    })
+}
+
+/// The topology calculator's counts, as JSON.
+#[pyfunction]
+fn topology_report(scenario_json: &str) -> PyResult<String> {
+    guarded(|| {
+        let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
+        let topo = scenario.topology.build().map_err(scenario_error)?;
+        Ok(serde_json::to_string(&topo.report()).expect("a report serializes"))
+    })
+}
+
+/// Runs a scenario; see the module docs for progress and Ctrl-C.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, progress = None))]
+fn run(py: Python<'_>, scenario_json: &str, progress: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
+    let resolved = scenario.to_json();
+    let mut callback_error: Option<PyErr> = None;
+    let output = py.detach(|| {
+        guarded(|| {
+            let mut sim = Simulation::new(scenario).map_err(scenario_error)?;
+            let mut last = Instant::now();
+            let mut hook = |p: fabricsim_core::Progress| -> bool {
+                if last.elapsed() < PROGRESS_PERIOD {
+                    return true;
+                }
+                last = Instant::now();
+                Python::attach(|py| {
+                    if let Err(e) = py.check_signals() {
+                        // Ctrl-C: stop, keep what was measured.
+                        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                            callback_error = Some(e);
+                        }
+                        return false;
+                    }
+                    if let Some(cb) = &progress {
+                        if let Err(e) = cb.call1(py, (p.fraction,)) {
+                            callback_error = Some(e);
+                            return false;
+                        }
+                    }
+                    true
+                })
+            };
+            let out = sim.run(&mut hook);
+            Ok(serde_json::to_string(&out.to_json()).expect("output serializes"))
+        })
+    })?;
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    let result = json_loads(py, &output)?;
+    result.bind(py).set_item("resolved", resolved)?;
+    Ok(result)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(topology_report, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    Ok(())
+}

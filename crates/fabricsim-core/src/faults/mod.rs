@@ -1,0 +1,219 @@
+//! Failures: a schedule of link, switch and NIC-port events, and random link
+//! flaps drawn from a per-link MTBF (spectrum-x.txt s6.6: exponential times
+//! between flaps, each holding the link down for a fixed duration).
+//!
+//! The schedule is expanded before the run into timed state changes of
+//! ports (one direction of a link) and switches, which `sim` applies.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Rng;
+use crate::error::{invalid, ScenarioError};
+use crate::topology::{NodeId, Topology};
+use crate::units::Time;
+use crate::workload::NicRef;
+
+/// Which directions of a link a fault affects, seen from the named port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    #[default]
+    Both,
+    /// Only packets leaving the named port.
+    Egress,
+    /// Only packets arriving at the named port.
+    Ingress,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultSpec {
+    /// A link goes down. `port` names one end as `node:port`, e.g. `t0.p0.3:5`.
+    LinkDown {
+        at: Time,
+        port: String,
+        #[serde(default)]
+        direction: Direction,
+    },
+    LinkUp {
+        at: Time,
+        port: String,
+        #[serde(default)]
+        direction: Direction,
+    },
+    /// Down at `at`, up again `duration` later.
+    LinkFlap {
+        at: Time,
+        port: String,
+        duration: Time,
+        #[serde(default)]
+        direction: Direction,
+    },
+    /// A switch stops forwarding. With `gray`, its control plane stays up so
+    /// routes do not change and traffic keeps being sent into it.
+    SwitchDown {
+        at: Time,
+        switch: String,
+        #[serde(default)]
+        gray: bool,
+    },
+    SwitchUp {
+        at: Time,
+        switch: String,
+    },
+    /// A NIC port (and its link, both ways) goes down.
+    NicPortDown {
+        at: Time,
+        nic: NicRef,
+        port: u16,
+    },
+    NicPortUp {
+        at: Time,
+        nic: NicRef,
+        port: u16,
+    },
+    /// Sets the random loss probability of a link from `at` on.
+    LossRate {
+        at: Time,
+        port: String,
+        rate: f64,
+        #[serde(default)]
+        direction: Direction,
+    },
+    /// Every switch-to-switch link flaps with exponentially distributed
+    /// times between flaps (mean `mtbf`), each lasting `duration`, until
+    /// `until`. The control plane does not see these flaps (spectrum-x.txt
+    /// s6.6): routes stay as they are.
+    RandomFlaps {
+        mtbf: Time,
+        duration: Time,
+        until: Time,
+        /// Include NIC-to-switch links as well.
+        #[serde(default)]
+        host_links: bool,
+    },
+}
+
+/// A state change the simulation applies at a time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FaultAction {
+    /// Sets the up state of a port's egress direction. `routed` says whether
+    /// the control plane sees it (and reconverges).
+    PortUp { port: u32, up: bool, routed: bool },
+    PortLoss { port: u32, rate: f64 },
+    SwitchUp { node: NodeId, up: bool, gray: bool },
+}
+
+/// Resolves `node:port` to a global port id (`2 * link + side`).
+pub fn resolve_port(
+    topo: &Topology,
+    node_ports: &[Vec<u32>],
+    text: &str,
+    field: &str,
+) -> Result<u32, ScenarioError> {
+    let Some((node, index)) = text.rsplit_once(':') else {
+        return invalid(field, format!("'{text}' is not a port: write `node:port`, e.g. `t0.p0.3:5`"));
+    };
+    let Some(id) = topo.find(node) else {
+        return invalid(field, format!("'{text}': there is no node named '{node}'"));
+    };
+    let ports = &node_ports[id.0 as usize];
+    match index.parse::<usize>().ok().and_then(|i| ports.get(i)) {
+        Some(&p) => Ok(p),
+        None => invalid(field, format!("'{text}': node '{node}' has ports 0..{}", ports.len())),
+    }
+}
+
+/// Expands the fault schedule into time-ordered actions (stable for equal
+/// times, in scenario order).
+pub fn expand(
+    specs: &[FaultSpec],
+    topo: &Topology,
+    node_ports: &[Vec<u32>],
+    seed: u64,
+) -> Result<Vec<(Time, FaultAction)>, ScenarioError> {
+    let nics = topo.nics();
+    let mut actions = Vec::new();
+    let both = |port: u32, dir: Direction| -> Vec<u32> {
+        match dir {
+            Direction::Both => vec![port, port ^ 1],
+            Direction::Egress => vec![port],
+            Direction::Ingress => vec![port ^ 1],
+        }
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        let field = |name: &str| format!("faults[{i}].{name}");
+        let port_of = |text: &str| resolve_port(topo, node_ports, text, &field("port"));
+        let switch_of = |name: &str| match topo.find(name) {
+            Some(id) if !topo.is_nic(id) => Ok(id),
+            _ => invalid(field("switch"), format!("there is no switch named '{name}'")),
+        };
+        let nic_port = |nic: &NicRef, port: u16| -> Result<u32, ScenarioError> {
+            let id = match nic {
+                NicRef::Index(k) => nics.get(*k as usize).copied(),
+                NicRef::Name(n) => topo.find(n).filter(|&id| topo.is_nic(id)),
+            };
+            let Some(id) = id else {
+                return invalid(field("nic"), format!("there is no NIC {nic:?}"));
+            };
+            node_ports[id.0 as usize].get(port as usize).copied().map_or_else(
+                || invalid(field("port"), format!("{port}: the NIC has ports 0..{}", node_ports[id.0 as usize].len())),
+                Ok,
+            )
+        };
+        let mut set = |at: Time, ports: Vec<u32>, up: bool| {
+            actions.extend(ports.into_iter().map(|port| (at, FaultAction::PortUp { port, up, routed: true })));
+        };
+        match spec {
+            FaultSpec::LinkDown { at, port, direction } => set(*at, both(port_of(port)?, *direction), false),
+            FaultSpec::LinkUp { at, port, direction } => set(*at, both(port_of(port)?, *direction), true),
+            FaultSpec::LinkFlap { at, port, duration, direction } => {
+                let ports = both(port_of(port)?, *direction);
+                set(*at, ports.clone(), false);
+                set(*at + *duration, ports, true);
+            }
+            FaultSpec::NicPortDown { at, nic, port } => set(*at, both(nic_port(nic, *port)?, Direction::Both), false),
+            FaultSpec::NicPortUp { at, nic, port } => set(*at, both(nic_port(nic, *port)?, Direction::Both), true),
+            FaultSpec::SwitchDown { at, switch, gray } => {
+                actions.push((*at, FaultAction::SwitchUp { node: switch_of(switch)?, up: false, gray: *gray }))
+            }
+            FaultSpec::SwitchUp { at, switch } => {
+                actions.push((*at, FaultAction::SwitchUp { node: switch_of(switch)?, up: true, gray: false }))
+            }
+            FaultSpec::LossRate { at, port, rate, direction } => {
+                if !(0.0..=1.0).contains(rate) {
+                    return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
+                }
+                for p in both(port_of(port)?, *direction) {
+                    actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
+                }
+            }
+            FaultSpec::RandomFlaps { mtbf, duration, until, host_links } => {
+                if mtbf.0 == 0 {
+                    return invalid(field("mtbf"), "0ns: the mean time between flaps must be positive");
+                }
+                for (l, link) in topo.links.iter().enumerate() {
+                    if !host_links && (topo.is_nic(link.a) || topo.is_nic(link.b)) {
+                        continue;
+                    }
+                    let mut rng = Rng::stream(seed, &[0xF1A9, i as u64, l as u64]);
+                    let mut t = Time::ZERO;
+                    loop {
+                        t += Time(rng.exponential(mtbf.0 as f64) as u64);
+                        if t >= *until {
+                            break;
+                        }
+                        for port in [2 * l as u32, 2 * l as u32 + 1] {
+                            actions.push((t, FaultAction::PortUp { port, up: false, routed: false }));
+                            actions.push((t + *duration, FaultAction::PortUp { port, up: true, routed: false }));
+                        }
+                        t += *duration;
+                    }
+                }
+            }
+        }
+    }
+    actions.sort_by_key(|(t, _)| *t);
+    Ok(actions)
+}

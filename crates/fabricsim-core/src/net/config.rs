@@ -1,0 +1,120 @@
+//! Parameters of switch queues, buffers, ECN, PFC and trimming, as the
+//! scenario's `switch` section gives them. Defaults name their sources.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Bytes, Time};
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SwitchConfig {
+    /// Shared packet buffer per switch. Default 32MB, the HPCC simulation
+    /// configuration (protocols.md s3.6); Tomahawk 5 and Spectrum-4 have
+    /// about 160MB (s8.1).
+    pub buffer: Bytes,
+    /// Dynamic threshold of lossy egress queues (Choudhury-Hahne): a queue may
+    /// grow while it holds less than alpha times the free shared buffer.
+    /// Default 1, ConWeave's EgressAlpha (protocols.md s4.3).
+    pub egress_alpha: f64,
+    pub ecn: EcnConfig,
+    pub pfc: PfcConfig,
+    pub trimming: TrimConfig,
+    /// ECMP hashing.
+    pub ecmp: EcmpConfig,
+    /// Time from a link or switch failure (or recovery) until every switch
+    /// forwards on the new routes: a BGP-like control plane. Until then
+    /// packets routed to a dead link are lost.
+    pub reconvergence_delay: Time,
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            buffer: Bytes(32_000_000),
+            egress_alpha: 1.0,
+            ecn: EcnConfig::default(),
+            pfc: PfcConfig::default(),
+            trimming: TrimConfig::default(),
+            ecmp: EcmpConfig::default(),
+            // BGP with BFD converges in tens of milliseconds in practice; a
+            // scenario studying failures should set its own value.
+            reconvergence_delay: Time::from_ms(1),
+        }
+    }
+}
+
+/// RED-style ECN marking at egress dequeue, as DCQCN's switch side (CP)
+/// does (protocols.md s3.2).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EcnConfig {
+    pub enabled: bool,
+    /// Below this queue depth nothing is marked. Default 100KB, ConWeave's
+    /// DCQCN setting for every link speed (protocols.md s3.6).
+    pub kmin: Bytes,
+    /// Above this depth every packet is marked. Default 400KB (ConWeave).
+    pub kmax: Bytes,
+    /// Marking probability at kmax. Default 0.2 (HPCC and ConWeave).
+    pub pmax: f64,
+    /// Mark on ports that face a NIC. MRC turns this off so that ECN only
+    /// reports fabric congestion (mrc-srv6-multiplane.txt s2.1).
+    pub last_hop: bool,
+}
+
+impl Default for EcnConfig {
+    fn default() -> Self {
+        EcnConfig { enabled: true, kmin: Bytes(100_000), kmax: Bytes(400_000), pmax: 0.2, last_hop: true }
+    }
+}
+
+/// Priority flow control (IEEE 802.1Qbb) on the data class.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PfcConfig {
+    pub enabled: bool,
+    /// Dynamic XOFF threshold: pause an ingress port's data class when the
+    /// bytes it holds exceed alpha times the free shared buffer. Default
+    /// 1/16, ConWeave's Broadcom-like IngressAlpha (protocols.md s4.3).
+    pub xoff_alpha: f64,
+    /// Resume when the held bytes fall this far below the XOFF threshold.
+    /// Default 3KB, HPCC's resume offset (protocols.md s4.3).
+    pub xon_offset: Bytes,
+    /// Headroom per ingress port for bytes in flight after a pause: unset
+    /// means 2 x rate x propagation delay + 2 MTU, ConWeave's formula
+    /// (protocols.md s4.2). Overflowing it drops the packet.
+    pub headroom: Option<Bytes>,
+}
+
+impl Default for PfcConfig {
+    fn default() -> Self {
+        PfcConfig { enabled: true, xoff_alpha: 1.0 / 16.0, xon_offset: Bytes(3_000), headroom: None }
+    }
+}
+
+/// Packet trimming: a data packet that cannot be buffered is cut to its
+/// headers and sent in the high-priority class instead of being dropped
+/// (SAI packet-trimming proposal, protocols.md s5.2).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrimConfig {
+    pub enabled: bool,
+    /// Frame size after trimming. Default 128B, SAI_SWITCH_ATTR_PACKET_TRIM_SIZE.
+    pub size: Bytes,
+}
+
+impl Default for TrimConfig {
+    fn default() -> Self {
+        TrimConfig { enabled: false, size: Bytes(128) }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EcmpConfig {
+    /// Give every switch the same hash seed. Cascaded hashing with one seed
+    /// reproduces hash polarization (alibaba-hpn.txt s2.2); by default each
+    /// switch has its own seed, as HPCC's ns-3 model seeds it with the switch
+    /// id (protocols.md s6.1).
+    pub same_seed: bool,
+}

@@ -1,0 +1,15 @@
+//! Network elements below forwarding: packets and their wire sizes, ports
+//! with strict-priority egress queues, the switch's shared buffer with
+//! dynamic thresholds, RED-style ECN marking, PFC and packet trimming.
+
+mod buffer;
+pub mod config;
+pub mod headers;
+pub mod packet;
+mod port;
+
+pub use buffer::{ecn_mark_probability, Admission, SharedBuffer};
+pub use config::{EcmpConfig, EcnConfig, PfcConfig, SwitchConfig, TrimConfig};
+pub use headers::IpVersion;
+pub use packet::{flag, Packet, PacketId, PacketKind, PacketPool, CLASSES, CLASS_CONTROL, CLASS_DATA, NO_PORT};
+pub use port::{DropCause, Port, PortCounters, PortId, DROP_CAUSES};

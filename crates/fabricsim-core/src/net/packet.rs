@@ -1,0 +1,118 @@
+//! Packets as the simulator moves them: a compact record in a pool.
+//!
+//! A packet carries ids, not headers: addresses are node ids, the UDP source
+//! port (the ECMP entropy) is a u16, sizes are the real header sizes of
+//! RoCEv2 so that serialization and payload efficiency are right
+//! (`headers`). Packets are recycled through a free list, so the steady
+//! state allocates nothing.
+
+use crate::topology::NodeId;
+
+/// Priority classes of an egress port, highest first. Control packets
+/// (ACK, NAK, CNP) and trimmed headers use the high class; data is
+/// lossless when PFC is on.
+pub const CLASS_CONTROL: usize = 0;
+pub const CLASS_DATA: usize = 1;
+pub const CLASSES: usize = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    /// An RDMA WRITE packet with payload.
+    Data,
+    /// Cumulative acknowledgement: `psn` is the next PSN expected.
+    Ack,
+    /// NAK "PSN sequence error": `psn` is the PSN expected.
+    Nak,
+    /// Congestion notification packet (RoCEv2 BTH opcode 0x81).
+    Cnp,
+}
+
+/// Flag bits of `Packet::flags`.
+pub mod flag {
+    /// ECN capable transport (IP ECN = ECT(0)).
+    pub const ECT: u8 = 1;
+    /// Congestion experienced (IP ECN = CE).
+    pub const CE: u8 = 1 << 1;
+    /// Cut to its headers by a switch that could not buffer it.
+    pub const TRIMMED: u8 = 1 << 2;
+    /// First packet of a message (carries the RETH).
+    pub const FIRST: u8 = 1 << 3;
+    /// Last packet of a message (AckReq set).
+    pub const LAST: u8 = 1 << 4;
+    /// A retransmission.
+    pub const RETX: u8 = 1 << 5;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PacketId(pub u32);
+
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub kind: PacketKind,
+    pub class: u8,
+    pub flags: u8,
+    /// UDP source port: the entropy ECMP hashes on.
+    pub entropy: u16,
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// The queue pair this packet belongs to (sender and receiver share it).
+    pub qp: u32,
+    pub psn: u32,
+    pub payload: u32,
+    /// Bytes on the wire including preamble and inter-frame gap.
+    pub wire: u32,
+    /// Switch port the packet entered by, for PFC ingress accounting.
+    pub ingress: u32,
+}
+
+impl Packet {
+    pub fn has(&self, bit: u8) -> bool {
+        self.flags & bit != 0
+    }
+}
+
+pub const NO_PORT: u32 = u32::MAX;
+
+/// Owns every packet in flight; ids stay valid until `free`.
+#[derive(Default)]
+pub struct PacketPool {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl PacketPool {
+    pub fn alloc(&mut self, packet: Packet) -> PacketId {
+        self.live += 1;
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = packet;
+            PacketId(i)
+        } else {
+            self.slots.push(packet);
+            PacketId(self.slots.len() as u32 - 1)
+        }
+    }
+
+    pub fn free(&mut self, id: PacketId) {
+        self.live -= 1;
+        self.free.push(id.0);
+    }
+
+    pub fn get(&self, id: PacketId) -> &Packet {
+        &self.slots[id.0 as usize]
+    }
+
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        &mut self.slots[id.0 as usize]
+    }
+
+    /// Packets currently allocated.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Slots ever allocated: the pool's high-water mark.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+}

@@ -1,0 +1,188 @@
+//! One end of a link: the egress queues that feed it, the wire it drives,
+//! and the ingress accounting PFC needs for packets that arrive on it.
+//!
+//! Queues are strict priority by class; a class paused by PFC is skipped.
+//! The wire is a FIFO of packets in flight with their arrival times; only its
+//! head has an event scheduled (htsim's pipe), so a long link with many
+//! packets in flight costs one pending event.
+
+use std::collections::VecDeque;
+
+use super::packet::{PacketId, CLASSES};
+use crate::topology::{LinkId, NodeId};
+use crate::units::{Rate, Time};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortId(pub u32);
+
+impl PortId {
+    /// The port at the other end of the same link.
+    pub fn peer(self) -> PortId {
+        PortId(self.0 ^ 1)
+    }
+    pub fn link(self) -> LinkId {
+        LinkId(self.0 / 2)
+    }
+}
+
+/// Why a packet was lost; each cause has its own counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropCause {
+    /// No room in the shared buffer and trimming off (or not trimmable).
+    Buffer,
+    /// Lossless traffic overflowed the PFC headroom.
+    Headroom,
+    /// Sent onto, or in flight on, a link that is down.
+    LinkDown,
+    /// Random loss on the link.
+    LinkLoss,
+    /// Arrived at a failed switch.
+    SwitchDown,
+    /// The switch has no route to the destination.
+    NoRoute,
+}
+
+pub const DROP_CAUSES: [DropCause; 6] = [
+    DropCause::Buffer,
+    DropCause::Headroom,
+    DropCause::LinkDown,
+    DropCause::LinkLoss,
+    DropCause::SwitchDown,
+    DropCause::NoRoute,
+];
+
+impl DropCause {
+    pub fn name(self) -> &'static str {
+        match self {
+            DropCause::Buffer => "buffer",
+            DropCause::Headroom => "headroom",
+            DropCause::LinkDown => "link_down",
+            DropCause::LinkLoss => "link_loss",
+            DropCause::SwitchDown => "switch_down",
+            DropCause::NoRoute => "no_route",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct PortCounters {
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_payload: u64,
+    pub drops: [u64; DROP_CAUSES.len()],
+    pub dropped_payload: u64,
+    pub ecn_marks: u64,
+    pub trims: u64,
+    pub trimmed_payload: u64,
+    pub pauses_sent: u64,
+    pub pauses_received: u64,
+    pub paused_time: Time,
+    pub max_queue_bytes: u64,
+}
+
+pub struct Port {
+    pub node: NodeId,
+    pub rate: Rate,
+    /// Propagation delay plus the receiving switch's forwarding latency.
+    pub delay: Time,
+    /// Direction state: packets sent while down are lost.
+    pub up: bool,
+    /// Random loss probability of this direction.
+    pub loss: f64,
+    /// Faces a NIC (the last hop) or is a NIC port.
+    pub faces_nic: bool,
+    /// Index of the port on its node (a NIC's port number = its plane).
+    pub index: u16,
+    pub queues: [VecDeque<PacketId>; CLASSES],
+    pub queue_bytes: [u64; CLASSES],
+    /// The packet being serialized, if any.
+    pub current: Option<PacketId>,
+    /// PFC state of this port's egress, set by pause frames from the peer.
+    pub paused: [bool; CLASSES],
+    pub paused_since: [Time; CLASSES],
+    /// Packets on the wire: arrival time at the peer and packet.
+    pub wire: VecDeque<(Time, PacketId)>,
+    /// Bytes held in this switch that arrived through this port, per class.
+    pub ingress_bytes: [u64; CLASSES],
+    /// Whether this switch has paused the peer's class.
+    pub xoff_sent: [bool; CLASSES],
+    /// Bytes admitted into headroom since the pause was sent.
+    pub headroom_used: [u64; CLASSES],
+    pub counters: PortCounters,
+}
+
+impl Port {
+    pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool) -> Port {
+        Port {
+            node,
+            rate,
+            delay,
+            up: true,
+            loss: 0.0,
+            faces_nic,
+            index,
+            queues: Default::default(),
+            queue_bytes: [0; CLASSES],
+            current: None,
+            paused: [false; CLASSES],
+            paused_since: [Time::ZERO; CLASSES],
+            wire: VecDeque::new(),
+            ingress_bytes: [0; CLASSES],
+            xoff_sent: [false; CLASSES],
+            headroom_used: [0; CLASSES],
+            counters: PortCounters::default(),
+        }
+    }
+
+    pub fn enqueue(&mut self, class: usize, id: PacketId, wire: u32) {
+        self.queues[class].push_back(id);
+        self.queue_bytes[class] += wire as u64;
+        let total = self.total_queue_bytes();
+        self.counters.max_queue_bytes = self.counters.max_queue_bytes.max(total);
+    }
+
+    /// The highest-priority class that has a packet and is not paused.
+    pub fn next_class(&self) -> Option<usize> {
+        (0..CLASSES).find(|&c| !self.paused[c] && !self.queues[c].is_empty())
+    }
+
+    pub fn dequeue(&mut self, class: usize, wire: u32) -> Option<PacketId> {
+        let id = self.queues[class].pop_front()?;
+        self.queue_bytes[class] -= wire as u64;
+        Some(id)
+    }
+
+    pub fn total_queue_bytes(&self) -> u64 {
+        self.queue_bytes.iter().sum()
+    }
+
+    pub fn count_drop(&mut self, cause: DropCause, payload: u32) {
+        self.counters.drops[cause as usize] += 1;
+        self.counters.dropped_payload += payload as u64;
+    }
+
+    /// Applies a received PFC frame for `class` at `now`.
+    pub fn set_paused(&mut self, class: usize, pause: bool, now: Time) {
+        if pause == self.paused[class] {
+            return;
+        }
+        if pause {
+            self.counters.pauses_received += 1;
+            self.paused_since[class] = now;
+        } else {
+            self.counters.paused_time += now - self.paused_since[class];
+        }
+        self.paused[class] = pause;
+    }
+
+    /// Paused time including a pause still in force at `now`.
+    pub fn paused_time_at(&self, now: Time) -> Time {
+        let mut t = self.counters.paused_time;
+        for c in 0..CLASSES {
+            if self.paused[c] {
+                t += now - self.paused_since[c];
+            }
+        }
+        t
+    }
+}

@@ -1,0 +1,127 @@
+//! The scenario schema: one serde type tree, owned by the core, with unknown
+//! fields rejected. Its JSON Schema is exported for editors and for
+//! `fabricsim schema`; Python never re-declares it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ScenarioError;
+use crate::faults::FaultSpec;
+use crate::metrics::TelemetryConfig;
+use crate::net::SwitchConfig;
+use crate::nic::NicConfig;
+use crate::topology::TopologySpec;
+use crate::transport::TransportSpec;
+use crate::units::Time;
+use crate::workload::TrafficSpec;
+
+/// A complete simulation: topology, switch and NIC parameters, transport,
+/// traffic, faults and what to record.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A short name; the default output directory is named after it.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Master seed: every random stream derives from it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Stop at this simulated time; unset runs until every flow completes.
+    #[serde(default)]
+    pub duration: Option<Time>,
+    pub topology: TopologySpec,
+    #[serde(default)]
+    pub switch: SwitchConfig,
+    #[serde(default)]
+    pub nic: NicConfig,
+    #[serde(default)]
+    pub transport: TransportSpec,
+    #[serde(default)]
+    pub traffic: Vec<TrafficSpec>,
+    #[serde(default)]
+    pub faults: Vec<FaultSpec>,
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
+}
+
+fn default_name() -> String {
+    "scenario".into()
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+impl Scenario {
+    /// Parses a scenario from JSON text, naming the field of the first error.
+    pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { "scenario".to_string() } else { path };
+            ScenarioError::new(field, e.into_inner().to_string())
+        })?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// The scenario with every default filled in, as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a scenario serializes")
+    }
+
+    /// Checks the values serde cannot: ranges and relations between fields.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        let sw = &self.switch;
+        let positive = |field: &str, v: f64| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err(ScenarioError::new(field, format!("{v}: must be positive")))
+            }
+        };
+        positive("switch.egress_alpha", sw.egress_alpha)?;
+        positive("switch.pfc.xoff_alpha", sw.pfc.xoff_alpha)?;
+        if !(0.0..=1.0).contains(&sw.ecn.pmax) {
+            return Err(ScenarioError::new("switch.ecn.pmax", format!("{}: a probability in [0, 1]", sw.ecn.pmax)));
+        }
+        if sw.ecn.kmax.0 < sw.ecn.kmin.0 {
+            return Err(ScenarioError::new("switch.ecn.kmax", format!("{} is below kmin {}", sw.ecn.kmax, sw.ecn.kmin)));
+        }
+        if sw.buffer.0 == 0 {
+            return Err(ScenarioError::new("switch.buffer", "0B: a switch needs a buffer"));
+        }
+        if self.nic.mtu.0 == 0 || self.nic.mtu.0 > 9000 {
+            return Err(ScenarioError::new("nic.mtu", format!("{}: between 1B and 9000B", self.nic.mtu)));
+        }
+        if self.nic.batch == 0 {
+            return Err(ScenarioError::new("nic.batch", "0: a QP sends at least one packet per turn"));
+        }
+        match &self.transport {
+            TransportSpec::Rocev2(c) => {
+                if c.qps == 0 {
+                    return Err(ScenarioError::new("transport.qps", "0: a connection needs at least one QP"));
+                }
+                if c.ack_every == 0 {
+                    return Err(ScenarioError::new("transport.ack_every", "0: acknowledge at least every packet"));
+                }
+                if c.timeout_exponent > 31 {
+                    return Err(ScenarioError::new("transport.timeout_exponent", "at most 31 (IBTA 5-bit field)"));
+                }
+                positive("transport.dcqcn.g", c.dcqcn.g)?;
+            }
+        }
+        if matches!(self.duration, Some(Time(0))) {
+            return Err(ScenarioError::new("duration", "0ns: a run must last some time"));
+        }
+        if matches!(self.telemetry.sample_interval, Some(Time(0))) {
+            return Err(ScenarioError::new("telemetry.sample_interval", "0ns: must be positive"));
+        }
+        Ok(())
+    }
+}
+
+/// JSON Schema of scenarios.
+pub fn json_schema() -> String {
+    serde_json::to_string_pretty(&schemars::schema_for!(Scenario)).expect("schema serializes")
+}

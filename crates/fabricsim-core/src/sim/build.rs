@@ -1,0 +1,267 @@
+//! Instantiates a scenario: ports from links, switch buffers, routes, QPs
+//! and flows, the fault schedule, and the first events.
+
+use super::report::Samples;
+use super::{Event, Flow, Qp, Simulation, SwitchState, Totals};
+use crate::cc::Dcqcn;
+use crate::engine::{EventQueue, Rng};
+use crate::error::{invalid, ScenarioError};
+use crate::faults;
+use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
+use crate::nic::PortScheduler;
+use crate::scenario::Scenario;
+use crate::switch::Routes;
+use crate::topology::NodeId;
+use crate::transport::{RoceReceiver, RoceSender, TransportSpec};
+use crate::units::Time;
+use crate::workload::{self, NicRef};
+
+/// Random-stream keys, one per kind of entity.
+pub(super) const STREAM_PORT: u64 = 0x9027;
+const STREAM_ECMP: u64 = 0xEC39;
+const STREAM_QP: u64 = 0x0A9;
+
+pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
+    let topo = scenario.topology.build()?;
+    let TransportSpec::Rocev2(roce) = scenario.transport.clone();
+    let seed = scenario.seed;
+    let adjacency = topo.adjacency();
+
+    let mut ports = Vec::with_capacity(topo.links.len() * 2);
+    for link in &topo.links {
+        for (from, to) in [(link.a, link.b), (link.b, link.a)] {
+            let delay = link.delay + topo.node(to).latency;
+            ports.push(Port::new(from, 0, link.rate, delay, topo.is_nic(to)));
+        }
+    }
+    // A port's index on its node is the position of its link in the node's
+    // adjacency (a NIC's port number).
+    let node_ports: Vec<Vec<PortId>> = adjacency
+        .iter()
+        .enumerate()
+        .map(|(node, links)| {
+            links
+                .iter()
+                .map(|l| {
+                    let side = if topo.links[l.0 as usize].a.0 as usize == node { 0 } else { 1 };
+                    PortId(2 * l.0 + side)
+                })
+                .collect()
+        })
+        .collect();
+    for list in &node_ports {
+        for (i, p) in list.iter().enumerate() {
+            ports[p.0 as usize].index = i as u16;
+        }
+    }
+    let port_rng = (0..ports.len() as u64).map(|p| Rng::stream(seed, &[STREAM_PORT, p])).collect();
+
+    let switches = (0..topo.nodes.len() as u32)
+        .map(|n| {
+            (!topo.is_nic(NodeId(n))).then(|| SwitchState {
+                buffer: SharedBuffer::new(scenario.switch.buffer.0),
+                up: true,
+                advertised: true,
+                ecmp_seed: if scenario.switch.ecmp.same_seed {
+                    Rng::stream(seed, &[STREAM_ECMP]).next_u64()
+                } else {
+                    Rng::stream(seed, &[STREAM_ECMP, n as u64]).next_u64()
+                },
+            })
+        })
+        .collect();
+
+    let mtu = scenario.nic.mtu.0 as u32;
+    let full_wire = headers::data_wire(scenario.nic.ip, mtu, true) as u64;
+    let headroom = ports
+        .iter()
+        .map(|p| match scenario.switch.pfc.headroom {
+            Some(h) => h.0,
+            // ConWeave: 2 x rate x delay + 2 MTU (protocols.md s4.2).
+            None => (2.0 * p.rate.bytes_in(p.delay)) as u64 + 2 * full_wire,
+        })
+        .collect();
+
+    let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
+
+    let flow_specs = workload::expand(&scenario.traffic, &topo, roce.qps, seed)?;
+    let mut qps = Vec::new();
+    let mut flows = Vec::with_capacity(flow_specs.len());
+    for (f, spec) in flow_specs.iter().enumerate() {
+        let (src_ports, dst_ports) = (&node_ports[spec.src.0 as usize], &node_ports[spec.dst.0 as usize]);
+        if src_ports.is_empty() || dst_ports.is_empty() {
+            return invalid("traffic", format!("flow {f} uses a NIC without ports"));
+        }
+        let mut ids = Vec::new();
+        for k in 0..spec.qps {
+            // Spread a connection's QPs over the NIC's ports; the responder
+            // uses the port of the same plane.
+            let port_index = (f + k as usize) % src_ports.len();
+            let id = qps.len() as u32;
+            let sport = 0xC000 | (Rng::stream(seed, &[STREAM_QP, id as u64]).next_u64() as u16 & 0x3FFF);
+            let src_port = src_ports[port_index];
+            let share = spec.bytes / spec.qps as u64 + u64::from((k as u64) < spec.bytes % spec.qps as u64);
+            qps.push(Qp {
+                flow: f as u32,
+                src: spec.src,
+                dst: spec.dst,
+                src_port,
+                dst_port: dst_ports[port_index % dst_ports.len()],
+                entropy: sport,
+                sender: RoceSender::default(),
+                receiver: RoceReceiver::default(),
+                cc: Dcqcn::new(ports[src_port.0 as usize].rate),
+                next_send: Time::ZERO,
+                in_ready_list: false,
+                rto_pending: false,
+                cc_timer_at: None,
+                bytes: share,
+            });
+            ids.push(id);
+        }
+        let parts = ids.iter().filter(|&&q| qps[q as usize].bytes > 0).count() as u32;
+        flows.push(Flow {
+            src: spec.src,
+            dst: spec.dst,
+            bytes: spec.bytes,
+            start: spec.start,
+            qps: ids,
+            parts_left: parts,
+            end: None,
+            ideal: Time::ZERO,
+            failed: false,
+        });
+    }
+
+    let raw_node_ports: Vec<Vec<u32>> = node_ports.iter().map(|l| l.iter().map(|p| p.0).collect()).collect();
+    let fault_actions = faults::expand(&scenario.faults, &topo, &raw_node_ports, seed)?;
+    let telemetry_ports = scenario
+        .telemetry
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            faults::resolve_port(&topo, &raw_node_ports, text, &format!("telemetry.ports[{i}]")).map(PortId)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let nics = topo.nics();
+    let telemetry_hosts = scenario
+        .telemetry
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let field = format!("telemetry.hosts[{i}]");
+            match r {
+                NicRef::Index(k) => nics.get(*k as usize).copied().map_or_else(
+                    || invalid(&field, format!("there is no NIC {k} (the topology has {})", nics.len())),
+                    Ok,
+                ),
+                NicRef::Name(n) => topo.find(n).filter(|&id| topo.is_nic(id)).map_or_else(
+                    || invalid(&field, format!("there is no NIC named '{n}'")),
+                    Ok,
+                ),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut events = EventQueue::default();
+    for (f, flow) in flows.iter().enumerate() {
+        events.schedule(flow.start, Event::FlowStart(f as u32));
+    }
+    for (i, (at, _)) in fault_actions.iter().enumerate() {
+        events.schedule(*at, Event::Fault(i as u32));
+    }
+    if scenario.telemetry.sample_interval.is_some() {
+        events.schedule(Time::ZERO, Event::Sample);
+    }
+
+    let n_ports = ports.len();
+    let n_nodes = topo.nodes.len();
+    let mut sim = Simulation {
+        roce,
+        events,
+        pool: PacketPool::default(),
+        port_rng,
+        switches,
+        sched: vec![PortScheduler::default(); n_ports],
+        nic_rx_payload: vec![0; n_nodes],
+        routes,
+        flows_left: flows.iter().filter(|f| f.parts_left > 0).count(),
+        total_bytes: flows.iter().map(|f| f.bytes).sum(),
+        qps,
+        flows,
+        faults: fault_actions,
+        headroom,
+        totals: Totals::default(),
+        samples: Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
+        telemetry_ports,
+        telemetry_hosts,
+        node_ports,
+        ports,
+        topo,
+        scenario,
+    };
+    for f in 0..sim.flows.len() {
+        sim.flows[f].ideal = sim.ideal_fct(f);
+    }
+    Ok(sim)
+}
+
+impl Simulation {
+    /// Completion time of flow `f` alone on an idle fabric: its wire bytes
+    /// serialized at the bottleneck (times the number of parallel planes its
+    /// QPs use), plus every hop's propagation and forwarding latency, plus
+    /// the last packet's serialization at every other hop. The path follows
+    /// the first equal-cost next hop.
+    fn ideal_fct(&self, f: usize) -> Time {
+        let flow = &self.flows[f];
+        let mtu = self.scenario.nic.mtu.0 as u32;
+        let ip = self.scenario.nic.ip;
+        let mut wire_total = 0u64;
+        let mut last_wire = 0u64;
+        let mut planes = std::collections::BTreeSet::new();
+        for &q in &flow.qps {
+            let qp = &self.qps[q as usize];
+            if qp.bytes == 0 {
+                continue;
+            }
+            planes.insert(qp.src_port);
+            let packets = qp.bytes.div_ceil(mtu as u64);
+            let last = qp.bytes - (packets - 1) * mtu as u64;
+            let per_qp = headers::data_wire(ip, mtu, false) as u64 * (packets - 1)
+                + headers::data_wire(ip, last as u32, packets == 1) as u64
+                + if packets > 1 { 16 } else { 0 };
+            wire_total += per_qp;
+            last_wire = last_wire.max(headers::data_wire(ip, last as u32, packets == 1) as u64);
+        }
+        let Some(&first) = flow.qps.first() else { return Time::ZERO };
+        let mut port = self.qps[first as usize].src_port;
+        let mut hops = Vec::new();
+        for _ in 0..64 {
+            hops.push(port);
+            let next = self.ports[port.peer().0 as usize].node;
+            if next == flow.dst || self.topo.is_nic(next) {
+                break;
+            }
+            match self.routes.next_hops(next, flow.dst).first() {
+                Some(&p) => port = p,
+                None => break,
+            }
+        }
+        let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
+        let parallel = planes.len().max(1) as f64;
+        let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / (bottleneck.0 as f64 * parallel));
+        let mut skipped_bottleneck = false;
+        for p in &hops {
+            let port = &self.ports[p.0 as usize];
+            t += port.delay;
+            if port.rate == bottleneck && !skipped_bottleneck {
+                skipped_bottleneck = true;
+            } else {
+                t += port.rate.tx_time(last_wire);
+            }
+        }
+        t
+    }
+}

@@ -1,0 +1,70 @@
+//! Faults and the slow control plane: applying scheduled failures and
+//! recomputing routes after the reconvergence delay.
+
+use super::{Event, Simulation};
+use crate::faults::FaultAction;
+use crate::net::{DropCause, PortId};
+use crate::switch::Routes;
+
+impl Simulation {
+    pub(super) fn on_fault(&mut self, i: u32) {
+        let (_, action) = self.faults[i as usize];
+        let routed = match action {
+            FaultAction::PortUp { port, up, routed } => {
+                self.ports[port as usize].up = up;
+                if up {
+                    self.try_transmit(PortId(port));
+                } else {
+                    self.flush_port(PortId(port));
+                }
+                routed
+            }
+            FaultAction::PortLoss { port, rate } => {
+                self.ports[port as usize].loss = rate;
+                false
+            }
+            FaultAction::SwitchUp { node, up, gray } => {
+                if let Some(sw) = self.switches[node.0 as usize].as_mut() {
+                    sw.up = up;
+                    sw.advertised = up || gray;
+                }
+                !gray
+            }
+        };
+        if routed {
+            let delay = self.scenario.switch.reconvergence_delay;
+            self.events.schedule_in(delay, Event::Reconverge);
+        }
+    }
+
+    /// A port whose link went down loses what is queued for it. NIC ports
+    /// keep their QPs' data, which the transport will retransmit.
+    fn flush_port(&mut self, port: PortId) {
+        let p = port.0 as usize;
+        let is_switch = self.switches[self.ports[p].node.0 as usize].is_some();
+        for class in 0..self.ports[p].queues.len() {
+            while let Some(&id) = self.ports[p].queues[class].front() {
+                let wire = self.pool.get(id).wire;
+                self.ports[p].dequeue(class, wire);
+                if is_switch {
+                    self.release_switch_buffer(port, id, class);
+                }
+                self.drop_packet(port, id, DropCause::LinkDown);
+            }
+        }
+    }
+
+    /// Routes over links up in both directions and switches whose control
+    /// plane advertises them (a gray-failed switch still does).
+    pub(super) fn reconverge(&mut self) {
+        let ports = &self.ports;
+        let switches = &self.switches;
+        self.routes = Routes::compute(
+            &self.topo,
+            &self.node_ports,
+            |p| ports[p.0 as usize].node,
+            |p| ports[p.0 as usize].up && ports[p.peer().0 as usize].up,
+            |n| switches[n.0 as usize].as_ref().is_none_or(|s| s.advertised),
+        );
+    }
+}

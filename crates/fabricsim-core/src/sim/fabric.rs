@@ -1,0 +1,228 @@
+//! Packets through ports and switches: transmission and the wire, switch
+//! forwarding and buffer admission, ECN marking at dequeue, PFC pause and
+//! resume, packet trimming, and drops by cause.
+
+use super::{Event, Simulation};
+use crate::net::{
+    ecn_mark_probability, flag, headers, Admission, DropCause, PacketId, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT,
+};
+use crate::switch::ecmp_hash;
+use crate::topology::NodeId;
+
+impl Simulation {
+    /// Starts serializing the next packet on an idle port, if it has one.
+    pub(super) fn try_transmit(&mut self, port: PortId) {
+        let p = port.0 as usize;
+        if self.ports[p].current.is_some() {
+            return;
+        }
+        let class = match self.ports[p].next_class() {
+            Some(c) => c,
+            None if self.switches[self.ports[p].node.0 as usize].is_none() => {
+                // A NIC port pulls its next data packet from the QPs.
+                match self.next_data_packet(port) {
+                    Some(_) => CLASS_DATA,
+                    None => return,
+                }
+            }
+            None => return,
+        };
+        let Some(id) = self.ports[p].queues[class].front().copied() else { return };
+        let wire = self.pool.get(id).wire;
+        self.ports[p].dequeue(class, wire);
+        let node = self.ports[p].node;
+        if self.switches[node.0 as usize].is_some() {
+            self.on_switch_dequeue(port, id, class);
+        }
+        self.ports[p].current = Some(id);
+        let done = self.now() + self.ports[p].rate.tx_time(wire as u64);
+        self.events.schedule(done, Event::TxDone(port));
+    }
+
+    /// Buffer release, PFC resume and ECN marking when a switch dequeues.
+    fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize) {
+        self.release_switch_buffer(port, id, class);
+        let ecn = &self.scenario.switch.ecn;
+        let out = &self.ports[port.0 as usize];
+        let pkt = self.pool.get(id);
+        if ecn.enabled && pkt.has(flag::ECT) && class == CLASS_DATA && (ecn.last_hop || !out.faces_nic) {
+            // The queue as this packet saw it, including itself.
+            let p = ecn_mark_probability(out.queue_bytes[class] + pkt.wire as u64, ecn);
+            if p > 0.0 && self.port_rng[port.0 as usize].chance(p) {
+                self.pool.get_mut(id).flags |= flag::CE;
+                self.ports[port.0 as usize].counters.ecn_marks += 1;
+            }
+        }
+    }
+
+    /// Returns a dequeued packet's bytes to the shared buffer and to its
+    /// ingress port's PFC account, resuming the upstream below XON.
+    pub(super) fn release_switch_buffer(&mut self, port: PortId, id: PacketId, class: usize) {
+        let (wire, ingress) = {
+            let pkt = self.pool.get(id);
+            (pkt.wire as u64, pkt.ingress)
+        };
+        let node = self.ports[port.0 as usize].node.0 as usize;
+        let sw = self.switches[node].as_mut().expect("a switch");
+        sw.buffer.release(wire);
+        let threshold = sw.buffer.xoff_threshold(self.scenario.switch.pfc.xoff_alpha);
+        if ingress == NO_PORT {
+            return;
+        }
+        let inp = &mut self.ports[ingress as usize];
+        inp.ingress_bytes[class] -= wire;
+        let below_xon = inp.ingress_bytes[class] + self.scenario.switch.pfc.xon_offset.0 <= threshold;
+        if inp.xoff_sent[class] && below_xon {
+            inp.xoff_sent[class] = false;
+            inp.headroom_used[class] = 0;
+            self.send_pfc(PortId(ingress), class, false);
+        }
+    }
+
+    pub(super) fn on_tx_done(&mut self, port: PortId) {
+        let p = port.0 as usize;
+        let id = self.ports[p].current.take().expect("a packet was in transmission");
+        let pkt = *self.pool.get(id);
+        let c = &mut self.ports[p].counters;
+        c.tx_bytes += pkt.wire as u64;
+        c.tx_packets += 1;
+        c.tx_payload += pkt.payload as u64;
+        self.totals.packet_hops += 1;
+        if !self.ports[p].up {
+            self.drop_packet(port, id, DropCause::LinkDown);
+        } else if self.ports[p].loss > 0.0 && self.port_rng[p].chance(self.ports[p].loss) {
+            self.drop_packet(port, id, DropCause::LinkLoss);
+        } else {
+            let arrival = self.now() + self.ports[p].delay;
+            if self.ports[p].wire.is_empty() {
+                self.events.schedule(arrival, Event::Arrive(port));
+            }
+            self.ports[p].wire.push_back((arrival, id));
+        }
+        self.try_transmit(port);
+    }
+
+    pub(super) fn on_arrive(&mut self, port: PortId) {
+        let p = port.0 as usize;
+        let (_, id) = self.ports[p].wire.pop_front().expect("an arrival has a packet");
+        if let Some(&(next, _)) = self.ports[p].wire.front() {
+            self.events.schedule(next, Event::Arrive(port));
+        }
+        if !self.ports[p].up {
+            // The link failed while the packet was on it.
+            self.drop_packet(port, id, DropCause::LinkDown);
+            return;
+        }
+        let into = port.peer();
+        let node = self.ports[into.0 as usize].node;
+        if self.switches[node.0 as usize].is_some() {
+            self.switch_receive(node, into, id);
+        } else {
+            self.nic_receive(into, id);
+        }
+    }
+
+    /// Forwards a packet that entered `switch` by `ingress`.
+    fn switch_receive(&mut self, switch: NodeId, ingress: PortId, id: PacketId) {
+        let sw = self.switches[switch.0 as usize].as_ref().expect("a switch");
+        if !sw.up {
+            self.drop_packet(ingress, id, DropCause::SwitchDown);
+            return;
+        }
+        let pkt = *self.pool.get(id);
+        let hops = self.routes.next_hops(switch, pkt.dst);
+        let out = match hops.len() {
+            0 => {
+                self.drop_packet(ingress, id, DropCause::NoRoute);
+                return;
+            }
+            1 => hops[0],
+            n => hops[(ecmp_hash(pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) as usize) % n],
+        };
+        if !self.ports[out.0 as usize].up {
+            self.drop_packet(out, id, DropCause::LinkDown);
+            return;
+        }
+        let mut class = pkt.class as usize;
+        let wire = pkt.wire as u64;
+        let pfc = &self.scenario.switch.pfc;
+        let lossless = pfc.enabled && class == CLASS_DATA;
+        let buffer = &self.switches[switch.0 as usize].as_ref().expect("a switch").buffer;
+        let admitted = if lossless || class == CLASS_CONTROL {
+            buffer.admit_lossless(wire)
+        } else {
+            buffer.admit_lossy(self.ports[out.0 as usize].queue_bytes[class], wire, self.scenario.switch.egress_alpha)
+        };
+        let mut wire = wire;
+        if admitted == Admission::Reject {
+            let trim = &self.scenario.switch.trimming;
+            if !(trim.enabled && class == CLASS_DATA && !pkt.has(flag::TRIMMED)) {
+                self.drop_packet(out, id, DropCause::Buffer);
+                return;
+            }
+            wire = headers::trimmed_wire(pkt.wire, trim.size.0 as u32) as u64;
+            if buffer.admit_lossless(wire) == Admission::Reject {
+                self.drop_packet(out, id, DropCause::Buffer);
+                return;
+            }
+            let counters = &mut self.ports[out.0 as usize].counters;
+            counters.trims += 1;
+            counters.trimmed_payload += pkt.payload as u64;
+            let pkt = self.pool.get_mut(id);
+            pkt.flags |= flag::TRIMMED;
+            pkt.payload = 0;
+            pkt.wire = wire as u32;
+            pkt.class = CLASS_CONTROL as u8;
+            class = CLASS_CONTROL;
+        }
+        if lossless && class == CLASS_DATA && self.ports[ingress.0 as usize].xoff_sent[class] {
+            let inp = &mut self.ports[ingress.0 as usize];
+            inp.headroom_used[class] += wire;
+            if inp.headroom_used[class] > self.headroom[ingress.0 as usize] {
+                inp.headroom_used[class] -= wire;
+                self.drop_packet(ingress, id, DropCause::Headroom);
+                return;
+            }
+        }
+        let sw = self.switches[switch.0 as usize].as_mut().expect("a switch");
+        sw.buffer.take(wire);
+        let threshold = sw.buffer.xoff_threshold(pfc.xoff_alpha);
+        self.pool.get_mut(id).ingress = ingress.0;
+        let inp = &mut self.ports[ingress.0 as usize];
+        inp.ingress_bytes[class] += wire;
+        if lossless && class == CLASS_DATA && !inp.xoff_sent[class] && inp.ingress_bytes[class] > threshold {
+            inp.xoff_sent[class] = true;
+            self.send_pfc(ingress, class, true);
+        }
+        self.ports[out.0 as usize].enqueue(class, id, wire as u32);
+        self.try_transmit(out);
+    }
+
+    /// Sends a PFC frame out of `port` to pause or resume `class` at the
+    /// peer's egress. A MAC control frame goes ahead of queued data; it
+    /// reaches the peer after its own serialization and the propagation
+    /// delay (its link time is not taken from data: 84 bytes per event).
+    fn send_pfc(&mut self, port: PortId, class: usize, pause: bool) {
+        let p = &mut self.ports[port.0 as usize];
+        if pause {
+            p.counters.pauses_sent += 1;
+        }
+        let arrival = self.events.now() + p.rate.tx_time(headers::pause_wire() as u64) + p.delay;
+        self.events.schedule(arrival, Event::Pfc { port: port.peer(), class: class as u8, pause });
+    }
+
+    pub(super) fn on_pfc(&mut self, port: PortId, class: usize, pause: bool) {
+        let now = self.now();
+        self.ports[port.0 as usize].set_paused(class, pause, now);
+        if !pause {
+            self.try_transmit(port);
+        }
+    }
+
+    /// Counts a lost packet at `port` and frees it.
+    pub(super) fn drop_packet(&mut self, port: PortId, id: PacketId, cause: DropCause) {
+        let payload = self.pool.get(id).payload;
+        self.ports[port.0 as usize].count_drop(cause, payload);
+        self.pool.free(id);
+    }
+}

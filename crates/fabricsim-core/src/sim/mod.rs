@@ -1,0 +1,198 @@
+//! The `Simulation`: owns the topology instance (ports, switch buffers,
+//! routes), the NICs' QPs and flows, the event queue, and runs the loop.
+//!
+//! Event handlers live in submodules by concern: `fabric` moves packets
+//! through ports and switches (queues, buffer, ECN, PFC, trimming,
+//! forwarding), `host` runs the NIC side (QP scheduling and the transport),
+//! `control` applies faults and reconverges routes, `report` builds the
+//! output tables. They share this struct; each handler does one thing and
+//! schedules what happens next.
+
+mod build;
+mod control;
+mod fabric;
+mod host;
+mod report;
+
+use crate::cc::Dcqcn;
+use crate::engine::{EventQueue, Rng};
+use crate::error::ScenarioError;
+use crate::faults::FaultAction;
+use crate::metrics::RunOutput;
+use crate::net::{PacketPool, Port, PortId, SharedBuffer};
+use crate::nic::PortScheduler;
+use crate::scenario::Scenario;
+use crate::switch::Routes;
+use crate::topology::{NodeId, Topology};
+use crate::transport::{RoceConfig, RoceReceiver, RoceSender};
+use crate::units::Time;
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    /// A port finished serializing its current packet.
+    TxDone(PortId),
+    /// The packet at the head of a port's wire reaches the peer.
+    Arrive(PortId),
+    /// A PFC frame reaches the egress `port` it pauses or resumes.
+    Pfc { port: PortId, class: u8, pause: bool },
+    /// A NIC port's paced QP may send again.
+    NicWake(PortId),
+    RtoTimer(u32),
+    CcTimer(u32),
+    FlowStart(u32),
+    Fault(u32),
+    Reconverge,
+    Sample,
+}
+
+struct SwitchState {
+    buffer: SharedBuffer,
+    /// Forwards packets.
+    up: bool,
+    /// Its control plane advertises routes through it.
+    advertised: bool,
+    ecmp_seed: u64,
+}
+
+/// One queue pair: the requester at `src`, the responder at `dst`.
+struct Qp {
+    flow: u32,
+    src: NodeId,
+    dst: NodeId,
+    src_port: PortId,
+    dst_port: PortId,
+    entropy: u16,
+    sender: RoceSender,
+    receiver: RoceReceiver,
+    cc: Dcqcn,
+    /// Earliest time the pacer lets the next data packet go.
+    next_send: Time,
+    in_ready_list: bool,
+    rto_pending: bool,
+    cc_timer_at: Option<Time>,
+    bytes: u64,
+}
+
+struct Flow {
+    src: NodeId,
+    dst: NodeId,
+    bytes: u64,
+    start: Time,
+    qps: Vec<u32>,
+    parts_left: u32,
+    end: Option<Time>,
+    ideal: Time,
+    failed: bool,
+}
+
+#[derive(Default)]
+struct Totals {
+    packet_hops: u64,
+    sent_payload: u64,
+    delivered_payload: u64,
+    discarded_payload: u64,
+    trimmed_received: u64,
+    qp_errors: u64,
+}
+
+/// What the caller's progress hook is told.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub now: Time,
+    pub fraction: f64,
+    pub events: u64,
+}
+
+pub struct Simulation {
+    scenario: Scenario,
+    roce: RoceConfig,
+    topo: Topology,
+    events: EventQueue<Event>,
+    pool: PacketPool,
+    ports: Vec<Port>,
+    port_rng: Vec<Rng>,
+    node_ports: Vec<Vec<PortId>>,
+    switches: Vec<Option<SwitchState>>,
+    sched: Vec<PortScheduler>,
+    nic_rx_payload: Vec<u64>,
+    routes: Routes,
+    qps: Vec<Qp>,
+    flows: Vec<Flow>,
+    faults: Vec<(Time, FaultAction)>,
+    headroom: Vec<u64>,
+    flows_left: usize,
+    total_bytes: u64,
+    totals: Totals,
+    telemetry_ports: Vec<PortId>,
+    telemetry_hosts: Vec<NodeId>,
+    samples: report::Samples,
+}
+
+impl Simulation {
+    /// Builds a simulation from a validated scenario.
+    pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
+        build::build(scenario)
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    pub fn now(&self) -> Time {
+        self.events.now()
+    }
+
+    /// Runs to the end (every flow done, no events left, or the scenario's
+    /// duration). `hook` is called every few thousand events with the
+    /// progress; returning false stops the run early, marked incomplete.
+    pub fn run(&mut self, hook: &mut dyn FnMut(Progress) -> bool) -> RunOutput {
+        const HOOK_EVERY: u64 = 1 << 14;
+        let limit = self.scenario.duration.unwrap_or(Time::MAX);
+        let mut complete = true;
+        let mut countdown = HOOK_EVERY;
+        while let Some(next) = self.events.peek_time() {
+            if next > limit || (self.scenario.duration.is_none() && self.flows_left == 0) {
+                break;
+            }
+            let (_, event) = self.events.pop().expect("peeked");
+            self.handle(event);
+            countdown -= 1;
+            if countdown == 0 {
+                countdown = HOOK_EVERY;
+                if !hook(self.progress()) {
+                    complete = false;
+                    break;
+                }
+            }
+        }
+        hook(self.progress());
+        self.report(complete)
+    }
+
+    fn progress(&self) -> Progress {
+        let fraction = match self.scenario.duration {
+            Some(d) => self.now().0 as f64 / d.0 as f64,
+            None if self.total_bytes > 0 => self.totals.delivered_payload as f64 / self.total_bytes as f64,
+            None => 1.0,
+        };
+        Progress { now: self.now(), fraction: fraction.min(1.0), events: self.events.executed() }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::TxDone(port) => self.on_tx_done(port),
+            Event::Arrive(port) => self.on_arrive(port),
+            Event::Pfc { port, class, pause } => self.on_pfc(port, class as usize, pause),
+            Event::NicWake(port) => {
+                self.sched[port.0 as usize].wake_at = None;
+                self.try_transmit(port);
+            }
+            Event::RtoTimer(qp) => self.on_rto(qp),
+            Event::CcTimer(qp) => self.on_cc_timer(qp),
+            Event::FlowStart(flow) => self.on_flow_start(flow),
+            Event::Fault(i) => self.on_fault(i),
+            Event::Reconverge => self.reconverge(),
+            Event::Sample => self.on_sample(),
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Sampling time series during the run and building the output tables and
+//! summary at its end.
+
+use serde_json::json;
+
+use super::{Event, Simulation};
+use crate::metrics::{percentile, Column, RunOutput, Table};
+use crate::net::{PortId, DROP_CAUSES};
+use crate::units::Time;
+
+/// Sampled time series in long format.
+pub(super) struct Samples {
+    time: Vec<Option<f64>>,
+    entity: Vec<String>,
+    metric: Vec<String>,
+    value: Vec<Option<f64>>,
+    last_port_tx: Vec<u64>,
+    last_host_rx: Vec<u64>,
+    last_time: Time,
+}
+
+impl Samples {
+    pub(super) fn new(ports: usize, hosts: usize) -> Samples {
+        Samples {
+            time: Vec::new(),
+            entity: Vec::new(),
+            metric: Vec::new(),
+            value: Vec::new(),
+            last_port_tx: vec![0; ports],
+            last_host_rx: vec![0; hosts],
+            last_time: Time::ZERO,
+        }
+    }
+
+    fn push(&mut self, t: Time, entity: &str, metric: &str, value: f64) {
+        self.time.push(Some(t.as_secs_f64()));
+        self.entity.push(entity.to_string());
+        self.metric.push(metric.to_string());
+        self.value.push(Some(value));
+    }
+}
+
+impl Simulation {
+    fn port_name(&self, port: PortId) -> String {
+        let p = &self.ports[port.0 as usize];
+        format!("{}:{}", self.topo.name(p.node), p.index)
+    }
+
+    pub(super) fn on_sample(&mut self) {
+        let now = self.now();
+        let interval = (now - self.samples.last_time).as_secs_f64();
+        for i in 0..self.telemetry_ports.len() {
+            let port = self.telemetry_ports[i];
+            let name = self.port_name(port);
+            let p = &self.ports[port.0 as usize];
+            let (queue, tx) = (p.total_queue_bytes() as f64, p.counters.tx_bytes);
+            let rate = if interval > 0.0 { (tx - self.samples.last_port_tx[i]) as f64 * 8.0 / interval } else { 0.0 };
+            self.samples.last_port_tx[i] = tx;
+            self.samples.push(now, &name, "queue_bytes", queue);
+            self.samples.push(now, &name, "tx_bps", rate);
+        }
+        for i in 0..self.telemetry_hosts.len() {
+            let nic = self.telemetry_hosts[i];
+            let rx = self.nic_rx_payload[nic.0 as usize];
+            let rate = if interval > 0.0 { (rx - self.samples.last_host_rx[i]) as f64 * 8.0 / interval } else { 0.0 };
+            self.samples.last_host_rx[i] = rx;
+            let name = self.topo.name(nic);
+            self.samples.push(now, &name, "rx_goodput_bps", rate);
+        }
+        self.samples.last_time = now;
+        let more_work = self.flows_left > 0 || self.scenario.duration.is_some_and(|d| now < d);
+        if more_work {
+            let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
+            self.events.schedule_in(interval, Event::Sample);
+        }
+    }
+
+    pub(super) fn report(&mut self, complete: bool) -> RunOutput {
+        let now = self.now();
+        let mut flows = Table::default();
+        let f = &self.flows;
+        let fct: Vec<Option<f64>> = f.iter().map(|x| x.end.map(|e| (e - x.start).as_secs_f64())).collect();
+        let qp_stat = |pick: &dyn Fn(&super::Qp) -> u64| -> Vec<u64> {
+            f.iter().map(|x| x.qps.iter().map(|&q| pick(&self.qps[q as usize])).sum()).collect()
+        };
+        flows.push("flow", Column::Int((0..f.len() as u64).collect()));
+        flows.push("src", Column::Text(f.iter().map(|x| self.topo.name(x.src)).collect()));
+        flows.push("dst", Column::Text(f.iter().map(|x| self.topo.name(x.dst)).collect()));
+        flows.push("bytes", Column::Int(f.iter().map(|x| x.bytes).collect()));
+        flows.push("start_s", Column::Float(f.iter().map(|x| Some(x.start.as_secs_f64())).collect()));
+        flows.push("end_s", Column::Float(f.iter().map(|x| x.end.map(Time::as_secs_f64)).collect()));
+        flows.push("fct_s", Column::Float(fct.clone()));
+        flows.push("ideal_fct_s", Column::Float(f.iter().map(|x| Some(x.ideal.as_secs_f64())).collect()));
+        flows.push(
+            "slowdown",
+            Column::Float(f.iter().zip(&fct).map(|(x, t)| t.map(|t| t / x.ideal.as_secs_f64().max(1e-18))).collect()),
+        );
+        flows.push("retransmitted_packets", Column::Int(qp_stat(&|q| q.sender.retransmitted_packets)));
+        flows.push("timeouts", Column::Int(qp_stat(&|q| q.sender.timeouts)));
+        flows.push("qp_errors", Column::Int(qp_stat(&|q| u64::from(q.sender.failed))));
+
+        let mut ports = Table::default();
+        let ps = &self.ports;
+        let ids: Vec<PortId> = (0..ps.len() as u32).map(PortId).collect();
+        ports.push("node", Column::Text(ps.iter().map(|p| self.topo.name(p.node)).collect()));
+        ports.push("port", Column::Int(ps.iter().map(|p| p.index as u64).collect()));
+        ports.push("peer", Column::Text(ids.iter().map(|&i| self.port_name(i.peer())).collect()));
+        ports.push("rate_bps", Column::Int(ps.iter().map(|p| p.rate.0).collect()));
+        ports.push("tx_bytes", Column::Int(ps.iter().map(|p| p.counters.tx_bytes).collect()));
+        ports.push("tx_packets", Column::Int(ps.iter().map(|p| p.counters.tx_packets).collect()));
+        for cause in DROP_CAUSES {
+            let name = format!("drops_{}", cause.name());
+            ports.push(&name, Column::Int(ps.iter().map(|p| p.counters.drops[cause as usize]).collect()));
+        }
+        ports.push("ecn_marks", Column::Int(ps.iter().map(|p| p.counters.ecn_marks).collect()));
+        ports.push("trims", Column::Int(ps.iter().map(|p| p.counters.trims).collect()));
+        ports.push("pauses_sent", Column::Int(ps.iter().map(|p| p.counters.pauses_sent).collect()));
+        ports.push("pauses_received", Column::Int(ps.iter().map(|p| p.counters.pauses_received).collect()));
+        ports.push(
+            "paused_time_s",
+            Column::Float(ps.iter().map(|p| Some(p.paused_time_at(now).as_secs_f64())).collect()),
+        );
+        ports.push("max_queue_bytes", Column::Int(ps.iter().map(|p| p.counters.max_queue_bytes).collect()));
+
+        let samples = std::mem::replace(&mut self.samples, Samples::new(0, 0));
+        let mut timeseries = Table::default();
+        timeseries.push("time_s", Column::Float(samples.time));
+        timeseries.push("entity", Column::Text(samples.entity));
+        timeseries.push("metric", Column::Text(samples.metric));
+        timeseries.push("value", Column::Float(samples.value));
+
+        let mut done: Vec<f64> = fct.iter().flatten().map(|s| s * 1e6).collect();
+        let finished = done.len();
+        let sum = |pick: &dyn Fn(&crate::net::PortCounters) -> u64| -> u64 { ps.iter().map(|p| pick(&p.counters)).sum() };
+        let drops_by_cause: serde_json::Map<String, serde_json::Value> = DROP_CAUSES
+            .iter()
+            .map(|&c| (c.name().to_string(), json!(sum(&|k| k.drops[c as usize]))))
+            .collect();
+        let last_end = f.iter().filter_map(|x| x.end).max().unwrap_or(now);
+        let first_start = f.iter().map(|x| x.start).min().unwrap_or(Time::ZERO);
+        let span = (last_end.saturating_sub(first_start)).as_secs_f64();
+        let summary = json!({
+            "complete": complete,
+            "sim_time_s": now.as_secs_f64(),
+            "events": self.events.executed(),
+            "packet_hops": self.totals.packet_hops,
+            "flows": f.len(),
+            "flows_completed": finished,
+            "fct_p50_us": percentile(&mut done, 0.5),
+            "fct_p99_us": percentile(&mut done, 0.99),
+            "fct_max_us": percentile(&mut done, 1.0),
+            "goodput_gbps": if span > 0.0 { self.totals.delivered_payload as f64 * 8.0 / span / 1e9 } else { 0.0 },
+            "sent_payload_bytes": self.totals.sent_payload,
+            "delivered_payload_bytes": self.totals.delivered_payload,
+            "discarded_payload_bytes": self.totals.discarded_payload,
+            "dropped_payload_bytes": sum(&|k| k.dropped_payload),
+            "trimmed_payload_bytes": sum(&|k| k.trimmed_payload),
+            "in_flight_payload_bytes": self.in_flight_payload(),
+            "drops": sum(&|k| k.drops.iter().sum()),
+            "drops_by_cause": drops_by_cause,
+            "ecn_marks": sum(&|k| k.ecn_marks),
+            "trims": sum(&|k| k.trims),
+            "trimmed_received": self.totals.trimmed_received,
+            "pauses_sent": sum(&|k| k.pauses_sent),
+            "paused_time_s": ps.iter().map(|p| p.paused_time_at(now).as_secs_f64()).sum::<f64>(),
+            "qp_errors": self.totals.qp_errors,
+            "packet_pool_high_water": self.pool.capacity(),
+        });
+        RunOutput { complete, summary, flows, ports, timeseries }
+    }
+
+    /// Payload still in queues, on wires or in transmission.
+    fn in_flight_payload(&self) -> u64 {
+        let mut total = 0;
+        for p in &self.ports {
+            let ids = p.queues.iter().flatten().chain(p.wire.iter().map(|(_, id)| id)).chain(p.current.iter());
+            total += ids.map(|&id| self.pool.get(id).payload as u64).sum::<u64>();
+        }
+        total
+    }
+}

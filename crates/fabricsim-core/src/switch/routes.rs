@@ -1,0 +1,109 @@
+//! Shortest-path routing tables.
+//!
+//! For every destination NIC a breadth-first search over working links
+//! gives each switch its distance to that NIC; a switch's next hops are the
+//! ports toward neighbours one step closer. NICs never transit traffic.
+//! Equal next-hop sets are stored once (a Clos has few distinct groups).
+//! The tables are recomputed when the control plane reconverges after a
+//! failure; packets are forwarded on the old tables until then.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::net::PortId;
+use crate::topology::{NodeId, Topology};
+
+const NO_ROUTE: u32 = u32::MAX;
+
+pub struct Routes {
+    nics: usize,
+    nic_slot: Vec<u32>,
+    switch_slot: Vec<u32>,
+    /// `table[switch_slot * nics + nic_slot]` is a group index.
+    table: Vec<u32>,
+    groups: Vec<Vec<PortId>>,
+}
+
+impl Routes {
+    /// Computes routes over the links for which `usable(port)` holds for
+    /// the port leaving a switch toward the destination, skipping switches
+    /// for which `alive(node)` is false.
+    pub fn compute(
+        topo: &Topology,
+        node_ports: &[Vec<PortId>],
+        port_node: impl Fn(PortId) -> NodeId,
+        usable: impl Fn(PortId) -> bool,
+        alive: impl Fn(NodeId) -> bool,
+    ) -> Routes {
+        let n = topo.nodes.len();
+        let mut nic_slot = vec![NO_ROUTE; n];
+        let mut switch_slot = vec![NO_ROUTE; n];
+        let (mut nics, mut switches) = (0u32, 0u32);
+        for id in 0..n {
+            if topo.is_nic(NodeId(id as u32)) {
+                nic_slot[id] = nics;
+                nics += 1;
+            } else {
+                switch_slot[id] = switches;
+                switches += 1;
+            }
+        }
+        let mut table = vec![NO_ROUTE; switches as usize * nics as usize];
+        let mut groups: Vec<Vec<PortId>> = Vec::new();
+        let mut group_index: HashMap<Vec<PortId>, u32> = HashMap::new();
+        let mut dist = vec![u32::MAX; n];
+        let mut frontier = VecDeque::new();
+        let mut hops = Vec::new();
+        for dst in (0..n).filter(|&i| nic_slot[i] != NO_ROUTE) {
+            dist.fill(u32::MAX);
+            dist[dst] = 0;
+            frontier.push_back(dst);
+            while let Some(node) = frontier.pop_front() {
+                for &out in &node_ports[node] {
+                    // Walk backwards: the neighbour forwards to `node` over
+                    // the peer port, which must be usable.
+                    let toward_node = out.peer();
+                    let neighbour = port_node(toward_node).0 as usize;
+                    if dist[neighbour] != u32::MAX
+                        || switch_slot[neighbour] == NO_ROUTE
+                        || !alive(NodeId(neighbour as u32))
+                        || !usable(toward_node)
+                    {
+                        continue;
+                    }
+                    dist[neighbour] = dist[node] + 1;
+                    frontier.push_back(neighbour);
+                }
+            }
+            for sw in (0..n).filter(|&i| switch_slot[i] != NO_ROUTE && dist[i] != u32::MAX && dist[i] > 0) {
+                hops.clear();
+                for &out in &node_ports[sw] {
+                    let next = port_node(out.peer()).0 as usize;
+                    let closer = dist[next] != u32::MAX && dist[next] + 1 == dist[sw];
+                    let transit_ok = next == dst || switch_slot[next] != NO_ROUTE;
+                    if closer && transit_ok && usable(out) {
+                        hops.push(out);
+                    }
+                }
+                if hops.is_empty() {
+                    continue;
+                }
+                let group = *group_index.entry(hops.clone()).or_insert_with(|| {
+                    groups.push(hops.clone());
+                    groups.len() as u32 - 1
+                });
+                table[switch_slot[sw] as usize * nics as usize + nic_slot[dst] as usize] = group;
+            }
+        }
+        Routes { nics: nics as usize, nic_slot, switch_slot, table, groups }
+    }
+
+    /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
+    pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
+        let s = self.switch_slot[switch.0 as usize] as usize;
+        let d = self.nic_slot[dst.0 as usize] as usize;
+        match self.table[s * self.nics + d] {
+            NO_ROUTE => &[],
+            g => &self.groups[g as usize],
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Transports: per-QP reliability and pacing state machines. Each transport
+//! is one file; the simulation dispatches on `TransportSpec` by enum. A
+//! transport never touches ports or events: it answers "what is the next
+//! packet" and "what does this arrival cause", and `sim` acts on that.
+
+pub mod rocev2;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use rocev2::{RoceConfig, RoceReceiver, RoceSender, RxReply};
+
+/// Which transport the NICs run, with its parameters.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TransportSpec {
+    /// RoCEv2 reliable connection: one path per QP, go-back-N, DCQCN.
+    Rocev2(RoceConfig),
+}
+
+impl Default for TransportSpec {
+    fn default() -> Self {
+        TransportSpec::Rocev2(RoceConfig::default())
+    }
+}
+
+impl TransportSpec {
+    /// QPs per connection unless a flow says otherwise.
+    pub fn qps(&self) -> u32 {
+        match self {
+            TransportSpec::Rocev2(c) => c.qps,
+        }
+    }
+}

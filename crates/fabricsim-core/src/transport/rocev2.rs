@@ -1,0 +1,254 @@
+//! RoCEv2 reliable connection (RC) for RDMA WRITE: the baseline every paper
+//! compares against.
+//!
+//! A message is cut into MTU packets with consecutive PSNs and sent on one
+//! path (the QP's fixed UDP source port). The responder accepts packets in
+//! order only: a PSN gap gets one NAK (PSN sequence error) carrying the
+//! expected PSN, later out-of-order packets are dropped silently until the
+//! gap is filled, and duplicates are re-acknowledged (IBTA Vol.1 ch.9,
+//! protocols.md s2.5). The requester goes back to the NAKed PSN, and on a
+//! retransmission timeout goes back to the oldest unacknowledged PSN; after
+//! `retry_count` timeouts without progress the QP enters the error state.
+//!
+//! PSNs are kept as u32 counters; the 24-bit wrap of the wire format is not
+//! modelled because no simulated QP sends 2^24 packets.
+
+use std::collections::VecDeque;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::cc::DcqcnConfig;
+use crate::net::PacketKind;
+use crate::units::{Time, PS_PER_NS};
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoceConfig {
+    /// QPs per connection; a flow's bytes are striped evenly across them
+    /// (QP scaling, mrc-srv6-multiplane.txt s5.2.7).
+    pub qps: u32,
+    /// The responder acknowledges every this many in-order packets, and
+    /// always the last packet of a message. Default 1, HPCC's
+    /// L2_ACK_INTERVAL (protocols.md s2.5).
+    pub ack_every: u32,
+    /// Local ACK timeout exponent: the retransmission timeout is
+    /// 4.096us x 2^exponent (IBTA). Default 8 (1.05ms), shorter than
+    /// NCCL's 18-20 so that simulated runs with losses stay short.
+    pub timeout_exponent: u8,
+    /// Timeouts in a row without progress before the QP fails. Default 7,
+    /// the IBTA maximum that NCCL uses.
+    pub retry_count: u32,
+    pub dcqcn: DcqcnConfig,
+}
+
+impl Default for RoceConfig {
+    fn default() -> Self {
+        RoceConfig { qps: 1, ack_every: 1, timeout_exponent: 8, retry_count: 7, dcqcn: DcqcnConfig::default() }
+    }
+}
+
+impl RoceConfig {
+    pub fn retransmit_timeout(&self) -> Time {
+        Time(4_096 * PS_PER_NS << self.timeout_exponent)
+    }
+}
+
+/// A message posted on a QP: PSNs `[first, end)`.
+#[derive(Clone, Copy, Debug)]
+struct SendMessage {
+    end: u32,
+    first: u32,
+    last_payload: u32,
+}
+
+/// One data packet the requester wants to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataToSend {
+    pub psn: u32,
+    pub payload: u32,
+    pub first: bool,
+    pub last: bool,
+    pub retransmission: bool,
+}
+
+/// Requester side of a QP.
+#[derive(Clone, Debug, Default)]
+pub struct RoceSender {
+    messages: VecDeque<SendMessage>,
+    posted_end: u32,
+    snd_nxt: u32,
+    snd_una: u32,
+    /// One past the highest PSN ever sent: below it a send is a retransmission.
+    high_water: u32,
+    retries: u32,
+    pub failed: bool,
+    /// Deadline of the retransmission timer while data is outstanding.
+    pub rto_deadline: Option<Time>,
+    pub retransmitted_packets: u64,
+    pub timeouts: u64,
+}
+
+impl RoceSender {
+    /// Posts an RDMA WRITE of `bytes` (at least one byte) cut at `mtu`.
+    pub fn post(&mut self, bytes: u64, mtu: u32) {
+        let packets = bytes.div_ceil(mtu as u64).max(1) as u32;
+        let last_payload = (bytes - (packets as u64 - 1) * mtu as u64) as u32;
+        let first = self.posted_end;
+        self.posted_end += packets;
+        self.messages.push_back(SendMessage { first, end: self.posted_end, last_payload });
+    }
+
+    pub fn has_data(&self) -> bool {
+        !self.failed && self.snd_nxt < self.posted_end
+    }
+
+    pub fn outstanding(&self) -> bool {
+        !self.failed && self.snd_una < self.posted_end
+    }
+
+    /// Takes the next packet to send and advances the send pointer.
+    pub fn next_packet(&mut self, mtu: u32) -> Option<DataToSend> {
+        if !self.has_data() {
+            return None;
+        }
+        let psn = self.snd_nxt;
+        let msg = self.messages.iter().find(|m| psn < m.end)?;
+        let last = psn + 1 == msg.end;
+        let packet = DataToSend {
+            psn,
+            payload: if last { msg.last_payload } else { mtu },
+            first: psn == msg.first,
+            last,
+            retransmission: psn < self.high_water,
+        };
+        self.snd_nxt += 1;
+        self.high_water = self.high_water.max(self.snd_nxt);
+        if packet.retransmission {
+            self.retransmitted_packets += 1;
+        }
+        Some(packet)
+    }
+
+    /// Cumulative ACK up to `expected`. Returns true if it acknowledged new data.
+    pub fn on_ack(&mut self, expected: u32) -> bool {
+        if expected <= self.snd_una {
+            return false;
+        }
+        self.snd_una = expected.min(self.posted_end);
+        self.snd_nxt = self.snd_nxt.max(self.snd_una);
+        while self.messages.front().is_some_and(|m| m.end <= self.snd_una) {
+            self.messages.pop_front();
+        }
+        self.retries = 0;
+        true
+    }
+
+    /// NAK (PSN sequence error): go back to `expected`.
+    pub fn on_nak(&mut self, expected: u32) {
+        self.on_ack(expected);
+        self.snd_nxt = self.snd_una;
+    }
+
+    /// The retransmission timer expired without progress.
+    pub fn on_timeout(&mut self, retry_count: u32) {
+        self.timeouts += 1;
+        self.retries += 1;
+        if self.retries > retry_count {
+            self.failed = true;
+        }
+        self.snd_nxt = self.snd_una;
+    }
+}
+
+/// What a data packet's arrival asks the responder to send back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxReply {
+    /// In-order payload accepted.
+    pub delivered: u32,
+    /// The accepted packet ended a message.
+    pub message_done: bool,
+    /// An ACK or NAK to send, with the expected PSN.
+    pub reply: Option<(PacketKind, u32)>,
+    /// Payload discarded: out of order or duplicate.
+    pub discarded: u32,
+}
+
+/// Responder side of a QP.
+#[derive(Clone, Debug, Default)]
+pub struct RoceReceiver {
+    expected: u32,
+    nak_outstanding: bool,
+    unacked: u32,
+    pub last_cnp: Option<Time>,
+}
+
+impl RoceReceiver {
+    /// A data packet with `psn` arrived. A trimmed packet carries no payload
+    /// but tells the responder that `psn` was sent and lost.
+    pub fn on_data(&mut self, psn: u32, payload: u32, last: bool, trimmed: bool, ack_every: u32) -> RxReply {
+        let mut out = RxReply::default();
+        if psn == self.expected && !trimmed {
+            self.expected += 1;
+            self.nak_outstanding = false;
+            self.unacked += 1;
+            out.delivered = payload;
+            out.message_done = last;
+            if last || self.unacked >= ack_every {
+                self.unacked = 0;
+                out.reply = Some((PacketKind::Ack, self.expected));
+            }
+        } else if psn < self.expected {
+            out.discarded = payload;
+            out.reply = Some((PacketKind::Ack, self.expected));
+        } else {
+            out.discarded = payload;
+            if !self.nak_outstanding {
+                self.nak_outstanding = true;
+                out.reply = Some((PacketKind::Nak, self.expected));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_back_n_after_a_gap() {
+        let mut tx = RoceSender::default();
+        let mut rx = RoceReceiver::default();
+        tx.post(4 * 1000, 1000);
+        let p: Vec<_> = (0..4).map(|_| tx.next_packet(1000).unwrap()).collect();
+        assert!(p[0].first && p[3].last);
+        assert_eq!(rx.on_data(0, 1000, false, false, 1).reply, Some((PacketKind::Ack, 1)));
+        // PSN 1 lost: PSN 2 triggers one NAK, PSN 3 is dropped silently.
+        assert_eq!(rx.on_data(2, 1000, false, false, 1).reply, Some((PacketKind::Nak, 1)));
+        assert_eq!(rx.on_data(3, 1000, true, false, 1).reply, None);
+        tx.on_nak(1);
+        let again = tx.next_packet(1000).unwrap();
+        assert_eq!((again.psn, again.retransmission), (1, true));
+        assert_eq!(rx.on_data(1, 1000, false, false, 1).delivered, 1000);
+    }
+
+    #[test]
+    fn retries_exhausted_fail_the_qp() {
+        let mut tx = RoceSender::default();
+        tx.post(1, 4096);
+        tx.next_packet(4096);
+        for _ in 0..8 {
+            tx.on_timeout(7);
+        }
+        assert!(tx.failed && !tx.has_data());
+    }
+
+    #[test]
+    fn ack_coalescing() {
+        let mut rx = RoceReceiver::default();
+        assert_eq!(rx.on_data(0, 1, false, false, 2).reply, None);
+        assert_eq!(rx.on_data(1, 1, false, false, 2).reply, Some((PacketKind::Ack, 2)));
+        assert_eq!(rx.on_data(2, 1, true, false, 2).reply, Some((PacketKind::Ack, 3)));
+    }
+}

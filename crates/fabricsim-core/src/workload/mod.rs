@@ -1,0 +1,243 @@
+//! Traffic: explicit flows and the generators the papers use (permutation,
+//! N-to-1 incast, all-to-all, uniform random, racks to racks). Generators
+//! expand into flows once, before the run, from their own random stream.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Rng;
+use crate::error::{invalid, ScenarioError};
+use crate::topology::{NodeId, NodeRole, Topology};
+use crate::units::{Bytes, Time};
+
+/// A NIC named by its index (`12`) or its name (`"nic12"`).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum NicRef {
+    Index(u32),
+    Name(String),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TrafficSpec {
+    /// One flow: an RDMA WRITE of `bytes` from `src` to `dst`.
+    Flow {
+        src: NicRef,
+        dst: NicRef,
+        bytes: Bytes,
+        #[serde(default)]
+        start: Time,
+        /// QPs for this flow (default: the transport's `qps`).
+        qps: Option<u32>,
+    },
+    /// Every NIC sends to exactly one other NIC and receives from one: a
+    /// random derangement.
+    Permutation {
+        bytes: Bytes,
+        #[serde(default)]
+        start: Time,
+        qps: Option<u32>,
+    },
+    /// N senders to one receiver, all starting together.
+    Incast {
+        receiver: NicRef,
+        /// The senders; or give `count` to draw them at random.
+        senders: Option<Vec<NicRef>>,
+        count: Option<u32>,
+        bytes: Bytes,
+        #[serde(default)]
+        start: Time,
+        qps: Option<u32>,
+    },
+    /// Every NIC sends `bytes` to every other NIC.
+    AllToAll {
+        bytes: Bytes,
+        #[serde(default)]
+        start: Time,
+        qps: Option<u32>,
+    },
+    /// `flows` flows between uniformly random distinct pairs, with start
+    /// times uniform over [start, start + window).
+    UniformRandom {
+        flows: u32,
+        bytes: Bytes,
+        #[serde(default)]
+        start: Time,
+        #[serde(default)]
+        window: Time,
+        qps: Option<u32>,
+    },
+    /// NIC i under ToR `src_racks[k]` sends to NIC i under ToR
+    /// `dst_racks[k]` (mrc-srv6-multiplane.txt appendix, Fig 20). Racks are
+    /// ToR indices in plane 0.
+    RacksToRacks {
+        src_racks: Vec<u32>,
+        dst_racks: Vec<u32>,
+        bytes: Bytes,
+        #[serde(default)]
+        start: Time,
+        qps: Option<u32>,
+    },
+}
+
+/// A flow to simulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub bytes: u64,
+    pub start: Time,
+    pub qps: u32,
+}
+
+fn resolve_nic(topo: &Topology, nics: &[NodeId], r: &NicRef, field: &str) -> Result<NodeId, ScenarioError> {
+    match r {
+        NicRef::Index(i) => nics.get(*i as usize).copied().map_or_else(
+            || invalid(field, format!("there is no NIC {i}: the topology has {} NICs (0..{})", nics.len(), nics.len())),
+            Ok,
+        ),
+        NicRef::Name(name) => match topo.find(name) {
+            Some(id) if topo.is_nic(id) => Ok(id),
+            Some(_) => invalid(field, format!("'{name}' is a switch, not a NIC")),
+            None => invalid(field, format!("there is no NIC named '{name}'")),
+        },
+    }
+}
+
+/// The ToR index (plane 0) each NIC's first port attaches to.
+fn racks(topo: &Topology, nics: &[NodeId]) -> Vec<(u32, NodeId)> {
+    let adj = topo.adjacency();
+    nics.iter()
+        .filter_map(|&nic| {
+            let link = *adj[nic.0 as usize].first()?;
+            let tor = topo.peer(link, nic);
+            match topo.node(tor).role {
+                NodeRole::Switch { .. } => Some((topo.node(tor).index, nic)),
+                NodeRole::Nic { .. } => None,
+            }
+        })
+        .collect()
+}
+
+/// Expands the traffic section into flows.
+pub fn expand(
+    specs: &[TrafficSpec],
+    topo: &Topology,
+    default_qps: u32,
+    seed: u64,
+) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let nics = topo.nics();
+    let mut flows = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let field = |name: &str| format!("traffic[{i}].{name}");
+        let mut rng = Rng::stream(seed, &[0x7AF1C, i as u64]);
+        let check_bytes = |bytes: Bytes| {
+            if bytes.0 == 0 {
+                invalid(field("bytes"), "0B: a flow must carry at least one byte")
+            } else {
+                Ok(bytes.0)
+            }
+        };
+        let qps_of = |qps: &Option<u32>| match qps {
+            Some(0) => invalid(field("qps"), "0: a flow needs at least one QP"),
+            Some(q) => Ok(*q),
+            None => Ok(default_qps),
+        };
+        if nics.len() < 2 {
+            return invalid(field("kind"), "traffic needs at least two NICs");
+        }
+        match spec {
+            TrafficSpec::Flow { src, dst, bytes, start, qps } => {
+                let (s, d) = (resolve_nic(topo, &nics, src, &field("src"))?, resolve_nic(topo, &nics, dst, &field("dst"))?);
+                if s == d {
+                    return invalid(field("dst"), "a flow's source and destination must differ");
+                }
+                flows.push(FlowSpec { src: s, dst: d, bytes: check_bytes(*bytes)?, start: *start, qps: qps_of(qps)? });
+            }
+            TrafficSpec::Permutation { bytes, start, qps } => {
+                let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                // Sattolo's algorithm: a uniformly random single cycle, so
+                // nobody sends to itself.
+                let mut order: Vec<NodeId> = nics.clone();
+                for k in (1..order.len()).rev() {
+                    let j = rng.below(k as u64) as usize;
+                    order.swap(k, j);
+                }
+                for (k, &src) in nics.iter().enumerate() {
+                    flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps });
+                }
+            }
+            TrafficSpec::Incast { receiver, senders, count, bytes, start, qps } => {
+                let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                let dst = resolve_nic(topo, &nics, receiver, &field("receiver"))?;
+                let srcs: Vec<NodeId> = match (senders, count) {
+                    (Some(list), None) => list
+                        .iter()
+                        .enumerate()
+                        .map(|(k, r)| resolve_nic(topo, &nics, r, &field(&format!("senders[{k}]"))))
+                        .collect::<Result<_, _>>()?,
+                    (None, Some(n)) => {
+                        let mut others: Vec<NodeId> = nics.iter().copied().filter(|&n| n != dst).collect();
+                        if *n as usize > others.len() || *n == 0 {
+                            return invalid(field("count"), format!("{n}: between 1 and {} senders", others.len()));
+                        }
+                        rng.shuffle(&mut others);
+                        others.truncate(*n as usize);
+                        others
+                    }
+                    _ => return invalid(field("senders"), "give either `senders` or `count`"),
+                };
+                if let Some(k) = srcs.iter().position(|&s| s == dst) {
+                    return invalid(field(&format!("senders[{k}]")), "the receiver cannot send to itself");
+                }
+                flows.extend(srcs.into_iter().map(|src| FlowSpec { src, dst, bytes, start: *start, qps }));
+            }
+            TrafficSpec::AllToAll { bytes, start, qps } => {
+                let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                for &src in &nics {
+                    for &dst in nics.iter().filter(|&&d| d != src) {
+                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps });
+                    }
+                }
+            }
+            TrafficSpec::UniformRandom { flows: n, bytes, start, window, qps } => {
+                let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                for _ in 0..*n {
+                    let src = nics[rng.below(nics.len() as u64) as usize];
+                    let mut dst = src;
+                    while dst == src {
+                        dst = nics[rng.below(nics.len() as u64) as usize];
+                    }
+                    let offset = if window.0 > 0 { Time(rng.below(window.0)) } else { Time::ZERO };
+                    flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps });
+                }
+            }
+            TrafficSpec::RacksToRacks { src_racks, dst_racks, bytes, start, qps } => {
+                let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                if src_racks.len() != dst_racks.len() {
+                    return invalid(
+                        field("dst_racks"),
+                        format!("{} racks, but src_racks has {}", dst_racks.len(), src_racks.len()),
+                    );
+                }
+                let placement = racks(topo, &nics);
+                let members = |rack: u32, name: &str| -> Result<Vec<NodeId>, ScenarioError> {
+                    let m: Vec<NodeId> = placement.iter().filter(|(r, _)| *r == rack).map(|&(_, n)| n).collect();
+                    if m.is_empty() {
+                        invalid(field(name), format!("there is no rack (ToR) {rack} with NICs"))
+                    } else {
+                        Ok(m)
+                    }
+                };
+                for (&a, &b) in src_racks.iter().zip(dst_racks) {
+                    let (srcs, dsts) = (members(a, "src_racks")?, members(b, "dst_racks")?);
+                    for (&src, &dst) in srcs.iter().zip(&dsts) {
+                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps });
+                    }
+                }
+            }
+        }
+    }
+    Ok(flows)
+}

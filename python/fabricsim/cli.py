@@ -1,0 +1,271 @@
+"""The `fabricsim` command: run, topo, bench, schema.
+
+Bad input (a scenario the core rejects, a missing or malformed file, an
+output directory that exists) is reported as one line `error: ...` on stderr
+with exit code 2, before anything is written. A failure inside the simulator
+exits with 3; a run stopped with Ctrl-C writes what it measured, marked
+incomplete, and exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from . import _core
+from .progress import ProgressBar
+from .scenario import builtin_scenario, load_scenario, to_json
+
+if TYPE_CHECKING:
+    from .results import Results
+
+__all__ = ["main"]
+
+EXIT_BAD_INPUT = 2
+EXIT_SIMULATOR = 3
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `fabricsim` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.command(args))
+    except (_core.ScenarioError, OSError) as exc:
+        return _fail(str(exc), EXIT_BAD_INPUT)
+    except _core.SimulationError as exc:
+        return _fail(f"internal simulator error: {exc}", EXIT_SIMULATOR)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fabricsim", description="Packet-level simulator of AI-training networks.")
+    parser.add_argument("--version", action="version", version=f"fabricsim {_core.version()}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run a scenario and write its results directory")
+    run.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in default)")
+    run.add_argument("-o", "--output", type=Path, help="output directory (default: runs/<scenario name>)")
+    run.add_argument("--seed", type=int, help="master random seed (same as -s seed=N)")
+    _add_overrides(run)
+    run.add_argument("--overwrite", action="store_true", help="replace the results of an existing output directory")
+    run.add_argument("--csv", action="store_true", help="also write every table as CSV")
+    run.set_defaults(command=_cmd_run)
+
+    topo = commands.add_parser("topo", help="count the switches, links and optics of a scenario's topology")
+    topo.add_argument("scenario", type=Path, help="scenario YAML file")
+    _add_overrides(topo)
+    topo.add_argument("--json", action="store_true", help="print the report as JSON")
+    topo.set_defaults(command=_cmd_topo)
+
+    bench = commands.add_parser("bench", help="measure simulator speed and memory on the reference scenario")
+    bench.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in bench)")
+    _add_overrides(bench)
+    bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    bench.set_defaults(command=_cmd_bench)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of scenarios")
+    schema.set_defaults(command=_cmd_schema)
+    return parser
+
+
+def _add_overrides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-s",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field by its dotted path, e.g. -s topology.radix=8 -s traffic.0.bytes=1MB",
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    source = args.scenario or builtin_scenario("default")
+    scenario = load_scenario(source, args.overrides)
+    if args.seed is not None:
+        scenario["seed"] = args.seed
+    if args.scenario is not None:
+        # An unnamed scenario file names its run after the file.
+        scenario.setdefault("name", args.scenario.stem)
+    text = to_json(scenario)
+    name = str(json.loads(_core.resolve(text))["name"])
+
+    from .results import Results, check_output_dir
+
+    output = check_output_dir(args.output or Path("runs") / _path_safe(name), args.overwrite)
+    with ProgressBar() as bar:
+        raw = _core.run(text, bar)
+    results = Results(raw)
+    path = results.write(output, overwrite=args.overwrite, csv=args.csv)
+
+    console = Console()
+    console.print(_summary_table(name, results))
+    if results.complete:
+        console.print(f"results: {path}")
+        return 0
+    console.print(f"results (incomplete, stopped by Ctrl-C): {path}")
+    return EXIT_INTERRUPTED
+
+
+def _cmd_topo(args: argparse.Namespace) -> int:
+    scenario = load_scenario(args.scenario, args.overrides)
+    report = json.loads(_core.topology_report(to_json(scenario)))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    Console().print(_topology_table(report))
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    source = args.scenario or builtin_scenario("bench")
+    text = to_json(load_scenario(source, args.overrides))
+    _core.resolve(text)
+    with ProgressBar(description="benchmark") as bar:
+        start = time.perf_counter()
+        raw = _core.run(text, bar)
+        wall_s = time.perf_counter() - start
+    summary = raw["summary"]
+    report = {
+        "wall_s": wall_s,
+        "events_per_s": summary["events"] / wall_s,
+        "packet_hops_per_s": summary["packet_hops"] / wall_s,
+        "peak_rss_bytes": _peak_rss_bytes(),
+        "events": summary["events"],
+        "packet_hops": summary["packet_hops"],
+        "sim_time_s": summary["sim_time_s"],
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        Console().print(_bench_table(report))
+    if not raw["complete"]:
+        return _fail("benchmark stopped by Ctrl-C; the figures cover part of the run", EXIT_INTERRUPTED)
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    print(_core.schema().rstrip("\n"))
+    return 0
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def _path_safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
+
+
+def _peak_rss_bytes() -> int:
+    # ru_maxrss is in KiB on Linux and in bytes on macOS.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _summary_table(name: str, results: Results) -> Table:
+    s = results.summary
+    table = Table(title=f"fabricsim run: {name}" + ("" if results.complete else " (incomplete)"), show_header=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("simulated time", _seconds(s.get("sim_time_s"))),
+        ("flows completed", f"{_count(s.get('flows_completed'))} / {_count(s.get('flows'))}"),
+        ("FCT p50", _seconds(_us_to_s(s.get("fct_p50_us")))),
+        ("FCT p99", _seconds(_us_to_s(s.get("fct_p99_us")))),
+        ("FCT max", _seconds(_us_to_s(s.get("fct_max_us")))),
+        ("goodput", _number(s.get("goodput_gbps"), "Gb/s")),
+        ("drops", _count(s.get("drops")) + _by_cause(s.get("drops_by_cause"))),
+        ("ECN marks", _count(s.get("ecn_marks"))),
+        ("trims", _count(s.get("trims"))),
+        ("PFC pauses sent", _count(s.get("pauses_sent"))),
+        ("paused time", _seconds(s.get("paused_time_s"))),
+        ("QP errors", _count(s.get("qp_errors"))),
+        ("events", _count(s.get("events"))),
+        ("packet hops", _count(s.get("packet_hops"))),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def _topology_table(report: Mapping[str, Any]) -> Table:
+    table = Table(title="topology", show_header=False)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    nics = report.get("nics") or 0
+    tiers = report.get("switches_per_tier") or []
+    table.add_row("NICs", _count(nics))
+    table.add_row("NIC ports", _count(report.get("nic_ports")))
+    table.add_row("switches", _count(report.get("switches_total")))
+    for tier, count in enumerate(tiers):
+        table.add_row(f"  tier {tier}", _count(count))
+    table.add_row("links", _count(report.get("links_total")))
+    table.add_row("transceivers", _count(report.get("transceivers")))
+    table.add_row("bisection bandwidth", _number(_scaled(report.get("bisection_bps"), 1e-12), "Tb/s"))
+    if nics:
+        table.add_row("switches per NIC", _number(_scaled(report.get("switches_total"), 1 / nics)))
+        table.add_row("transceivers per NIC", _number(_scaled(report.get("transceivers"), 1 / nics)))
+    return table
+
+
+def _bench_table(report: Mapping[str, Any]) -> Table:
+    table = Table(title="fabricsim bench", show_header=False)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("wall time", _number(report["wall_s"], "s"))
+    table.add_row("events", _count(report["events"]))
+    table.add_row("events per second", _count(round(report["events_per_s"])))
+    table.add_row("packet hops", _count(report["packet_hops"]))
+    table.add_row("packet hops per second", _count(round(report["packet_hops_per_s"])))
+    table.add_row("peak memory (RSS)", _number(report["peak_rss_bytes"] / 2**20, "MiB"))
+    table.add_row("simulated time", _seconds(report["sim_time_s"]))
+    return table
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _number(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.3f} {unit}".rstrip()
+
+
+def _scaled(value: Any, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _us_to_s(value: Any) -> float | None:
+    return _scaled(value, 1e-6)
+
+
+def _seconds(value: Any) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0 s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(value) >= scale:
+            return f"{value / scale:,.3f} {unit}"
+    return f"{value / 1e-9:,.3f} ns"
+
+
+def _by_cause(causes: Any) -> str:
+    parts = [f"{cause}: {count:,}" for cause, count in (causes or {}).items() if count]
+    return f" ({', '.join(parts)})" if parts else ""

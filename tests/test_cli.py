@@ -1,0 +1,354 @@
+"""The `fabricsim` command: bad input, outputs, determinism, topo, bench, schema. Runs the core."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+import fabricsim
+from fabricsim import _core, cli
+from fabricsim.results import INCOMPLETE_MARKER
+
+REPO = Path(__file__).resolve().parent.parent
+
+SUMMARY_KEYS = {
+    "sim_time_s",
+    "events",
+    "packet_hops",
+    "flows",
+    "flows_completed",
+    "fct_p50_us",
+    "fct_p99_us",
+    "fct_max_us",
+    "goodput_gbps",
+    "drops",
+    "drops_by_cause",
+    "ecn_marks",
+    "trims",
+    "pauses_sent",
+    "paused_time_s",
+    "qp_errors",
+}
+FLOW_COLUMNS = {
+    "flow",
+    "src",
+    "dst",
+    "bytes",
+    "start_s",
+    "end_s",
+    "fct_s",
+    "ideal_fct_s",
+    "slowdown",
+    "retransmitted_packets",
+    "timeouts",
+    "qp_errors",
+}
+TOPO_KEYS = {"nics", "nic_ports", "switches_total", "switches_per_tier", "links_total", "transceivers", "bisection_bps"}
+BENCH_KEYS = {"wall_s", "events_per_s", "packet_hops_per_s", "peak_rss_bytes", "events", "packet_hops", "sim_time_s"}
+
+
+def fabricsim_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _bad_input(err: str, *fragments: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], err
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def _write_yaml(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_unknown_key_exits_2_naming_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario: dict[str, Any]
+) -> None:
+    tiny_scenario["topology"]["raddix"] = 4
+    path = _write_yaml(tmp_path / "bad.yaml", tiny_scenario)
+    code, _, err = fabricsim_cli(capsys, "run", path)
+    assert code == 2
+    _bad_input(err, "raddix")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_unknown_top_level_key_exits_2(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-s", "trafic.0.bytes=1MB")
+    assert code == 2
+    _bad_input(err, "trafic")
+    assert not Path("runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "field", "value"),
+    [
+        ("topology.link_rate=100", "topology.link_rate", "100"),
+        ("topology.link_rate=100Gbit", "topology.link_rate", "100Gbit"),
+        ("topology.link_rate=0Gbps", "topology.link_rate", "0Gbps"),
+        ("traffic.0.bytes=64", "bytes", "64"),
+    ],
+)
+def test_value_without_or_with_wrong_unit_names_field_and_value(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path, override: str, field: str, value: str
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-s", override)
+    assert code == 2
+    _bad_input(err, field, value)
+    assert not Path("runs").exists()
+
+
+def test_radix_that_cannot_build_exits_2(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-s", "topology.radix=3")
+    assert code == 2
+    _bad_input(err, "radix", "3")
+
+
+def test_missing_scenario_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", "nowhere.yaml")
+    assert code == 2
+    _bad_input(err, "nowhere.yaml")
+    assert not Path("runs").exists()
+
+
+def test_yaml_syntax_error_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntopology: {kind: clos\n")
+    code, _, err = fabricsim_cli(capsys, "run", bad)
+    assert code == 2
+    _bad_input(err, "bad.yaml", "line")
+
+
+def test_malformed_override_exits_2(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-s", "seed")
+    assert code == 2
+    _bad_input(err, "dotted.key=value")
+
+
+def test_existing_output_directory_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario_file: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", out)
+    assert code == 2
+    _bad_input(err, str(out), "--overwrite")
+    assert _files(out) == {"keep.txt": b"mine"}
+
+
+def test_run_writes_the_run_directory(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, out, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "--csv")
+    assert code == 0, err
+    run_dir = Path("runs/tiny")
+    assert str(run_dir) in out
+    assert "FCT p99" in out
+    names = set(_files(run_dir))
+    assert {"scenario.json", "summary.json", "flows.parquet", "ports.parquet", "timeseries.parquet"} <= names
+    assert {"flows.csv", "ports.csv", "timeseries.csv"} <= names
+    assert INCOMPLETE_MARKER not in names
+    assert not [n for n in names if n.endswith(".tmp")]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["complete"] is True
+    assert set(summary) >= SUMMARY_KEYS
+    assert summary["flows_completed"] == summary["flows"] == 8
+    scenario = json.loads((run_dir / "scenario.json").read_text())
+    assert scenario["seed"] == 1
+    assert scenario["fabricsim_version"] == fabricsim.__version__
+
+
+def test_unnamed_scenario_runs_under_its_file_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario: dict[str, Any]
+) -> None:
+    del tiny_scenario["name"]
+    path = _write_yaml(tmp_path / "exp1.yaml", tiny_scenario)
+    code, _, err = fabricsim_cli(capsys, "run", path)
+    assert code == 0, err
+    assert json.loads(Path("runs/exp1/scenario.json").read_text())["name"] == "exp1"
+
+
+def test_rerun_needs_overwrite(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    assert fabricsim_cli(capsys, "run", tiny_scenario_file)[0] == 0
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 2
+    _bad_input(err, "runs/tiny")
+    assert fabricsim_cli(capsys, "run", tiny_scenario_file, "--overwrite")[0] == 0
+
+
+def test_seed_and_overrides_reach_the_resolved_scenario(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    code, _, err = fabricsim_cli(
+        capsys, "run", tiny_scenario_file, "--seed", "5", "-s", "traffic.0.bytes=128KiB", "-s", "name=other"
+    )
+    assert code == 0, err
+    scenario = json.loads(Path("runs/other/scenario.json").read_text())
+    assert scenario["seed"] == 5
+    assert set(pl.read_parquet("runs/other/flows.parquet")["bytes"].to_list()) == {128 * 1024}
+
+
+def test_same_scenario_and_seed_give_identical_files(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    assert fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", "a", "--csv")[0] == 0
+    assert fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", "b", "--csv")[0] == 0
+    first, second = _files(Path("a")), _files(Path("b"))
+    assert first.keys() == second.keys()
+    for name in first:
+        assert first[name] == second[name], f"{name} differs between two runs with the same seed"
+
+
+def test_python_api_runs_a_dict(tiny_scenario: dict[str, Any]) -> None:
+    results = fabricsim.run(tiny_scenario, overrides=["seed=2"])
+    assert results.complete
+    assert results.scenario["seed"] == 2
+    assert set(results.flows.columns) >= FLOW_COLUMNS
+    assert results.flows.height == 8
+    assert results.flows["fct_s"].null_count() == 0
+    assert {"node", "port", "tx_bytes", "max_queue_bytes"} <= set(results.ports.columns)
+    assert {"time_s", "entity", "metric", "value"} <= set(results.timeseries.columns)
+    assert set(results.summary) >= SUMMARY_KEYS
+
+
+def test_python_api_reports_scenario_errors(tiny_scenario: dict[str, Any]) -> None:
+    with pytest.raises(fabricsim.ScenarioError, match=r"topology\.link_rate"):
+        fabricsim.run(tiny_scenario, overrides={"topology.link_rate": "fast"})
+    assert issubclass(fabricsim.ScenarioError, ValueError)
+    assert issubclass(fabricsim.SimulationError, RuntimeError)
+
+
+def test_simulator_failure_exits_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path
+) -> None:
+    def panicking_run(*_: Any, **__: Any) -> Any:
+        raise _core.SimulationError("index out of bounds")
+
+    monkeypatch.setattr(_core, "run", panicking_run)
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 3
+    assert err.startswith("error: internal simulator error: index out of bounds")
+    assert not Path("runs").exists()
+
+
+def test_stopped_run_is_written_incomplete(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path
+) -> None:
+    real_run = _core.run
+
+    def stopped_run(*args: Any, **kwargs: Any) -> Any:
+        raw = real_run(*args, **kwargs)
+        return {**raw, "complete": False}
+
+    monkeypatch.setattr(_core, "run", stopped_run)
+    code, out, _ = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 130
+    assert "incomplete" in out
+    assert (Path("runs/tiny") / INCOMPLETE_MARKER).exists()
+    assert json.loads(Path("runs/tiny/summary.json").read_text())["complete"] is False
+
+
+def test_ctrl_c_stops_a_long_run(tmp_path: Path, tiny_scenario_file: Path) -> None:
+    """A real SIGINT to a run that would take minutes: results kept, marked incomplete, exit 130."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fabricsim",
+            "run",
+            str(tiny_scenario_file),
+            "-o",
+            "long",
+            "-s",
+            "traffic.0.bytes=100GB",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the run did not stop within 60 s of SIGINT")
+    assert proc.returncode == 130, err
+    assert (tmp_path / "long" / INCOMPLETE_MARKER).exists()
+    summary = json.loads((tmp_path / "long" / "summary.json").read_text())
+    assert summary["complete"] is False
+    assert summary["sim_time_s"] > 0
+
+
+def test_topo_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = fabricsim_cli(capsys, "topo", REPO / "scenarios/topologies/fat_tree_k16.yaml", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) == TOPO_KEYS
+    assert report["nics"] == 1024
+    assert isinstance(report["switches_per_tier"], list)
+
+
+def test_topo_table(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, out, err = fabricsim_cli(capsys, "topo", tiny_scenario_file)
+    assert code == 0, err
+    assert "NICs" in out
+    assert "transceivers" in out
+
+
+def test_topo_bad_input_exits_2(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, _, err = fabricsim_cli(capsys, "topo", tiny_scenario_file, "-s", "topology.radix=-4")
+    assert code == 2
+    _bad_input(err, "radix")
+
+
+def test_bench_json_keys(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    code, out, err = fabricsim_cli(capsys, "bench", tiny_scenario_file, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) == BENCH_KEYS
+    assert report["wall_s"] > 0
+    assert report["packet_hops"] > 0
+    assert report["peak_rss_bytes"] > 1 << 20
+
+
+def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = fabricsim_cli(capsys, "schema")
+    assert code == 0
+    schema = json.loads(out)
+    assert "properties" in schema
+    assert {"topology", "traffic", "transport", "seed"} <= set(schema["properties"])
+
+
+def test_console_script_runs_the_builtin_default(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "120"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabricsim", "run"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert (tmp_path / "runs" / "default" / "summary.json").exists()

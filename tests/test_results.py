@@ -1,0 +1,133 @@
+"""The run directory: atomic, complete, deterministic. Uses hand-made core output, not a simulation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import fabricsim
+from fabricsim.results import INCOMPLETE_MARKER, OutputExistsError, Results
+
+
+def _raw(complete: bool = True) -> dict[str, Any]:
+    """Output shaped like `fabricsim._core.run`'s."""
+    return {
+        "resolved": json.dumps({"name": "fake", "seed": 7, "topology": {"kind": "clos"}}),
+        "complete": complete,
+        "summary": {"sim_time_s": 1.5e-3, "flows": 3, "flows_completed": 2, "drops_by_cause": {"buffer": 2}},
+        "tables": {
+            "flows": {
+                "flow": [0, 1, 2],
+                "src": [0, 1, 2],
+                "dst": [1, 2, 0],
+                "bytes": [65536, 65536, 65536],
+                "start_s": [0.0, 0.0, 1e-6],
+                "end_s": [5.2e-6, 6.1e-6, None],
+                "fct_s": [5.2e-6, 6.1e-6, None],
+            },
+            "ports": {"node": ["tor0", "tor0"], "port": [0, 1], "tx_bytes": [100, 200], "max_queue_bytes": [0, 4096]},
+            "timeseries": {
+                "time_s": [0.0, 1e-6],
+                "entity": ["tor0:1", "tor0:1"],
+                "metric": ["queue_bytes"] * 2,
+                "value": [0, 4096.5],
+            },
+        },
+    }
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def test_frames_keep_nulls_and_widen_numbers() -> None:
+    results = Results(_raw())
+    assert results.flows.height == 3
+    assert results.flows["end_s"].null_count() == 1
+    assert results.flows["end_s"].dtype == pl.Float64
+    assert results.timeseries["value"].dtype == pl.Float64
+    assert results.ports.columns == ["node", "port", "tx_bytes", "max_queue_bytes"]
+    assert results.scenario["seed"] == 7
+    assert set(results.frames) == {"flows", "ports", "timeseries"}
+
+
+def test_write_produces_a_complete_directory(tmp_path: Path) -> None:
+    out = Results(_raw()).write(tmp_path / "run", csv=True)
+    names = set(_files(out))
+    assert names == {
+        "scenario.json",
+        "summary.json",
+        "flows.parquet",
+        "ports.parquet",
+        "timeseries.parquet",
+        "flows.csv",
+        "ports.csv",
+        "timeseries.csv",
+    }
+    scenario = json.loads((out / "scenario.json").read_text())
+    assert scenario["seed"] == 7
+    assert scenario["fabricsim_version"] == fabricsim.__version__
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is True
+    assert summary["flows_completed"] == 2
+    flows = pl.read_parquet(out / "flows.parquet")
+    assert flows.equals(Results(_raw()).flows)
+    assert pl.read_csv(out / "ports.csv").height == 2
+
+
+def test_incomplete_run_is_marked(tmp_path: Path) -> None:
+    out = Results(_raw(complete=False)).write(tmp_path / "run")
+    assert (out / INCOMPLETE_MARKER).exists()
+    assert json.loads((out / "summary.json").read_text())["complete"] is False
+
+
+def test_existing_directory_needs_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match=str(out)):
+        Results(_raw()).write(out)
+    assert _files(out) == {"notes.txt": b"mine"}
+
+
+def test_overwrite_replaces_results_and_removes_stale_ones(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Results(_raw(complete=False)).write(out, csv=True)
+    (out / "notes.txt").write_text("mine")
+    Results(_raw()).write(out, overwrite=True)
+    assert set(_files(out)) == {
+        "scenario.json",
+        "summary.json",
+        "flows.parquet",
+        "ports.parquet",
+        "timeseries.parquet",
+        "notes.txt",
+    }
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_a_failed_write_leaves_no_file_that_looks_complete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = pl.DataFrame.write_parquet
+    calls = []
+
+    def failing_write(self: pl.DataFrame, file: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            file.write(b"PAR1 partial")
+            raise OSError("disk full")
+        real_write(self, file, **kwargs)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", failing_write)
+    with pytest.raises(OSError, match="disk full"):
+        Results(_raw()).write(tmp_path / "run")
+    assert set(_files(tmp_path / "run")) == {INCOMPLETE_MARKER, "scenario.json", "flows.parquet"}
+
+
+def test_writing_is_byte_deterministic(tmp_path: Path) -> None:
+    first = Results(_raw()).write(tmp_path / "a", csv=True)
+    second = Results(_raw()).write(tmp_path / "b", csv=True)
+    assert _files(first) == _files(second)
