@@ -17,9 +17,9 @@
 pub mod error;
 pub mod units;
 
-pub mod topology;
 pub mod engine;
 pub mod net;
+pub mod topology;
 
 pub mod cc;
 pub mod metrics;

@@ -116,9 +116,7 @@ impl fmt::Display for UnitError {
 
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let text = text.trim();
-    let end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-        .unwrap_or(text.len());
+    let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(text.len());
     let (num, unit) = text.split_at(end);
     let num: f64 = num.replace('_', "").parse().ok()?;
     Some((num, unit.trim()))
@@ -144,14 +142,7 @@ fn names(units: &[(&str, f64)]) -> String {
     units.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
-const TIME_UNITS: &[(&str, f64)] = &[
-    ("ps", 1.0),
-    ("ns", 1e3),
-    ("us", 1e6),
-    ("µs", 1e6),
-    ("ms", 1e9),
-    ("s", 1e12),
-];
+const TIME_UNITS: &[(&str, f64)] = &[("ps", 1.0), ("ns", 1e3), ("us", 1e6), ("µs", 1e6), ("ms", 1e9), ("s", 1e12)];
 const RATE_UNITS: &[(&str, f64)] = &[
     ("bps", 1.0),
     ("Kbps", 1e3),
@@ -162,15 +153,8 @@ const RATE_UNITS: &[(&str, f64)] = &[
     ("Mb/s", 1e6),
     ("Tb/s", 1e12),
 ];
-const SIZE_UNITS: &[(&str, f64)] = &[
-    ("B", 1.0),
-    ("KB", 1e3),
-    ("MB", 1e6),
-    ("GB", 1e9),
-    ("KiB", 1024.0),
-    ("MiB", 1048576.0),
-    ("GiB", 1073741824.0),
-];
+const SIZE_UNITS: &[(&str, f64)] =
+    &[("B", 1.0), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9), ("KiB", 1024.0), ("MiB", 1048576.0), ("GiB", 1073741824.0)];
 
 impl std::str::FromStr for Time {
     type Err = UnitError;
@@ -197,44 +181,38 @@ impl std::str::FromStr for Bytes {
     }
 }
 
+/// Writes `value` in the largest unit that divides it exactly, so that a
+/// resolved scenario prints the numbers its author wrote.
+fn show(f: &mut fmt::Formatter<'_>, value: u64, units: &[(&str, u64)]) -> fmt::Result {
+    let (name, scale) = units.iter().find(|(_, scale)| value.is_multiple_of(*scale)).expect("the last unit is 1");
+    write!(f, "{}{name}", value / scale)
+}
+
 impl fmt::Display for Time {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ps = self.0;
-        match ps {
-            0 => write!(f, "0ns"),
-            _ if ps % PS_PER_S == 0 => write!(f, "{}s", ps / PS_PER_S),
-            _ if ps % PS_PER_MS == 0 => write!(f, "{}ms", ps / PS_PER_MS),
-            _ if ps % PS_PER_US == 0 => write!(f, "{}us", ps / PS_PER_US),
-            _ if ps % PS_PER_NS == 0 => write!(f, "{}ns", ps / PS_PER_NS),
-            _ => write!(f, "{ps}ps"),
+        if self.0 == 0 {
+            return f.write_str("0ns");
         }
+        show(f, self.0, &[("s", PS_PER_S), ("ms", PS_PER_MS), ("us", PS_PER_US), ("ns", PS_PER_NS), ("ps", 1)])
     }
 }
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bps = self.0;
-        match bps {
-            _ if bps % 1_000_000_000_000 == 0 => write!(f, "{}Tbps", bps / 1_000_000_000_000),
-            _ if bps % 1_000_000_000 == 0 => write!(f, "{}Gbps", bps / 1_000_000_000),
-            _ if bps % 1_000_000 == 0 => write!(f, "{}Mbps", bps / 1_000_000),
-            _ if bps % 1_000 == 0 => write!(f, "{}Kbps", bps / 1_000),
-            _ => write!(f, "{bps}bps"),
-        }
+        show(
+            f,
+            self.0,
+            &[("Tbps", 1_000_000_000_000), ("Gbps", 1_000_000_000), ("Mbps", 1_000_000), ("Kbps", 1_000), ("bps", 1)],
+        )
     }
 }
 
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0;
-        match b {
-            0 => write!(f, "0B"),
-            _ if b % (1 << 30) == 0 => write!(f, "{}GiB", b >> 30),
-            _ if b % (1 << 20) == 0 => write!(f, "{}MiB", b >> 20),
-            _ if b % 1_000_000 == 0 => write!(f, "{}MB", b / 1_000_000),
-            _ if b % 1024 == 0 => write!(f, "{}KiB", b >> 10),
-            _ => write!(f, "{b}B"),
+        if self.0 == 0 {
+            return f.write_str("0B");
         }
+        show(f, self.0, &[("GiB", 1 << 30), ("MiB", 1 << 20), ("MB", 1_000_000), ("KiB", 1024), ("KB", 1000), ("B", 1)])
     }
 }
 
@@ -287,12 +265,7 @@ unit_serde!(
     "^[0-9._]+\\s*(bps|Kbps|Mbps|Gbps|Tbps|Mb/s|Gb/s|Tb/s)$",
     "a rate such as \"100Gbps\" or \"400Gbps\""
 );
-unit_serde!(
-    Bytes,
-    "Bytes",
-    "^[0-9._]+\\s*(B|KB|MB|GB|KiB|MiB|GiB)$",
-    "a size such as \"4KiB\", \"2MB\" or \"4096B\""
-);
+unit_serde!(Bytes, "Bytes", "^[0-9._]+\\s*(B|KB|MB|GB|KiB|MiB|GiB)$", "a size such as \"4KiB\", \"2MB\" or \"4096B\"");
 
 #[cfg(test)]
 mod tests {

@@ -27,8 +27,9 @@ pub struct DcqcnConfig {
     /// Alpha decays once per this period without a CNP. Default 55us
     /// (DCQCN paper's K, htsim).
     pub alpha_update: Time,
-    /// Rate-increase timer. Default 300us (NVIDIA ConnectX RPG_TIME_RESET;
-    /// ConWeave RP_TIMER).
+    /// Rate-increase timer. Default 55us, htsim's DCQCN update period
+    /// (protocols.md s3.4); NVIDIA firmware uses 300us (RPG_TIME_RESET) and
+    /// production AI clusters tune it to 20-100us (protocols.md s3.6).
     pub rate_increase_timer: Time,
     /// Rate-increase byte counter. Default 10MB (htsim dcqcn.cpp).
     pub byte_counter: Bytes,
@@ -42,6 +43,18 @@ pub struct DcqcnConfig {
     pub hyper_increase: Rate,
     /// Lowest rate a QP is cut to. Default 100Mbps (HPCC, ConWeave).
     pub min_rate: Rate,
+    /// One cut never takes the rate below this fraction of its value.
+    /// Default 0.5, NVIDIA ConnectX firmware RPG_MIN_DEC_FAC 50; production
+    /// AI clusters tune it to 0.8-0.98 (protocols.md s3.6). With alpha at
+    /// most 1 the paper's cut is never deeper than half anyway.
+    pub min_decrease_factor: f64,
+    /// Set the target rate to the current rate on every cut. Off by default,
+    /// as in NVIDIA ConnectX firmware (CLAMP_TGT_RATE 0,
+    /// CLAMP_TGT_RATE_AFTER_TIME_INC 1) and HPCC's ns-3 model
+    /// (ClampTargetRate 0): the target is only lowered to the current rate
+    /// if the rate increased since the previous cut, so a burst of CNPs
+    /// cannot drag the target down with it (protocols.md s3.5-s3.6).
+    pub clamp_target_rate: bool,
     /// The receiver sends at most one CNP per QP per interval. Default 50us
     /// (DCQCN paper; htsim DCQCNSink). NVIDIA NICs default to 4us.
     pub cnp_interval: Time,
@@ -53,13 +66,15 @@ impl Default for DcqcnConfig {
             enabled: true,
             g: 1.0 / 256.0,
             alpha_update: Time::from_us(55),
-            rate_increase_timer: Time::from_us(300),
+            rate_increase_timer: Time::from_us(55),
             byte_counter: Bytes(10_000_000),
             fast_recovery_steps: 5,
             additive_increase: Rate(40_000_000),
             hyper_increase: Rate(100_000_000),
             min_rate: Rate(100_000_000),
             cnp_interval: Time::from_us(50),
+            clamp_target_rate: false,
+            min_decrease_factor: 0.5,
         }
     }
 }
@@ -75,6 +90,8 @@ pub struct Dcqcn {
     timer_steps: u32,
     byte_steps: u32,
     bytes_since_step: u64,
+    /// An increase step ran since the last cut.
+    increased_since_cut: bool,
     /// When the rate-increase timer next fires; `None` at line rate.
     next_increase: Option<Time>,
 }
@@ -91,6 +108,7 @@ impl Dcqcn {
             timer_steps: 0,
             byte_steps: 0,
             bytes_since_step: 0,
+            increased_since_cut: false,
             next_increase: None,
         }
     }
@@ -111,8 +129,12 @@ impl Dcqcn {
     pub fn on_cnp(&mut self, cfg: &DcqcnConfig, now: Time) -> Time {
         let idle_periods = (now - self.alpha_stamp).0 / cfg.alpha_update.0.max(1);
         self.alpha *= (1.0 - cfg.g).powi(idle_periods.min(i32::MAX as u64) as i32);
-        self.target = self.current;
-        self.current = (self.current * (1.0 - self.alpha / 2.0)).max(cfg.min_rate.0 as f64);
+        if cfg.clamp_target_rate || self.increased_since_cut {
+            self.target = self.current;
+        }
+        self.increased_since_cut = false;
+        let factor = (1.0 - self.alpha / 2.0).max(cfg.min_decrease_factor);
+        self.current = (self.current * factor).max(cfg.min_rate.0 as f64);
         self.alpha = (1.0 - cfg.g) * self.alpha + cfg.g;
         self.alpha_stamp = now;
         self.timer_steps = 0;
@@ -151,6 +173,7 @@ impl Dcqcn {
     }
 
     fn increase(&mut self, cfg: &DcqcnConfig) {
+        self.increased_since_cut = true;
         let f = cfg.fast_recovery_steps;
         let scale = self.line / 100e9;
         let (lo, hi) = (self.timer_steps.min(self.byte_steps), self.timer_steps.max(self.byte_steps));

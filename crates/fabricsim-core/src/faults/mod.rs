@@ -100,18 +100,24 @@ pub enum FaultSpec {
 pub enum FaultAction {
     /// Sets the up state of a port's egress direction. `routed` says whether
     /// the control plane sees it (and reconverges).
-    PortUp { port: u32, up: bool, routed: bool },
-    PortLoss { port: u32, rate: f64 },
-    SwitchUp { node: NodeId, up: bool, gray: bool },
+    PortUp {
+        port: u32,
+        up: bool,
+        routed: bool,
+    },
+    PortLoss {
+        port: u32,
+        rate: f64,
+    },
+    SwitchUp {
+        node: NodeId,
+        up: bool,
+        gray: bool,
+    },
 }
 
 /// Resolves `node:port` to a global port id (`2 * link + side`).
-pub fn resolve_port(
-    topo: &Topology,
-    node_ports: &[Vec<u32>],
-    text: &str,
-    field: &str,
-) -> Result<u32, ScenarioError> {
+pub fn resolve_port(topo: &Topology, node_ports: &[Vec<u32>], text: &str, field: &str) -> Result<u32, ScenarioError> {
     let Some((node, index)) = text.rsplit_once(':') else {
         return invalid(field, format!("'{text}' is not a port: write `node:port`, e.g. `t0.p0.3:5`"));
     };

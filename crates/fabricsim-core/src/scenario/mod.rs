@@ -86,7 +86,10 @@ impl Scenario {
             return Err(ScenarioError::new("switch.ecn.pmax", format!("{}: a probability in [0, 1]", sw.ecn.pmax)));
         }
         if sw.ecn.kmax.0 < sw.ecn.kmin.0 {
-            return Err(ScenarioError::new("switch.ecn.kmax", format!("{} is below kmin {}", sw.ecn.kmax, sw.ecn.kmin)));
+            return Err(ScenarioError::new(
+                "switch.ecn.kmax",
+                format!("{} is below kmin {}", sw.ecn.kmax, sw.ecn.kmin),
+            ));
         }
         if sw.buffer.0 == 0 {
             return Err(ScenarioError::new("switch.buffer", "0B: a switch needs a buffer"));

@@ -157,10 +157,10 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
                     || invalid(&field, format!("there is no NIC {k} (the topology has {})", nics.len())),
                     Ok,
                 ),
-                NicRef::Name(n) => topo.find(n).filter(|&id| topo.is_nic(id)).map_or_else(
-                    || invalid(&field, format!("there is no NIC named '{n}'")),
-                    Ok,
-                ),
+                NicRef::Name(n) => topo
+                    .find(n)
+                    .filter(|&id| topo.is_nic(id))
+                    .map_or_else(|| invalid(&field, format!("there is no NIC named '{n}'")), Ok),
             }
         })
         .collect::<Result<Vec<_>, _>>()?;

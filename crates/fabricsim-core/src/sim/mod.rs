@@ -34,7 +34,11 @@ enum Event {
     /// The packet at the head of a port's wire reaches the peer.
     Arrive(PortId),
     /// A PFC frame reaches the egress `port` it pauses or resumes.
-    Pfc { port: PortId, class: u8, pause: bool },
+    Pfc {
+        port: PortId,
+        class: u8,
+        pause: bool,
+    },
     /// A NIC port's paced QP may send again.
     NicWake(PortId),
     RtoTimer(u32),

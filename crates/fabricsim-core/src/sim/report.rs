@@ -131,11 +131,10 @@ impl Simulation {
 
         let mut done: Vec<f64> = fct.iter().flatten().map(|s| s * 1e6).collect();
         let finished = done.len();
-        let sum = |pick: &dyn Fn(&crate::net::PortCounters) -> u64| -> u64 { ps.iter().map(|p| pick(&p.counters)).sum() };
-        let drops_by_cause: serde_json::Map<String, serde_json::Value> = DROP_CAUSES
-            .iter()
-            .map(|&c| (c.name().to_string(), json!(sum(&|k| k.drops[c as usize]))))
-            .collect();
+        let sum =
+            |pick: &dyn Fn(&crate::net::PortCounters) -> u64| -> u64 { ps.iter().map(|p| pick(&p.counters)).sum() };
+        let drops_by_cause: serde_json::Map<String, serde_json::Value> =
+            DROP_CAUSES.iter().map(|&c| (c.name().to_string(), json!(sum(&|k| k.drops[c as usize])))).collect();
         let last_end = f.iter().filter_map(|x| x.end).max().unwrap_or(now);
         let first_start = f.iter().map(|x| x.start).min().unwrap_or(Time::ZERO);
         let span = (last_end.saturating_sub(first_start)).as_secs_f64();

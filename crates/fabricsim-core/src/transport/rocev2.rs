@@ -50,7 +50,7 @@ impl Default for RoceConfig {
 
 impl RoceConfig {
     pub fn retransmit_timeout(&self) -> Time {
-        Time(4_096 * PS_PER_NS << self.timeout_exponent)
+        Time((4_096 * PS_PER_NS) << self.timeout_exponent)
     }
 }
 

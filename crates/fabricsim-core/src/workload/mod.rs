@@ -149,7 +149,8 @@ pub fn expand(
         }
         match spec {
             TrafficSpec::Flow { src, dst, bytes, start, qps } => {
-                let (s, d) = (resolve_nic(topo, &nics, src, &field("src"))?, resolve_nic(topo, &nics, dst, &field("dst"))?);
+                let (s, d) =
+                    (resolve_nic(topo, &nics, src, &field("src"))?, resolve_nic(topo, &nics, dst, &field("dst"))?);
                 if s == d {
                     return invalid(field("dst"), "a flow's source and destination must differ");
                 }

@@ -1,0 +1,248 @@
+//! Whole-simulation checks of the RoCEv2/ECMP baseline against results that
+//! theory fixes: one flow's completion time in closed form, PFC's
+//! losslessness and fairness under incast, payload conservation with
+//! trimming, ECMP collision statistics, determinism, and recovery from a
+//! link failure.
+
+mod common;
+
+use common::{floats, ints, run, summary_f64, summary_u64, texts};
+use fabricsim_core::net::{headers, IpVersion};
+use fabricsim_core::units::{Rate, Time};
+use serde_json::json;
+
+fn two_tier(radix: u32) -> serde_json::Value {
+    json!({"kind": "clos", "tiers": 2, "radix": radix, "link_rate": "100Gbps", "link_delay": "1us"})
+}
+
+/// Closed form: all wire bytes serialized at the bottleneck, plus each hop's
+/// propagation and switch latency, plus the last packet's serialization at
+/// every hop but the bottleneck.
+#[test]
+fn one_flow_on_an_idle_path_matches_the_closed_form() {
+    // A whole number of MTUs: every packet has the same size, so the
+    // pipeline is paced by the last packet as the closed form assumes.
+    let bytes: u64 = 1 << 20;
+    let mut topo = two_tier(4);
+    topo["switch_latency"] = json!("300ns");
+    let out = run(json!({
+        "topology": topo,
+        // nic0 is under ToR 0, nic2 under ToR 1: NIC, T0, T1, T0, NIC.
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MiB"}],
+    }));
+    let mtu = 4096u64;
+    let packets = bytes.div_ceil(mtu);
+    let last = bytes - (packets - 1) * mtu;
+    let wire: u64 = (0..packets)
+        .map(|i| {
+            let payload = if i + 1 == packets { last } else { mtu };
+            headers::data_wire(IpVersion::Ipv6, payload as u32, i == 0) as u64
+        })
+        .sum();
+    let rate = Rate::from_gbps(100);
+    let last_wire = headers::data_wire(IpVersion::Ipv6, last as u32, false) as u64;
+    let hops = 4;
+    let expected = rate.tx_time(wire)
+        + Time(rate.tx_time(last_wire).0 * (hops - 1))
+        + Time(Time::from_us(1).0 * hops)
+        + Time(Time::from_ns(300).0 * (hops - 1));
+    let fct = Time::from_secs_f64(floats(&out.flows, "fct_s")[0].unwrap());
+    let packet_time = rate.tx_time(headers::data_wire(IpVersion::Ipv6, mtu as u32, false) as u64);
+    let error = fct.0 as i64 - expected.0 as i64;
+    assert!(error.unsigned_abs() <= packet_time.0, "fct {fct} vs closed form {expected}");
+    // The simulator's own ideal FCT is the same closed form.
+    let ideal = Time::from_secs_f64(floats(&out.flows, "ideal_fct_s")[0].unwrap());
+    assert!((ideal.0 as i64 - expected.0 as i64).unsigned_abs() < 1000, "ideal {ideal} vs {expected}");
+}
+
+fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    s * s / (xs.len() as f64 * s2)
+}
+
+#[test]
+fn incast_with_pfc_and_dcqcn_is_lossless_fast_and_fair() {
+    let out = run(json!({
+        "topology": two_tier(8),
+        "traffic": [{"kind": "incast", "receiver": 0, "senders": [1, 2, 3, 4, 5, 8, 12, 20], "bytes": "2MB"}],
+        "telemetry": {"sample_interval": "20us", "hosts": [0]},
+    }));
+    assert_eq!(summary_u64(&out, "drops"), 0, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "flows_completed"), 8);
+    assert!(summary_u64(&out, "pauses_sent") > 0, "the incast must trigger PFC");
+    // Receiver goodput while the incast lasts (until the first sender
+    // finishes), from the sampled receive rate, against the payload rate of
+    // the receiver's link.
+    let first_end = floats(&out.flows, "end_s").into_iter().flatten().fold(f64::MAX, f64::min);
+    let times = floats(&out.timeseries, "time_s");
+    let values = floats(&out.timeseries, "value");
+    let window: Vec<f64> =
+        times.iter().zip(&values).filter(|(t, _)| t.unwrap() <= first_end).map(|(_, v)| v.unwrap()).skip(1).collect();
+    let goodput = window.iter().sum::<f64>() / window.len() as f64;
+    let line = 100e9 * headers::payload_efficiency(IpVersion::Ipv6, 4096);
+    assert!(goodput >= 0.95 * line, "receiver goodput {:.1} Gb/s of {:.1}", goodput / 1e9, line / 1e9);
+    // Fairness: every sender's average throughput over the run.
+    let fct = floats(&out.flows, "fct_s");
+    let rates: Vec<f64> = fct.iter().map(|t| 2e6 * 8.0 / t.unwrap()).collect();
+    assert!(jain(&rates) >= 0.9, "Jain index {} of {rates:?}", jain(&rates));
+}
+
+#[test]
+fn trimming_on_a_lossy_fabric_accounts_for_every_payload_byte() {
+    let out = run(json!({
+        "topology": two_tier(8),
+        "switch": {"pfc": {"enabled": false}, "trimming": {"enabled": true}, "buffer": "400KB"},
+        "transport": {"kind": "rocev2", "dcqcn": {"enabled": false}},
+        "traffic": [{"kind": "incast", "receiver": 0, "count": 12, "bytes": "512KB"}],
+    }));
+    let trims = summary_u64(&out, "trims");
+    assert!(trims > 0, "the incast must overflow the buffer: {}", out.summary);
+    // Every trimmed header reached the receiver and was counted there.
+    assert_eq!(summary_u64(&out, "trimmed_received"), trims);
+    let port_trims: u64 = ints(&out.ports, "trims").iter().sum();
+    assert_eq!(port_trims, trims);
+    // Conservation: every payload byte sent was delivered once, discarded by
+    // go-back-N, dropped (counted by cause), trimmed, or is still in flight.
+    let sent = summary_u64(&out, "sent_payload_bytes");
+    let accounted = summary_u64(&out, "delivered_payload_bytes")
+        + summary_u64(&out, "discarded_payload_bytes")
+        + summary_u64(&out, "dropped_payload_bytes")
+        + summary_u64(&out, "trimmed_payload_bytes")
+        + summary_u64(&out, "in_flight_payload_bytes");
+    assert_eq!(sent, accounted, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "delivered_payload_bytes"), 12 * 512_000);
+    assert_eq!(summary_u64(&out, "flows_completed"), 12);
+}
+
+/// Flows per ToR uplink, read off the uplinks' transmitted bytes.
+fn uplink_flow_counts(out: &fabricsim_core::RunOutput, flow_wire: f64) -> Vec<Vec<u64>> {
+    let nodes = texts(&out.ports, "node");
+    let peers = texts(&out.ports, "peer");
+    let tx = ints(&out.ports, "tx_bytes");
+    let mut per_tor: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for i in 0..nodes.len() {
+        if nodes[i].starts_with("t0.") && peers[i].starts_with("t1.") {
+            per_tor.entry(nodes[i].clone()).or_default().push((tx[i] as f64 / flow_wire).round() as u64);
+        }
+    }
+    per_tor.into_values().collect()
+}
+
+/// E[max bin load] for `balls` thrown uniformly into `bins`, exactly.
+fn expected_max_load(balls: u32, bins: u32) -> f64 {
+    let total = (bins as u64).pow(balls);
+    let mut sum = 0u64;
+    for code in 0..total {
+        let mut load = vec![0u32; bins as usize];
+        let mut c = code;
+        for _ in 0..balls {
+            load[(c % bins as u64) as usize] += 1;
+            c /= bins as u64;
+        }
+        sum += *load.iter().max().unwrap() as u64;
+    }
+    sum as f64 / total as f64
+}
+
+#[test]
+fn ecmp_collisions_follow_balls_into_bins() {
+    let bytes = 256 * 1024;
+    let flow_wire = (bytes as f64 / 4096.0) * 4198.0;
+    let (mut observed, mut expected, mut samples) = (0.0, 0.0, 0);
+    let mut slowest_share: f64 = 1.0;
+    for seed in 1..=12 {
+        let out = run(json!({
+            "seed": seed,
+            "topology": two_tier(8),
+            "traffic": [{"kind": "permutation", "bytes": "256KiB"}],
+        }));
+        for loads in uplink_flow_counts(&out, flow_wire) {
+            let balls: u64 = loads.iter().sum();
+            if balls == 0 {
+                continue;
+            }
+            observed += *loads.iter().max().unwrap() as f64;
+            expected += expected_max_load(balls as u32, loads.len() as u32);
+            samples += 1;
+        }
+        let fct = floats(&out.flows, "fct_s");
+        let ideal = floats(&out.flows, "ideal_fct_s");
+        for (f, i) in fct.iter().zip(&ideal) {
+            slowest_share = slowest_share.min(i.unwrap() / f.unwrap());
+        }
+    }
+    let (observed, expected) = (observed / samples as f64, expected / samples as f64);
+    assert!((observed - expected).abs() <= 0.1 * expected, "mean max uplink load {observed:.3} vs {expected:.3}");
+    // Some flows shared an uplink and ran at half (or a third) of line rate.
+    assert!(slowest_share < 0.6, "no collision slowed a flow: best share {slowest_share}");
+}
+
+fn throughput_spread(qps: u32) -> f64 {
+    let mut rates = Vec::new();
+    for seed in 1..=4 {
+        let out = run(json!({
+            "seed": seed,
+            "topology": two_tier(8),
+            "transport": {"kind": "rocev2", "qps": qps},
+            "traffic": [{"kind": "permutation", "bytes": "1MB"}],
+        }));
+        rates.extend(floats(&out.flows, "fct_s").iter().map(|t| 1.0 / t.unwrap()));
+    }
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let var = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / rates.len() as f64;
+    var.sqrt() / mean
+}
+
+#[test]
+fn more_qps_per_flow_narrow_the_throughput_spread() {
+    let (one, sixteen) = (throughput_spread(1), throughput_spread(16));
+    assert!(sixteen < 0.7 * one, "coefficient of variation: 1 QP {one:.3}, 16 QPs {sixteen:.3}");
+}
+
+#[test]
+fn same_seed_is_identical_and_another_seed_moves_ecmp() {
+    let scenario = |seed: u64| {
+        json!({
+            "seed": seed,
+            "topology": two_tier(8),
+            "traffic": [{"kind": "permutation", "bytes": "128KiB"}],
+            "telemetry": {"sample_interval": "5us", "ports": ["t0.p0.0:4"], "hosts": [0]},
+        })
+    };
+    let a = run(scenario(7)).to_json().to_string();
+    let b = run(scenario(7)).to_json().to_string();
+    assert_eq!(a, b);
+    let uplinks = |out: &fabricsim_core::RunOutput| uplink_flow_counts(out, 1.0);
+    assert_ne!(uplinks(&run(scenario(7))), uplinks(&run(scenario(8))));
+}
+
+#[test]
+fn a_link_failure_loses_packets_until_reconvergence_then_every_flow_completes() {
+    let out = run(json!({
+        "topology": two_tier(4),
+        "switch": {"reconvergence_delay": "50us"},
+        "traffic": [
+            {"kind": "flow", "src": 0, "dst": 2, "bytes": "2MB", "qps": 4},
+            {"kind": "flow", "src": 1, "dst": 3, "bytes": "2MB", "qps": 4},
+        ],
+        // ToR 0's first uplink.
+        "faults": [{"kind": "link_down", "at": "30us", "port": "t0.p0.0:2"}],
+    }));
+    let drops = &out.summary["drops_by_cause"];
+    assert!(drops["link_down"].as_u64().unwrap() > 0, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "flows_completed"), 2, "{}", out.summary);
+    assert!(floats(&out.flows, "fct_s").iter().all(Option::is_some));
+    let retx: u64 = ints(&out.flows, "retransmitted_packets").iter().sum();
+    assert!(retx > 0);
+    // After reconvergence the dead uplink carries nothing: everything ToR 0
+    // sent up after 80us went through the other uplink.
+    let node = texts(&out.ports, "node");
+    let peer = texts(&out.ports, "peer");
+    let tx = ints(&out.ports, "tx_bytes");
+    let up: Vec<u64> =
+        (0..node.len()).filter(|&i| node[i] == "t0.p0.0" && peer[i].starts_with("t1.")).map(|i| tx[i]).collect();
+    assert_eq!(up.len(), 2);
+    assert!(up[1] > 2 * up[0], "uplink bytes {up:?}");
+    assert!(summary_f64(&out, "sim_time_s") > 80e-6);
+}
