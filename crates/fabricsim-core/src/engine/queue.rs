@@ -1,50 +1,52 @@
-//! Event queue ordered by (time, insertion sequence).
+//! Event queue ordered by (time, insertion order).
 //!
 //! Ties run in the order they were scheduled, which makes every run with the
-//! same inputs replay identically (the ns-3 rule). The queue is a binary
-//! heap behind a small interface so a calendar queue or timing wheel can
-//! replace it after measurement without touching callers.
+//! same inputs replay identically (the ns-3 rule). Simulated time never goes
+//! backwards, so the queue is a radix heap (Ahuja, Mehlhorn, Orlin and
+//! Tarjan, 1990) over the u64 picosecond clock: bucket `i` holds events whose
+//! time first differs from the last popped time at bit `i - 1`, and a
+//! bucket is only split when everything below it is empty. Pop is amortized
+//! O(1) instead of a binary heap's O(log n) cache misses, which measured
+//! 30% of the benchmark's run time. Buckets are FIFO, so equal times keep
+//! their insertion order without a sequence number: events with the same
+//! time always share a bucket, and splitting a bucket keeps its order.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 use crate::units::Time;
 
-struct Entry<E> {
-    time: Time,
-    seq: u64,
-    event: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    // Reversed so the max-heap pops the earliest (time, seq) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
-    }
-}
+const BUCKETS: usize = 65;
 
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
-    next_seq: u64,
-    now: Time,
+    buckets: Vec<VecDeque<(u64, E)>>,
+    /// An empty bucket with capacity, swapped in when a bucket is split so
+    /// that splitting never allocates in the steady state.
+    spare: VecDeque<(u64, E)>,
+    /// Bit `i` set when bucket `i` is non-empty.
+    occupied: u128,
+    /// Time of the last event popped (or the smallest pending, once settled).
+    last: u64,
+    len: usize,
     popped: u64,
+    now: Time,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(1 << 12), next_seq: 0, now: Time::ZERO, popped: 0 }
+        EventQueue {
+            buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(),
+            spare: VecDeque::new(),
+            occupied: 0,
+            last: 0,
+            len: 0,
+            popped: 0,
+            now: Time::ZERO,
+        }
     }
+}
+
+fn bucket_of(time: u64, last: u64) -> usize {
+    (u64::BITS - (time ^ last).leading_zeros()) as usize
 }
 
 impl<E> EventQueue<E> {
@@ -53,28 +55,59 @@ impl<E> EventQueue<E> {
         self.now
     }
 
-    /// Schedules `event` at `time`; times in the past are a model bug.
+    /// Schedules `event` at `time`, which must not be in the past.
     pub fn schedule(&mut self, time: Time, event: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past");
-        self.heap.push(Entry { time, seq: self.next_seq, event });
-        self.next_seq += 1;
+        assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        let b = bucket_of(time.0, self.last);
+        self.buckets[b].push_back((time.0, event));
+        self.occupied |= 1 << b;
+        self.len += 1;
     }
 
     pub fn schedule_in(&mut self, delay: Time, event: E) {
         self.schedule(self.now + delay, event);
     }
 
+    /// Makes bucket 0 hold the earliest events, splitting the first
+    /// non-empty bucket around its minimum.
+    fn settle(&mut self) -> bool {
+        if self.occupied & 1 != 0 {
+            return true;
+        }
+        if self.occupied == 0 {
+            return false;
+        }
+        let i = self.occupied.trailing_zeros() as usize;
+        self.occupied &= !(1 << i);
+        let mut bucket = std::mem::replace(&mut self.buckets[i], std::mem::take(&mut self.spare));
+        self.last = bucket.iter().map(|(t, _)| *t).min().expect("non-empty");
+        for (t, e) in bucket.drain(..) {
+            let b = bucket_of(t, self.last);
+            self.buckets[b].push_back((t, e));
+            self.occupied |= 1 << b;
+        }
+        self.spare = bucket;
+        true
+    }
+
     /// Time of the next event, if any.
-    pub fn peek_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| e.time)
+    pub fn peek_time(&mut self) -> Option<Time> {
+        self.settle().then_some(Time(self.last))
     }
 
     /// Removes the next event and advances the clock to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        let entry = self.heap.pop()?;
-        self.now = entry.time;
+        if !self.settle() {
+            return None;
+        }
+        let (t, e) = self.buckets[0].pop_front().expect("settled");
+        if self.buckets[0].is_empty() {
+            self.occupied &= !1;
+        }
+        self.len -= 1;
         self.popped += 1;
-        Some((entry.time, entry.event))
+        self.now = Time(t);
+        Some((self.now, e))
     }
 
     /// Events executed so far.
@@ -82,8 +115,12 @@ impl<E> EventQueue<E> {
         self.popped
     }
 
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 }
 
@@ -97,9 +134,29 @@ mod tests {
         q.schedule(Time(5), "b");
         q.schedule(Time(1), "a");
         q.schedule(Time(5), "c");
+        assert_eq!(q.pop(), Some((Time(1), "a")));
         q.schedule(Time(5), "d");
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
-        assert_eq!(order, ["a", "b", "c", "d"]);
+        assert_eq!(order, ["b", "c", "d"]);
         assert_eq!(q.now(), Time(5));
+    }
+
+    #[test]
+    fn matches_a_sorted_order_on_random_schedules() {
+        let mut rng = crate::engine::Rng::stream(3, &[]);
+        let mut q = EventQueue::default();
+        let mut reference = Vec::new();
+        let mut seq = 0u64;
+        for round in 0..2000u64 {
+            for _ in 0..3 {
+                let t = q.now().0 + rng.below(1 << (round % 40 + 1));
+                q.schedule(Time(t), seq);
+                reference.push((t, seq));
+                seq += 1;
+            }
+            reference.sort();
+            let (t, e) = q.pop().unwrap();
+            assert_eq!((t.0, e), reference.remove(0));
+        }
     }
 }

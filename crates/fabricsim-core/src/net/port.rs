@@ -2,9 +2,11 @@
 //! and the ingress accounting PFC needs for packets that arrive on it.
 //!
 //! Queues are strict priority by class; a class paused by PFC is skipped.
-//! The wire is a FIFO of packets in flight with their arrival times; only its
-//! head has an event scheduled (htsim's pipe), so a long link with many
-//! packets in flight costs one pending event.
+//! A packet that starts serializing goes straight onto the wire, a FIFO of
+//! packets in flight with their arrival times; only its head has an event
+//! scheduled (htsim's pipe), so a long link with many packets in flight costs
+//! one pending event. The port needs an event when serialization ends only
+//! if another packet is waiting for it.
 
 use std::collections::VecDeque;
 
@@ -95,8 +97,10 @@ pub struct Port {
     pub index: u16,
     pub queues: [VecDeque<PacketId>; CLASSES],
     pub queue_bytes: [u64; CLASSES],
-    /// The packet being serialized, if any.
-    pub current: Option<PacketId>,
+    /// The link is serializing until this time.
+    pub busy_until: Time,
+    /// A `TxDone` event is scheduled at `busy_until` to start the next packet.
+    pub tx_done_pending: bool,
     /// PFC state of this port's egress, set by pause frames from the peer.
     pub paused: [bool; CLASSES],
     pub paused_since: [Time; CLASSES],
@@ -123,7 +127,8 @@ impl Port {
             index,
             queues: Default::default(),
             queue_bytes: [0; CLASSES],
-            current: None,
+            busy_until: Time::ZERO,
+            tx_done_pending: false,
             paused: [false; CLASSES],
             paused_since: [Time::ZERO; CLASSES],
             wire: VecDeque::new(),

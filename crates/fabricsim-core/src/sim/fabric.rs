@@ -8,35 +8,71 @@ use crate::net::{
 };
 use crate::switch::ecmp_hash;
 use crate::topology::NodeId;
+use crate::units::Time;
 
 impl Simulation {
-    /// Starts serializing the next packet on an idle port, if it has one.
+    /// Starts serializing the next packet if the link is free, or makes sure
+    /// the port wakes up when it becomes free.
     pub(super) fn try_transmit(&mut self, port: PortId) {
         let p = port.0 as usize;
-        if self.ports[p].current.is_some() {
+        let now = self.now();
+        if self.ports[p].busy_until > now {
+            if !self.ports[p].tx_done_pending && self.has_work(port) {
+                self.ports[p].tx_done_pending = true;
+                self.events.schedule(self.ports[p].busy_until, Event::TxDone(port));
+            }
             return;
         }
+        let is_switch = self.switches[self.ports[p].node.0 as usize].is_some();
         let class = match self.ports[p].next_class() {
             Some(c) => c,
-            None if self.switches[self.ports[p].node.0 as usize].is_none() => {
-                // A NIC port pulls its next data packet from the QPs.
-                match self.next_data_packet(port) {
-                    Some(_) => CLASS_DATA,
-                    None => return,
-                }
-            }
+            // A NIC port pulls its next data packet from the QPs.
+            None if !is_switch && self.next_data_packet(port).is_some() => CLASS_DATA,
             None => return,
         };
         let Some(id) = self.ports[p].queues[class].front().copied() else { return };
         let wire = self.pool.get(id).wire;
         self.ports[p].dequeue(class, wire);
-        let node = self.ports[p].node;
-        if self.switches[node.0 as usize].is_some() {
+        if is_switch {
             self.on_switch_dequeue(port, id, class);
         }
-        self.ports[p].current = Some(id);
-        let done = self.now() + self.ports[p].rate.tx_time(wire as u64);
-        self.events.schedule(done, Event::TxDone(port));
+        let done = now + self.ports[p].rate.tx_time(wire as u64);
+        self.ports[p].busy_until = done;
+        self.put_on_wire(port, id, done);
+        if self.has_work(port) {
+            self.ports[p].tx_done_pending = true;
+            self.events.schedule(done, Event::TxDone(port));
+        }
+    }
+
+    /// Whether a port has something to send once the link is free.
+    fn has_work(&self, port: PortId) -> bool {
+        let p = &self.ports[port.0 as usize];
+        p.next_class().is_some() || (!p.paused[CLASS_DATA] && !self.sched[port.0 as usize].ready.is_empty())
+    }
+
+    /// Counts the packet as sent and puts it on the wire, where it arrives at
+    /// the peer `delay` after its last bit leaves at `done`, unless the link
+    /// is down or loses it.
+    fn put_on_wire(&mut self, port: PortId, id: PacketId, done: Time) {
+        let p = port.0 as usize;
+        let pkt = self.pool.get(id);
+        let c = &mut self.ports[p].counters;
+        c.tx_bytes += pkt.wire as u64;
+        c.tx_packets += 1;
+        c.tx_payload += pkt.payload as u64;
+        self.totals.packet_hops += 1;
+        if !self.ports[p].up {
+            self.drop_packet(port, id, DropCause::LinkDown);
+        } else if self.ports[p].loss > 0.0 && self.port_rng[p].chance(self.ports[p].loss) {
+            self.drop_packet(port, id, DropCause::LinkLoss);
+        } else {
+            let arrival = done + self.ports[p].delay;
+            if self.ports[p].wire.is_empty() {
+                self.events.schedule(arrival, Event::Arrive(port));
+            }
+            self.ports[p].wire.push_back((arrival, id));
+        }
     }
 
     /// Buffer release, PFC resume and ECN marking when a switch dequeues.
@@ -80,25 +116,7 @@ impl Simulation {
     }
 
     pub(super) fn on_tx_done(&mut self, port: PortId) {
-        let p = port.0 as usize;
-        let id = self.ports[p].current.take().expect("a packet was in transmission");
-        let pkt = *self.pool.get(id);
-        let c = &mut self.ports[p].counters;
-        c.tx_bytes += pkt.wire as u64;
-        c.tx_packets += 1;
-        c.tx_payload += pkt.payload as u64;
-        self.totals.packet_hops += 1;
-        if !self.ports[p].up {
-            self.drop_packet(port, id, DropCause::LinkDown);
-        } else if self.ports[p].loss > 0.0 && self.port_rng[p].chance(self.ports[p].loss) {
-            self.drop_packet(port, id, DropCause::LinkLoss);
-        } else {
-            let arrival = self.now() + self.ports[p].delay;
-            if self.ports[p].wire.is_empty() {
-                self.events.schedule(arrival, Event::Arrive(port));
-            }
-            self.ports[p].wire.push_back((arrival, id));
-        }
+        self.ports[port.0 as usize].tx_done_pending = false;
         self.try_transmit(port);
     }
 

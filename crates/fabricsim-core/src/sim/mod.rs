@@ -29,7 +29,7 @@ use crate::units::Time;
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
-    /// A port finished serializing its current packet.
+    /// A port finished serializing and has another packet waiting.
     TxDone(PortId),
     /// The packet at the head of a port's wire reaches the peer.
     Arrive(PortId),

@@ -168,11 +168,11 @@ impl Simulation {
         RunOutput { complete, summary, flows, ports, timeseries }
     }
 
-    /// Payload still in queues, on wires or in transmission.
+    /// Payload still in queues or on wires.
     fn in_flight_payload(&self) -> u64 {
         let mut total = 0;
         for p in &self.ports {
-            let ids = p.queues.iter().flatten().chain(p.wire.iter().map(|(_, id)| id)).chain(p.current.iter());
+            let ids = p.queues.iter().flatten().chain(p.wire.iter().map(|(_, id)| id));
             total += ids.map(|&id| self.pool.get(id).payload as u64).sum::<u64>();
         }
         total

@@ -13,14 +13,21 @@ use crate::net::PortId;
 use crate::topology::{NodeId, Topology};
 
 const NO_ROUTE: u32 = u32::MAX;
+/// Group index meaning "no route" in the table.
+const NO_GROUP: u16 = u16::MAX;
 
 pub struct Routes {
     nics: usize,
     nic_slot: Vec<u32>,
     switch_slot: Vec<u32>,
-    /// `table[switch_slot * nics + nic_slot]` is a group index.
-    table: Vec<u32>,
-    groups: Vec<Vec<PortId>>,
+    /// `table[switch_slot * nics + nic_slot]` is a group index. 16 bits keep
+    /// the table small enough to stay in cache: it is read for every packet
+    /// at every switch.
+    table: Vec<u16>,
+    /// Group `g` is `hops[groups[g].0 ..][.. groups[g].1]`: one flat array,
+    /// so a lookup touches two cache lines, not three.
+    groups: Vec<(u32, u32)>,
+    hops: Vec<PortId>,
 }
 
 impl Routes {
@@ -47,9 +54,10 @@ impl Routes {
                 switches += 1;
             }
         }
-        let mut table = vec![NO_ROUTE; switches as usize * nics as usize];
-        let mut groups: Vec<Vec<PortId>> = Vec::new();
-        let mut group_index: HashMap<Vec<PortId>, u32> = HashMap::new();
+        let mut table = vec![NO_GROUP; switches as usize * nics as usize];
+        let mut groups: Vec<(u32, u32)> = Vec::new();
+        let mut flat: Vec<PortId> = Vec::new();
+        let mut group_index: HashMap<Vec<PortId>, u16> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
         let mut frontier = VecDeque::new();
         let mut hops = Vec::new();
@@ -88,13 +96,17 @@ impl Routes {
                     continue;
                 }
                 let group = *group_index.entry(hops.clone()).or_insert_with(|| {
-                    groups.push(hops.clone());
-                    groups.len() as u32 - 1
+                    groups.push((flat.len() as u32, hops.len() as u32));
+                    flat.extend_from_slice(&hops);
+                    u16::try_from(groups.len() - 1)
+                        .ok()
+                        .filter(|&g| g != NO_GROUP)
+                        .expect("fewer than 65535 distinct next-hop groups")
                 });
                 table[switch_slot[sw] as usize * nics as usize + nic_slot[dst] as usize] = group;
             }
         }
-        Routes { nics: nics as usize, nic_slot, switch_slot, table, groups }
+        Routes { nics: nics as usize, nic_slot, switch_slot, table, groups, hops: flat }
     }
 
     /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
@@ -102,8 +114,11 @@ impl Routes {
         let s = self.switch_slot[switch.0 as usize] as usize;
         let d = self.nic_slot[dst.0 as usize] as usize;
         match self.table[s * self.nics + d] {
-            NO_ROUTE => &[],
-            g => &self.groups[g as usize],
+            NO_GROUP => &[],
+            g => {
+                let (start, len) = self.groups[g as usize];
+                &self.hops[start as usize..(start + len) as usize]
+            }
         }
     }
 }
