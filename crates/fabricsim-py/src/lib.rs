@@ -120,6 +120,13 @@ fn run(py: Python<'_>, scenario_json: &str, progress: Option<Py<PyAny>>) -> PyRe
     Ok(result)
 }
 
+/// Panics inside the core's guard, so tests can check that a panic reaches
+/// Python as `SimulationError` and not as a crash.
+#[pyfunction]
+fn _panic_for_tests(message: &str) -> PyResult<()> {
+    guarded(|| panic!("{message}"))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
@@ -129,5 +136,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(topology_report, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

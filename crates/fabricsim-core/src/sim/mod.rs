@@ -146,13 +146,26 @@ impl Simulation {
         self.events.now()
     }
 
+    /// Events handled so far.
+    pub fn events_executed(&self) -> u64 {
+        self.events.executed()
+    }
+
     /// Runs to the end (every flow done, no events left, or the scenario's
     /// duration). `hook` is called every few thousand events with the
     /// progress; returning false stops the run early, marked incomplete.
     pub fn run(&mut self, hook: &mut dyn FnMut(Progress) -> bool) -> RunOutput {
+        let complete = self.run_until(Time::MAX, hook);
+        hook(self.progress());
+        self.report(complete)
+    }
+
+    /// Runs until the end or until simulated time would pass `pause_at`,
+    /// whichever is first; `run` can continue afterwards. Returns false if
+    /// the hook stopped it.
+    pub fn run_until(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> bool {
         const HOOK_EVERY: u64 = 1 << 14;
-        let limit = self.scenario.duration.unwrap_or(Time::MAX);
-        let mut complete = true;
+        let limit = self.scenario.duration.unwrap_or(Time::MAX).min(pause_at);
         let mut countdown = HOOK_EVERY;
         while let Some(next) = self.events.peek_time() {
             if next > limit || (self.scenario.duration.is_none() && self.flows_left == 0) {
@@ -164,13 +177,11 @@ impl Simulation {
             if countdown == 0 {
                 countdown = HOOK_EVERY;
                 if !hook(self.progress()) {
-                    complete = false;
-                    break;
+                    return false;
                 }
             }
         }
-        hook(self.progress());
-        self.report(complete)
+        true
     }
 
     fn progress(&self) -> Progress {
