@@ -129,6 +129,8 @@ impl Simulation {
         timeseries.push("metric", Column::Text(samples.metric));
         timeseries.push("value", Column::Float(samples.value));
 
+        let mut slowdowns: Vec<f64> =
+            f.iter().zip(&fct).filter_map(|(x, t)| t.map(|t| t / x.ideal.as_secs_f64().max(1e-18))).collect();
         let mut done: Vec<f64> = fct.iter().flatten().map(|s| s * 1e6).collect();
         let finished = done.len();
         let sum =
@@ -148,6 +150,8 @@ impl Simulation {
             "fct_p50_us": percentile(&mut done, 0.5),
             "fct_p99_us": percentile(&mut done, 0.99),
             "fct_max_us": percentile(&mut done, 1.0),
+            "slowdown_p50": percentile(&mut slowdowns, 0.5),
+            "slowdown_p99": percentile(&mut slowdowns, 0.99),
             "goodput_gbps": if span > 0.0 { self.totals.delivered_payload as f64 * 8.0 / span / 1e9 } else { 0.0 },
             "sent_payload_bytes": self.totals.sent_payload,
             "delivered_payload_bytes": self.totals.delivered_payload,
