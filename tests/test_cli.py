@@ -221,6 +221,14 @@ def test_same_scenario_and_seed_give_identical_files(
         assert first[name] == second[name], f"{name} differs between two runs with the same seed"
 
 
+def test_written_scenario_reruns_to_identical_results(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    assert fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", "a")[0] == 0
+    assert fabricsim_cli(capsys, "run", "a/scenario.json", "-o", "b")[0] == 0
+    assert _files(Path("a")) == _files(Path("b"))
+
+
 def test_python_api_runs_a_dict(tiny_scenario: dict[str, Any]) -> None:
     results = fabricsim.run(tiny_scenario, overrides=["seed=2"])
     assert results.complete
@@ -272,18 +280,14 @@ def test_stopped_run_is_written_incomplete(
 
 def test_ctrl_c_stops_a_long_run(tmp_path: Path, tiny_scenario_file: Path) -> None:
     """A real SIGINT to a run that would take minutes: results kept, marked incomplete, exit 130."""
+    # The child installs Python's SIGINT handler itself: a test runner started
+    # in the background may pass SIGINT on as ignored, and Python keeps that.
+    launcher = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from fabricsim.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fabricsim",
-            "run",
-            str(tiny_scenario_file),
-            "-o",
-            "long",
-            "-s",
-            "traffic.0.bytes=100GB",
-        ],
+        [sys.executable, "-c", launcher, "run", str(tiny_scenario_file), "-o", "long", "-s", "traffic.0.bytes=100GB"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -131,3 +131,10 @@ def test_writing_is_byte_deterministic(tmp_path: Path) -> None:
     first = Results(_raw()).write(tmp_path / "a", csv=True)
     second = Results(_raw()).write(tmp_path / "b", csv=True)
     assert _files(first) == _files(second)
+
+
+def test_a_panic_in_the_core_becomes_a_python_exception() -> None:
+    from fabricsim import SimulationError, _core
+
+    with pytest.raises(SimulationError, match="internal error: boom"):
+        _core._panic_for_tests("boom")

@@ -19,11 +19,15 @@ __all__ = ["ProgressBar"]
 
 
 class ProgressBar:
-    """Context manager whose instances are the `progress` callback of `fabricsim._core.run`."""
+    """Context manager whose instances are the `progress` callback of `fabricsim._core.run`.
+
+    `force` draws the bar even when stderr is not a terminal.
+    """
 
     def __init__(self, description: str = "simulating", delay_s: float = 1.0, force: bool = False) -> None:
         self._description = description
         self._delay_s = delay_s
+        self._force = force
         self._enabled = force or sys.stderr.isatty()
         self._start = time.perf_counter()
         self._progress: Progress | None = None
@@ -54,7 +58,7 @@ class ProgressBar:
                 BarColumn(),
                 TaskProgressColumn(),
                 TextColumn("of simulated time, {task.fields[wall]} wall time"),
-                console=Console(stderr=True),
+                console=Console(stderr=True, force_terminal=self._force or None),
                 auto_refresh=False,
                 transient=True,
             )

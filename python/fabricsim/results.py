@@ -48,7 +48,10 @@ class Results:
         self.scenario: dict[str, Any] = json.loads(raw["resolved"])
         self.complete: bool = bool(raw["complete"])
         self.summary: dict[str, Any] = dict(raw["summary"])
-        self.frames: dict[str, pl.DataFrame] = {name: _frame(cols) for name, cols in raw["tables"].items()}
+        dtypes = raw.get("dtypes", {})
+        self.frames: dict[str, pl.DataFrame] = {
+            name: _frame(cols, dtypes.get(name, {})) for name, cols in raw["tables"].items()
+        }
 
     @property
     def flows(self) -> pl.DataFrame:
@@ -91,17 +94,21 @@ class Results:
                 written.add(_write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))
         for stale in _known_outputs(self.frames) - written:
             (path / stale).unlink(missing_ok=True)
-        written.add(_write_json(path / "summary.json", {"complete": self.complete, **self.summary}))
+        summary = {"complete": self.complete} | {k: v for k, v in self.summary.items() if k != "complete"}
+        written.add(_write_json(path / "summary.json", summary))
 
         if self.complete:
             marker.unlink()
         return path
 
 
-def _frame(columns: Mapping[str, list[Any]]) -> pl.DataFrame:
-    # Scan every value: a column may start with nulls (unfinished flows) and
-    # mix integers with floats.
-    return pl.DataFrame(dict(columns), strict=False, infer_schema_length=None)
+_DTYPES = {"int": pl.UInt64, "float": pl.Float64, "str": pl.String}
+
+
+def _frame(columns: Mapping[str, list[Any]], dtypes: Mapping[str, str]) -> pl.DataFrame:
+    # The core names each column's type, so an empty table keeps its schema.
+    schema = {name: _DTYPES[dtypes[name]] for name in columns if name in dtypes}
+    return pl.DataFrame(dict(columns), schema=schema or None, strict=False, infer_schema_length=None)
 
 
 def _known_outputs(frames: Mapping[str, pl.DataFrame]) -> set[str]:

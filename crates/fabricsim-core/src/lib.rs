@@ -15,6 +15,7 @@
 //! - `sim`: the `Simulation` that owns everything and runs the loop.
 
 pub mod error;
+pub mod tagged;
 pub mod units;
 
 pub mod engine;

@@ -101,7 +101,10 @@ fn run(py: Python<'_>, scenario_json: &str, progress: Option<Py<PyAny>>) -> PyRe
                     }
                     if let Some(cb) = &progress {
                         if let Err(e) = cb.call1(py, (p.fraction,)) {
-                            callback_error = Some(e);
+                            // Ctrl-C may land inside the callback: same as above.
+                            if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                                callback_error = Some(e);
+                            }
                             return false;
                         }
                     }

@@ -26,73 +26,125 @@ pub enum Direction {
     Ingress,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+/// One entry of the fault schedule, chosen by `kind`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FaultSpec {
-    /// A link goes down. `port` names one end as `node:port`, e.g. `t0.p0.3:5`.
-    LinkDown {
-        at: Time,
-        port: String,
-        #[serde(default)]
-        direction: Direction,
-    },
-    LinkUp {
-        at: Time,
-        port: String,
-        #[serde(default)]
-        direction: Direction,
-    },
-    /// Down at `at`, up again `duration` later.
-    LinkFlap {
-        at: Time,
-        port: String,
-        duration: Time,
-        #[serde(default)]
-        direction: Direction,
-    },
-    /// A switch stops forwarding. With `gray`, its control plane stays up so
-    /// routes do not change and traffic keeps being sent into it.
-    SwitchDown {
-        at: Time,
-        switch: String,
-        #[serde(default)]
-        gray: bool,
-    },
-    SwitchUp {
-        at: Time,
-        switch: String,
-    },
-    /// A NIC port (and its link, both ways) goes down.
-    NicPortDown {
-        at: Time,
-        nic: NicRef,
-        port: u16,
-    },
-    NicPortUp {
-        at: Time,
-        nic: NicRef,
-        port: u16,
-    },
-    /// Sets the random loss probability of a link from `at` on.
-    LossRate {
-        at: Time,
-        port: String,
-        rate: f64,
-        #[serde(default)]
-        direction: Direction,
-    },
-    /// Every switch-to-switch link flaps with exponentially distributed
-    /// times between flaps (mean `mtbf`), each lasting `duration`, until
-    /// `until`. The control plane does not see these flaps (spectrum-x.txt
-    /// s6.6): routes stay as they are.
-    RandomFlaps {
-        mtbf: Time,
-        duration: Time,
-        until: Time,
-        /// Include NIC-to-switch links as well.
-        #[serde(default)]
-        host_links: bool,
-    },
+    LinkDown(LinkDown),
+    LinkUp(LinkUp),
+    LinkFlap(LinkFlap),
+    SwitchDown(SwitchDown),
+    SwitchUp(SwitchUp),
+    NicPortDown(NicPortDown),
+    NicPortUp(NicPortUp),
+    LossRate(LossRate),
+    RandomFlaps(RandomFlaps),
+}
+
+crate::kind_tagged!(FaultSpec {
+    "link_down" => LinkDown,
+    "link_up" => LinkUp,
+    "link_flap" => LinkFlap,
+    "switch_down" => SwitchDown,
+    "switch_up" => SwitchUp,
+    "nic_port_down" => NicPortDown,
+    "nic_port_up" => NicPortUp,
+    "loss_rate" => LossRate,
+    "random_flaps" => RandomFlaps,
+});
+
+/// A link goes down. `port` names one end as `node:port`, e.g. `t0.p0.3:5`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkDown {
+    pub at: Time,
+    pub port: String,
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// A link comes back up.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkUp {
+    pub at: Time,
+    pub port: String,
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Down at `at`, up again `duration` later.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinkFlap {
+    pub at: Time,
+    pub port: String,
+    pub duration: Time,
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// A switch stops forwarding. With `gray`, its control plane stays up so
+/// routes do not change and traffic keeps being sent into it.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchDown {
+    pub at: Time,
+    pub switch: String,
+    #[serde(default)]
+    pub gray: bool,
+}
+
+/// A failed switch forwards again.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchUp {
+    pub at: Time,
+    pub switch: String,
+}
+
+/// A NIC port (and its link, both ways) goes down.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicPortDown {
+    pub at: Time,
+    pub nic: NicRef,
+    pub port: u16,
+}
+
+/// A NIC port (and its link) comes back up.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicPortUp {
+    pub at: Time,
+    pub nic: NicRef,
+    pub port: u16,
+}
+
+/// Sets the random loss probability of a link from `at` on.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LossRate {
+    pub at: Time,
+    pub port: String,
+    pub rate: f64,
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Every switch-to-switch link flaps with exponentially distributed
+/// times between flaps (mean `mtbf`), each lasting `duration`, until
+/// `until`. The control plane does not see these flaps (spectrum-x.txt
+/// s6.6): routes stay as they are.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFlaps {
+    pub mtbf: Time,
+    pub duration: Time,
+    pub until: Time,
+    /// Include NIC-to-switch links as well.
+    #[serde(default)]
+    pub host_links: bool,
 }
 
 /// A state change the simulation applies at a time.
@@ -172,22 +224,26 @@ pub fn expand(
             actions.extend(ports.into_iter().map(|port| (at, FaultAction::PortUp { port, up, routed: true })));
         };
         match spec {
-            FaultSpec::LinkDown { at, port, direction } => set(*at, both(port_of(port)?, *direction), false),
-            FaultSpec::LinkUp { at, port, direction } => set(*at, both(port_of(port)?, *direction), true),
-            FaultSpec::LinkFlap { at, port, duration, direction } => {
+            FaultSpec::LinkDown(LinkDown { at, port, direction }) => set(*at, both(port_of(port)?, *direction), false),
+            FaultSpec::LinkUp(LinkUp { at, port, direction }) => set(*at, both(port_of(port)?, *direction), true),
+            FaultSpec::LinkFlap(LinkFlap { at, port, duration, direction }) => {
                 let ports = both(port_of(port)?, *direction);
                 set(*at, ports.clone(), false);
                 set(*at + *duration, ports, true);
             }
-            FaultSpec::NicPortDown { at, nic, port } => set(*at, both(nic_port(nic, *port)?, Direction::Both), false),
-            FaultSpec::NicPortUp { at, nic, port } => set(*at, both(nic_port(nic, *port)?, Direction::Both), true),
-            FaultSpec::SwitchDown { at, switch, gray } => {
+            FaultSpec::NicPortDown(NicPortDown { at, nic, port }) => {
+                set(*at, both(nic_port(nic, *port)?, Direction::Both), false)
+            }
+            FaultSpec::NicPortUp(NicPortUp { at, nic, port }) => {
+                set(*at, both(nic_port(nic, *port)?, Direction::Both), true)
+            }
+            FaultSpec::SwitchDown(SwitchDown { at, switch, gray }) => {
                 actions.push((*at, FaultAction::SwitchUp { node: switch_of(switch)?, up: false, gray: *gray }))
             }
-            FaultSpec::SwitchUp { at, switch } => {
+            FaultSpec::SwitchUp(SwitchUp { at, switch }) => {
                 actions.push((*at, FaultAction::SwitchUp { node: switch_of(switch)?, up: true, gray: false }))
             }
-            FaultSpec::LossRate { at, port, rate, direction } => {
+            FaultSpec::LossRate(LossRate { at, port, rate, direction }) => {
                 if !(0.0..=1.0).contains(rate) {
                     return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
                 }
@@ -195,7 +251,7 @@ pub fn expand(
                     actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
                 }
             }
-            FaultSpec::RandomFlaps { mtbf, duration, until, host_links } => {
+            FaultSpec::RandomFlaps(RandomFlaps { mtbf, duration, until, host_links }) => {
                 if mtbf.0 == 0 {
                     return invalid(field("mtbf"), "0ns: the mean time between flaps must be positive");
                 }

@@ -28,6 +28,21 @@ impl Table {
         }
         Value::Object(map)
     }
+
+    /// Column types (`int`, `float`, `str`), so that an empty table still
+    /// has typed columns.
+    pub fn dtypes(&self) -> Value {
+        let mut map = Map::new();
+        for (name, col) in &self.columns {
+            let dtype = match col {
+                Column::Int(_) => "int",
+                Column::Float(_) => "float",
+                Column::Text(_) => "str",
+            };
+            map.insert(name.clone(), Value::from(dtype));
+        }
+        Value::Object(map)
+    }
 }
 
 /// Everything a run returns.
@@ -50,6 +65,11 @@ impl RunOutput {
                 "flows": self.flows.to_json(),
                 "ports": self.ports.to_json(),
                 "timeseries": self.timeseries.to_json(),
+            },
+            "dtypes": {
+                "flows": self.flows.dtypes(),
+                "ports": self.ports.dtypes(),
+                "timeseries": self.timeseries.dtypes(),
             }
         })
     }

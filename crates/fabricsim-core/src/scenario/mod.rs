@@ -10,6 +10,7 @@ use crate::faults::FaultSpec;
 use crate::metrics::TelemetryConfig;
 use crate::net::SwitchConfig;
 use crate::nic::NicConfig;
+use crate::tagged::nest;
 use crate::topology::TopologySpec;
 use crate::transport::TransportSpec;
 use crate::units::Time;
@@ -55,11 +56,16 @@ fn default_seed() -> u64 {
 impl Scenario {
     /// Parses a scenario from JSON text, naming the field of the first error.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." { "scenario".to_string() } else { path };
-            ScenarioError::new(field, e.into_inner().to_string())
+        // Through a `Value` first: positions in JSON text that the Python
+        // face generated would mean nothing to the user.
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ScenarioError::new("scenario", format!("not valid JSON: {e}")))?;
+        let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+            let message = nest(&e.path().to_string(), &e.inner().to_string());
+            match message.strip_prefix('@').and_then(|m| m.split_once(": ")) {
+                Some((field, text)) => ScenarioError::new(field, text),
+                None => ScenarioError::new("scenario", message),
+            }
         })?;
         scenario.validate()?;
         Ok(scenario)

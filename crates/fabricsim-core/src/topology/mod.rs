@@ -16,7 +16,7 @@ mod explicit;
 mod report;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::ScenarioError;
 use crate::units::{Rate, Time};
@@ -84,7 +84,7 @@ pub struct Topology {
 }
 
 /// Which generator builds the topology, with its parameters.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TopologySpec {
     /// k-tier Clos / fat tree, optionally multi-plane, rail-optimised, dual-ToR.
@@ -92,6 +92,8 @@ pub enum TopologySpec {
     /// Nodes and links listed one by one.
     Explicit(ExplicitSpec),
 }
+
+crate::kind_tagged!(TopologySpec { "clos" => Clos, "explicit" => Explicit });
 
 impl TopologySpec {
     /// Builds the graph, or says which field makes it impossible.

@@ -6,17 +6,19 @@
 pub mod rocev2;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use rocev2::{RoceConfig, RoceReceiver, RoceSender, RxReply};
 
 /// Which transport the NICs run, with its parameters.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TransportSpec {
     /// RoCEv2 reliable connection: one path per QP, go-back-N, DCQCN.
     Rocev2(RoceConfig),
 }
+
+crate::kind_tagged!(TransportSpec { "rocev2" => Rocev2 });
 
 impl Default for TransportSpec {
     fn default() -> Self {

@@ -18,67 +18,101 @@ pub enum NicRef {
     Name(String),
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+/// One traffic source of the scenario, chosen by `kind`.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TrafficSpec {
-    /// One flow: an RDMA WRITE of `bytes` from `src` to `dst`.
-    Flow {
-        src: NicRef,
-        dst: NicRef,
-        bytes: Bytes,
-        #[serde(default)]
-        start: Time,
-        /// QPs for this flow (default: the transport's `qps`).
-        qps: Option<u32>,
-    },
-    /// Every NIC sends to exactly one other NIC and receives from one: a
-    /// random derangement.
-    Permutation {
-        bytes: Bytes,
-        #[serde(default)]
-        start: Time,
-        qps: Option<u32>,
-    },
-    /// N senders to one receiver, all starting together.
-    Incast {
-        receiver: NicRef,
-        /// The senders; or give `count` to draw them at random.
-        senders: Option<Vec<NicRef>>,
-        count: Option<u32>,
-        bytes: Bytes,
-        #[serde(default)]
-        start: Time,
-        qps: Option<u32>,
-    },
-    /// Every NIC sends `bytes` to every other NIC.
-    AllToAll {
-        bytes: Bytes,
-        #[serde(default)]
-        start: Time,
-        qps: Option<u32>,
-    },
-    /// `flows` flows between uniformly random distinct pairs, with start
-    /// times uniform over [start, start + window).
-    UniformRandom {
-        flows: u32,
-        bytes: Bytes,
-        #[serde(default)]
-        start: Time,
-        #[serde(default)]
-        window: Time,
-        qps: Option<u32>,
-    },
-    /// NIC i under ToR `src_racks[k]` sends to NIC i under ToR
-    /// `dst_racks[k]` (mrc-srv6-multiplane.txt appendix, Fig 20). Racks are
-    /// ToR indices in plane 0.
-    RacksToRacks {
-        src_racks: Vec<u32>,
-        dst_racks: Vec<u32>,
-        bytes: Bytes,
-        #[serde(default)]
-        start: Time,
-        qps: Option<u32>,
-    },
+    Flow(Flow),
+    Permutation(Permutation),
+    Incast(Incast),
+    AllToAll(AllToAll),
+    UniformRandom(UniformRandom),
+    RacksToRacks(RacksToRacks),
+}
+
+crate::kind_tagged!(TrafficSpec {
+    "flow" => Flow,
+    "permutation" => Permutation,
+    "incast" => Incast,
+    "all_to_all" => AllToAll,
+    "uniform_random" => UniformRandom,
+    "racks_to_racks" => RacksToRacks,
+});
+
+/// One flow: an RDMA WRITE of `bytes` from `src` to `dst`.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    pub src: NicRef,
+    pub dst: NicRef,
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    /// QPs for this flow (default: the transport's `qps`).
+    pub qps: Option<u32>,
+}
+
+/// Every NIC sends to exactly one other NIC and receives from one: a random
+/// derangement.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Permutation {
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    pub qps: Option<u32>,
+}
+
+/// N senders to one receiver, all starting together.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Incast {
+    pub receiver: NicRef,
+    /// The senders; or give `count` to draw them at random.
+    pub senders: Option<Vec<NicRef>>,
+    pub count: Option<u32>,
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    pub qps: Option<u32>,
+}
+
+/// Every NIC sends `bytes` to every other NIC.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllToAll {
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    pub qps: Option<u32>,
+}
+
+/// `flows` flows between uniformly random distinct pairs, with start times
+/// uniform over [start, start + window).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UniformRandom {
+    pub flows: u32,
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    #[serde(default)]
+    pub window: Time,
+    pub qps: Option<u32>,
+}
+
+/// NIC i under ToR `src_racks[k]` sends to NIC i under ToR `dst_racks[k]`
+/// (mrc-srv6-multiplane.txt appendix, Fig 20). Racks are ToR indices in
+/// plane 0.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RacksToRacks {
+    pub src_racks: Vec<u32>,
+    pub dst_racks: Vec<u32>,
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    pub qps: Option<u32>,
 }
 
 /// A flow to simulate.
@@ -148,7 +182,7 @@ pub fn expand(
             return invalid(field("kind"), "traffic needs at least two NICs");
         }
         match spec {
-            TrafficSpec::Flow { src, dst, bytes, start, qps } => {
+            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps }) => {
                 let (s, d) =
                     (resolve_nic(topo, &nics, src, &field("src"))?, resolve_nic(topo, &nics, dst, &field("dst"))?);
                 if s == d {
@@ -156,7 +190,7 @@ pub fn expand(
                 }
                 flows.push(FlowSpec { src: s, dst: d, bytes: check_bytes(*bytes)?, start: *start, qps: qps_of(qps)? });
             }
-            TrafficSpec::Permutation { bytes, start, qps } => {
+            TrafficSpec::Permutation(Permutation { bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 // Sattolo's algorithm: a uniformly random single cycle, so
                 // nobody sends to itself.
@@ -169,7 +203,7 @@ pub fn expand(
                     flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps });
                 }
             }
-            TrafficSpec::Incast { receiver, senders, count, bytes, start, qps } => {
+            TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 let dst = resolve_nic(topo, &nics, receiver, &field("receiver"))?;
                 let srcs: Vec<NodeId> = match (senders, count) {
@@ -194,7 +228,7 @@ pub fn expand(
                 }
                 flows.extend(srcs.into_iter().map(|src| FlowSpec { src, dst, bytes, start: *start, qps }));
             }
-            TrafficSpec::AllToAll { bytes, start, qps } => {
+            TrafficSpec::AllToAll(AllToAll { bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for &src in &nics {
                     for &dst in nics.iter().filter(|&&d| d != src) {
@@ -202,7 +236,7 @@ pub fn expand(
                     }
                 }
             }
-            TrafficSpec::UniformRandom { flows: n, bytes, start, window, qps } => {
+            TrafficSpec::UniformRandom(UniformRandom { flows: n, bytes, start, window, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for _ in 0..*n {
                     let src = nics[rng.below(nics.len() as u64) as usize];
@@ -214,7 +248,7 @@ pub fn expand(
                     flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps });
                 }
             }
-            TrafficSpec::RacksToRacks { src_racks, dst_racks, bytes, start, qps } => {
+            TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 if src_racks.len() != dst_racks.len() {
                     return invalid(
