@@ -61,16 +61,24 @@ fn jain(xs: &[f64]) -> f64 {
     s * s / (xs.len() as f64 * s2)
 }
 
-#[test]
-fn incast_with_pfc_and_dcqcn_is_lossless_fast_and_fair() {
-    let out = run(json!({
+fn incast(pfc: bool) -> fabricsim_core::RunOutput {
+    run(json!({
         "topology": two_tier(8),
+        // A buffer that 8 x 2MB cannot fit: without PFC the incast drops.
+        "switch": {"buffer": "2MB", "pfc": {"enabled": pfc}},
         "traffic": [{"kind": "incast", "receiver": 0, "senders": [1, 2, 3, 4, 5, 8, 12, 20], "bytes": "2MB"}],
         "telemetry": {"sample_interval": "20us", "hosts": [0]},
-    }));
+    }))
+}
+
+#[test]
+fn incast_with_pfc_and_dcqcn_is_lossless_fast_and_fair() {
+    let out = incast(true);
     assert_eq!(summary_u64(&out, "drops"), 0, "{}", out.summary);
     assert_eq!(summary_u64(&out, "flows_completed"), 8);
     assert!(summary_u64(&out, "pauses_sent") > 0, "the incast must trigger PFC");
+    let lossy = incast(false);
+    assert!(summary_u64(&lossy, "drops") > 0, "without PFC the same incast must overflow the buffer");
     // Receiver goodput while the incast lasts (until the first sender
     // finishes), from the sampled receive rate, against the payload rate of
     // the receiver's link.

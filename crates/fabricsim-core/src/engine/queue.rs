@@ -24,6 +24,11 @@ pub struct EventQueue<E> {
     spare: VecDeque<(u64, E)>,
     /// Bit `i` set when bucket `i` is non-empty.
     occupied: u128,
+    /// Events earlier than `last`, which a radix heap cannot hold: they
+    /// appear when the queue was settled ahead of the event being handled
+    /// (to look at the next event), and that event schedules something
+    /// sooner. Sorted by time, FIFO among equal times; usually tiny.
+    early: VecDeque<(u64, E)>,
     /// Time of the last event popped (or the smallest pending, once settled).
     last: u64,
     len: usize,
@@ -37,6 +42,7 @@ impl<E> Default for EventQueue<E> {
             buckets: (0..BUCKETS).map(|_| VecDeque::new()).collect(),
             spare: VecDeque::new(),
             occupied: 0,
+            early: VecDeque::new(),
             last: 0,
             len: 0,
             popped: 0,
@@ -58,10 +64,15 @@ impl<E> EventQueue<E> {
     /// Schedules `event` at `time`, which must not be in the past.
     pub fn schedule(&mut self, time: Time, event: E) {
         assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        self.len += 1;
+        if time.0 < self.last {
+            let at = self.early.partition_point(|(t, _)| *t <= time.0);
+            self.early.insert(at, (time.0, event));
+            return;
+        }
         let b = bucket_of(time.0, self.last);
         self.buckets[b].push_back((time.0, event));
         self.occupied |= 1 << b;
-        self.len += 1;
     }
 
     pub fn schedule_in(&mut self, delay: Time, event: E) {
@@ -92,18 +103,38 @@ impl<E> EventQueue<E> {
 
     /// Time of the next event, if any.
     pub fn peek_time(&mut self) -> Option<Time> {
+        if let Some(&(t, _)) = self.early.front() {
+            return Some(Time(t));
+        }
         self.settle().then_some(Time(self.last))
+    }
+
+    /// The next event, if any.
+    pub fn peek(&mut self) -> Option<&E> {
+        if !self.early.is_empty() {
+            return self.early.front().map(|(_, e)| e);
+        }
+        if self.settle() {
+            self.buckets[0].front().map(|(_, e)| e)
+        } else {
+            None
+        }
     }
 
     /// Removes the next event and advances the clock to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
-        if !self.settle() {
-            return None;
-        }
-        let (t, e) = self.buckets[0].pop_front().expect("settled");
-        if self.buckets[0].is_empty() {
-            self.occupied &= !1;
-        }
+        let (t, e) = if let Some(early) = self.early.pop_front() {
+            early
+        } else {
+            if !self.settle() {
+                return None;
+            }
+            let next = self.buckets[0].pop_front().expect("settled");
+            if self.buckets[0].is_empty() {
+                self.occupied &= !1;
+            }
+            next
+        };
         self.len -= 1;
         self.popped += 1;
         self.now = Time(t);
@@ -142,6 +173,19 @@ mod tests {
     }
 
     #[test]
+    fn events_before_a_peeked_one_still_come_first() {
+        let mut q = EventQueue::default();
+        q.schedule(Time(10), "a");
+        q.schedule(Time(100), "c");
+        assert_eq!(q.pop(), Some((Time(10), "a")));
+        assert_eq!(q.peek(), Some(&"c"));
+        q.schedule(Time(50), "b1");
+        q.schedule(Time(50), "b2");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, ["b1", "b2", "c"]);
+    }
+
+    #[test]
     fn matches_a_sorted_order_on_random_schedules() {
         let mut rng = crate::engine::Rng::stream(3, &[]);
         let mut q = EventQueue::default();
@@ -155,6 +199,9 @@ mod tests {
                 seq += 1;
             }
             reference.sort();
+            if round % 3 == 0 {
+                q.peek();
+            }
             let (t, e) = q.pop().unwrap();
             assert_eq!((t.0, e), reference.remove(0));
         }

@@ -58,14 +58,24 @@ pub struct Packet {
     /// The queue pair this packet belongs to (sender and receiver share it).
     pub qp: u32,
     pub psn: u32,
-    pub payload: u32,
+    /// Payload bytes (the MTU is at most 9000, so 16 bits suffice and a
+    /// packet fits in half a cache line).
+    pub payload: u16,
     /// Bytes on the wire including preamble and inter-frame gap.
-    pub wire: u32,
+    pub wire: u16,
     /// Switch port the packet entered by, for PFC ingress accounting.
     pub ingress: u32,
 }
 
 impl Packet {
+    pub fn payload(&self) -> u32 {
+        self.payload as u32
+    }
+
+    pub fn wire(&self) -> u32 {
+        self.wire as u32
+    }
+
     pub fn has(&self, bit: u8) -> bool {
         self.flags & bit != 0
     }

@@ -85,6 +85,9 @@ pub struct PortCounters {
 pub struct Port {
     pub node: NodeId,
     pub rate: Rate,
+    /// Picoseconds per byte when the rate divides 8e12 exactly (every
+    /// standard Ethernet speed does): serialization without a division.
+    byte_time: Option<u64>,
     /// Propagation delay plus the receiving switch's forwarding latency.
     pub delay: Time,
     /// Direction state: packets sent while down are lost.
@@ -117,9 +120,11 @@ pub struct Port {
 
 impl Port {
     pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool) -> Port {
+        let ps_per_s_bits = 8 * crate::units::PS_PER_S;
         Port {
             node,
             rate,
+            byte_time: ps_per_s_bits.is_multiple_of(rate.0).then(|| ps_per_s_bits / rate.0),
             delay,
             up: true,
             loss: 0.0,
@@ -136,6 +141,14 @@ impl Port {
             xoff_sent: [false; CLASSES],
             headroom_used: [0; CLASSES],
             counters: PortCounters::default(),
+        }
+    }
+
+    /// Time to serialize `wire` bytes.
+    pub fn tx_time(&self, wire: u32) -> Time {
+        match self.byte_time {
+            Some(ps) => Time(ps * wire as u64),
+            None => self.rate.tx_time(wire as u64),
         }
     }
 

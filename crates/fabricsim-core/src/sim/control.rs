@@ -44,7 +44,7 @@ impl Simulation {
         let is_switch = self.switches[self.ports[p].node.0 as usize].is_some();
         for class in 0..self.ports[p].queues.len() {
             while let Some(&id) = self.ports[p].queues[class].front() {
-                let wire = self.pool.get(id).wire;
+                let wire = self.pool.get(id).wire();
                 self.ports[p].dequeue(class, wire);
                 if is_switch {
                     self.release_switch_buffer(port, id, class);

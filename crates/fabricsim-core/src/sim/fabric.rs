@@ -31,12 +31,12 @@ impl Simulation {
             None => return,
         };
         let Some(id) = self.ports[p].queues[class].front().copied() else { return };
-        let wire = self.pool.get(id).wire;
+        let wire = self.pool.get(id).wire();
         self.ports[p].dequeue(class, wire);
         if is_switch {
             self.on_switch_dequeue(port, id, class);
         }
-        let done = now + self.ports[p].rate.tx_time(wire as u64);
+        let done = now + self.ports[p].tx_time(wire);
         self.ports[p].busy_until = done;
         self.put_on_wire(port, id, done);
         if self.has_work(port) {
@@ -58,9 +58,9 @@ impl Simulation {
         let p = port.0 as usize;
         let pkt = self.pool.get(id);
         let c = &mut self.ports[p].counters;
-        c.tx_bytes += pkt.wire as u64;
+        c.tx_bytes += pkt.wire() as u64;
         c.tx_packets += 1;
-        c.tx_payload += pkt.payload as u64;
+        c.tx_payload += pkt.payload() as u64;
         self.totals.packet_hops += 1;
         if !self.ports[p].up {
             self.drop_packet(port, id, DropCause::LinkDown);
@@ -83,7 +83,7 @@ impl Simulation {
         let pkt = self.pool.get(id);
         if ecn.enabled && pkt.has(flag::ECT) && class == CLASS_DATA && (ecn.last_hop || !out.faces_nic) {
             // The queue as this packet saw it, including itself.
-            let p = ecn_mark_probability(out.queue_bytes[class] + pkt.wire as u64, ecn);
+            let p = ecn_mark_probability(out.queue_bytes[class] + pkt.wire() as u64, ecn);
             if p > 0.0 && self.port_rng[port.0 as usize].chance(p) {
                 self.pool.get_mut(id).flags |= flag::CE;
                 self.ports[port.0 as usize].counters.ecn_marks += 1;
@@ -96,7 +96,7 @@ impl Simulation {
     pub(super) fn release_switch_buffer(&mut self, port: PortId, id: PacketId, class: usize) {
         let (wire, ingress) = {
             let pkt = self.pool.get(id);
-            (pkt.wire as u64, pkt.ingress)
+            (pkt.wire() as u64, pkt.ingress)
         };
         let node = self.ports[port.0 as usize].node.0 as usize;
         let sw = self.switches[node].as_mut().expect("a switch");
@@ -155,14 +155,15 @@ impl Simulation {
                 return;
             }
             1 => hops[0],
-            n => hops[(ecmp_hash(pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) as usize) % n],
+            // Lemire's multiply-shift maps the hash onto the group without a division.
+            n => hops[((ecmp_hash(pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) as u64 * n as u64) >> 32) as usize],
         };
         if !self.ports[out.0 as usize].up {
             self.drop_packet(out, id, DropCause::LinkDown);
             return;
         }
         let mut class = pkt.class as usize;
-        let wire = pkt.wire as u64;
+        let wire = pkt.wire() as u64;
         let pfc = &self.scenario.switch.pfc;
         let lossless = pfc.enabled && class == CLASS_DATA;
         let buffer = &self.switches[switch.0 as usize].as_ref().expect("a switch").buffer;
@@ -178,18 +179,18 @@ impl Simulation {
                 self.drop_packet(out, id, DropCause::Buffer);
                 return;
             }
-            wire = headers::trimmed_wire(pkt.wire, trim.size.0 as u32) as u64;
+            wire = headers::trimmed_wire(pkt.wire(), trim.size.0 as u32) as u64;
             if buffer.admit_lossless(wire) == Admission::Reject {
                 self.drop_packet(out, id, DropCause::Buffer);
                 return;
             }
             let counters = &mut self.ports[out.0 as usize].counters;
             counters.trims += 1;
-            counters.trimmed_payload += pkt.payload as u64;
+            counters.trimmed_payload += pkt.payload() as u64;
             let pkt = self.pool.get_mut(id);
             pkt.flags |= flag::TRIMMED;
             pkt.payload = 0;
-            pkt.wire = wire as u32;
+            pkt.wire = wire as u16;
             pkt.class = CLASS_CONTROL as u8;
             class = CLASS_CONTROL;
         }
@@ -239,7 +240,7 @@ impl Simulation {
 
     /// Counts a lost packet at `port` and frees it.
     pub(super) fn drop_packet(&mut self, port: PortId, id: PacketId, cause: DropCause) {
-        let payload = self.pool.get(id).payload;
+        let payload = self.pool.get(id).payload();
         self.ports[port.0 as usize].count_drop(cause, payload);
         self.pool.free(id);
     }

@@ -39,7 +39,7 @@ impl Simulation {
                 self.sched[p].batch_used = 0;
                 self.sched[p].ready.rotate_left(1);
             }
-            let wire = self.pool.get(id).wire;
+            let wire = self.pool.get(id).wire();
             self.ports[p].enqueue(CLASS_DATA, id, wire);
             return Some(id);
         }
@@ -93,8 +93,8 @@ impl Simulation {
             dst: qp.dst,
             qp: q as u32,
             psn: data.psn,
-            payload: data.payload,
-            wire,
+            payload: data.payload as u16,
+            wire: wire as u16,
             ingress: NO_PORT,
         })
     }
@@ -139,7 +139,7 @@ impl Simulation {
             qp: q as u32,
             psn,
             payload: 0,
-            wire,
+            wire: wire as u16,
             ingress: NO_PORT,
         });
         let port = qp.dst_port;
@@ -192,7 +192,7 @@ impl Simulation {
             self.totals.trimmed_received += 1;
         }
         let ack_every = self.roce.ack_every;
-        let reply = self.qps[q].receiver.on_data(pkt.psn, pkt.payload, pkt.has(flag::LAST), trimmed, ack_every);
+        let reply = self.qps[q].receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, ack_every);
         self.totals.delivered_payload += reply.delivered as u64;
         self.totals.discarded_payload += reply.discarded as u64;
         self.nic_rx_payload[self.ports[port.0 as usize].node.0 as usize] += reply.delivered as u64;

@@ -15,11 +15,11 @@ mod host;
 mod report;
 
 use crate::cc::Dcqcn;
-use crate::engine::{EventQueue, Rng};
+use crate::engine::{prefetch, EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
 use crate::metrics::RunOutput;
-use crate::net::{PacketPool, Port, PortId, SharedBuffer};
+use crate::net::{PacketPool, Port, PortId, SharedBuffer, CLASS_DATA};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::Routes;
@@ -172,6 +172,7 @@ impl Simulation {
                 break;
             }
             let (_, event) = self.events.pop().expect("peeked");
+            self.warm_up_next();
             self.handle(event);
             countdown -= 1;
             if countdown == 0 {
@@ -191,6 +192,20 @@ impl Simulation {
             None => 1.0,
         };
         Progress { now: self.now(), fraction: fraction.min(1.0), events: self.events.executed() }
+    }
+
+    /// Starts loading what the following event will touch while this one
+    /// is handled: the run is bound by cache misses on ports and packets.
+    fn warm_up_next(&mut self) {
+        let (port, head) = match self.events.peek().copied() {
+            Some(Event::Arrive(port)) => (port, self.ports[port.0 as usize].wire.front().map(|&(_, id)| id)),
+            Some(Event::TxDone(port)) => (port, self.ports[port.0 as usize].queues[CLASS_DATA].front().copied()),
+            _ => return,
+        };
+        prefetch(&self.ports[port.0 as usize].counters);
+        if let Some(id) = head {
+            prefetch(self.pool.get(id));
+        }
     }
 
     fn handle(&mut self, event: Event) {

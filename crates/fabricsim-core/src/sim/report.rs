@@ -177,7 +177,7 @@ impl Simulation {
         let mut total = 0;
         for p in &self.ports {
             let ids = p.queues.iter().flatten().chain(p.wire.iter().map(|(_, id)| id));
-            total += ids.map(|&id| self.pool.get(id).payload as u64).sum::<u64>();
+            total += ids.map(|&id| self.pool.get(id).payload() as u64).sum::<u64>();
         }
         total
     }
