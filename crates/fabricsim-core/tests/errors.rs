@@ -69,3 +69,11 @@ fn missing_hosts_and_impossible_topologies_are_named() {
     let e = error_of(s);
     assert!(e.starts_with("faults[0].port") && e.contains("t9.p0.0"), "{e}");
 }
+
+#[test]
+fn a_fabric_too_large_for_packets_is_refused_not_allocated() {
+    let mut s = base();
+    s["topology"] = json!({"kind": "clos", "tiers": 3, "radix": 64, "link_rate": "800Gbps"});
+    let e = error_of(s);
+    assert!(e.starts_with("topology:") && e.contains("65536 NICs"), "{e}");
+}

@@ -82,6 +82,19 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         })
         .collect();
 
+    let entries = Routes::table_entries(&topo);
+    if entries > crate::switch::MAX_TABLE_ENTRIES {
+        return invalid(
+            "topology",
+            format!(
+                "{} NICs and {} switches are too many for packet-level simulation ({entries} route entries, at most \
+                 {}); `fabricsim topo` sizes such a fabric, or set `topology.nics` to simulate part of it",
+                topo.nics().len(),
+                topo.nodes.len() - topo.nics().len(),
+                crate::switch::MAX_TABLE_ENTRIES
+            ),
+        );
+    }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
 
     let flow_specs = workload::expand(&scenario.traffic, &topo, roce.qps, seed)?;

@@ -5,4 +5,4 @@ mod ecmp;
 mod routes;
 
 pub use ecmp::ecmp_hash;
-pub use routes::Routes;
+pub use routes::{Routes, MAX_TABLE_ENTRIES};

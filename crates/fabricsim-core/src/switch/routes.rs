@@ -13,17 +13,25 @@ use crate::net::PortId;
 use crate::topology::{NodeId, Topology};
 
 const NO_ROUTE: u32 = u32::MAX;
-/// Group index meaning "no route" in the table.
-const NO_GROUP: u16 = u16::MAX;
+
+/// Group indices per (switch, destination). 16 bits when the groups allow,
+/// which keeps the table small enough to stay in cache: it is read for every
+/// packet at every switch. The maximum value means "no route".
+enum Table {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+/// Most route-table entries a packet-level run builds (2 or 4 bytes each). Beyond that a topology belongs to the calculator (and, later, the
+/// flow-level model), not to per-packet simulation.
+pub const MAX_TABLE_ENTRIES: u64 = 128 << 20;
 
 pub struct Routes {
     nics: usize,
     nic_slot: Vec<u32>,
     switch_slot: Vec<u32>,
-    /// `table[switch_slot * nics + nic_slot]` is a group index. 16 bits keep
-    /// the table small enough to stay in cache: it is read for every packet
-    /// at every switch.
-    table: Vec<u16>,
+    /// `table[switch_slot * nics + nic_slot]` is a group index.
+    table: Table,
     /// Group `g` is `hops[groups[g].0 ..][.. groups[g].1]`: one flat array,
     /// so a lookup touches two cache lines, not three.
     groups: Vec<(u32, u32)>,
@@ -31,6 +39,12 @@ pub struct Routes {
 }
 
 impl Routes {
+    /// Entries the table of `topo` needs: switches x NICs.
+    pub fn table_entries(topo: &Topology) -> u64 {
+        let nics = topo.nodes.iter().filter(|n| matches!(n.role, crate::topology::NodeRole::Nic { .. })).count() as u64;
+        nics * (topo.nodes.len() as u64 - nics)
+    }
+
     /// Computes routes over the links for which `usable(port)` holds for
     /// the port leaving a switch toward the destination, skipping switches
     /// for which `alive(node)` is false.
@@ -54,10 +68,10 @@ impl Routes {
                 switches += 1;
             }
         }
-        let mut table = vec![NO_GROUP; switches as usize * nics as usize];
+        let mut table = vec![NO_ROUTE; switches as usize * nics as usize];
         let mut groups: Vec<(u32, u32)> = Vec::new();
         let mut flat: Vec<PortId> = Vec::new();
-        let mut group_index: HashMap<Vec<PortId>, u16> = HashMap::new();
+        let mut group_index: HashMap<Vec<PortId>, u32> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
         let mut frontier = VecDeque::new();
         let mut hops = Vec::new();
@@ -98,14 +112,16 @@ impl Routes {
                 let group = *group_index.entry(hops.clone()).or_insert_with(|| {
                     groups.push((flat.len() as u32, hops.len() as u32));
                     flat.extend_from_slice(&hops);
-                    u16::try_from(groups.len() - 1)
-                        .ok()
-                        .filter(|&g| g != NO_GROUP)
-                        .expect("fewer than 65535 distinct next-hop groups")
+                    groups.len() as u32 - 1
                 });
                 table[switch_slot[sw] as usize * nics as usize + nic_slot[dst] as usize] = group;
             }
         }
+        let table = if groups.len() < u16::MAX as usize {
+            Table::Narrow(table.into_iter().map(|g| if g == NO_ROUTE { u16::MAX } else { g as u16 }).collect())
+        } else {
+            Table::Wide(table)
+        };
         Routes { nics: nics as usize, nic_slot, switch_slot, table, groups, hops: flat }
     }
 
@@ -113,12 +129,17 @@ impl Routes {
     pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
         let s = self.switch_slot[switch.0 as usize] as usize;
         let d = self.nic_slot[dst.0 as usize] as usize;
-        match self.table[s * self.nics + d] {
-            NO_GROUP => &[],
-            g => {
-                let (start, len) = self.groups[g as usize];
-                &self.hops[start as usize..(start + len) as usize]
-            }
-        }
+        let group = match &self.table {
+            Table::Narrow(t) => match t[s * self.nics + d] {
+                u16::MAX => return &[],
+                g => g as usize,
+            },
+            Table::Wide(t) => match t[s * self.nics + d] {
+                NO_ROUTE => return &[],
+                g => g as usize,
+            },
+        };
+        let (start, len) = self.groups[group];
+        &self.hops[start as usize..(start + len) as usize]
     }
 }
