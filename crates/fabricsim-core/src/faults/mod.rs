@@ -30,13 +30,13 @@ pub enum Direction {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FaultSpec {
-    LinkDown(LinkDown),
-    LinkUp(LinkUp),
+    LinkDown(LinkChange),
+    LinkUp(LinkChange),
     LinkFlap(LinkFlap),
     SwitchDown(SwitchDown),
     SwitchUp(SwitchUp),
-    NicPortDown(NicPortDown),
-    NicPortUp(NicPortUp),
+    NicPortDown(NicPortChange),
+    NicPortUp(NicPortChange),
     LossRate(LossRate),
     RandomFlaps(RandomFlaps),
 }
@@ -53,20 +53,11 @@ crate::kind_tagged!(FaultSpec {
     "random_flaps" => RandomFlaps,
 });
 
-/// A link goes down. `port` names one end as `node:port`, e.g. `t0.p0.3:5`.
+/// A link goes down (`link_down`) or comes back up (`link_up`). `port` names
+/// one end as `node:port`, e.g. `t0.p0.3:5`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LinkDown {
-    pub at: Time,
-    pub port: String,
-    #[serde(default)]
-    pub direction: Direction,
-}
-
-/// A link comes back up.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LinkUp {
+pub struct LinkChange {
     pub at: Time,
     pub port: String,
     #[serde(default)]
@@ -103,19 +94,11 @@ pub struct SwitchUp {
     pub switch: String,
 }
 
-/// A NIC port (and its link, both ways) goes down.
+/// A NIC port and its link, both ways, go down (`nic_port_down`) or come
+/// back up (`nic_port_up`).
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NicPortDown {
-    pub at: Time,
-    pub nic: NicRef,
-    pub port: u16,
-}
-
-/// A NIC port (and its link) comes back up.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NicPortUp {
+pub struct NicPortChange {
     pub at: Time,
     pub nic: NicRef,
     pub port: u16,
@@ -208,13 +191,7 @@ pub fn expand(
             _ => invalid(field("switch"), format!("there is no switch named '{name}'")),
         };
         let nic_port = |nic: &NicRef, port: u16| -> Result<u32, ScenarioError> {
-            let id = match nic {
-                NicRef::Index(k) => nics.get(*k as usize).copied(),
-                NicRef::Name(n) => topo.find(n).filter(|&id| topo.is_nic(id)),
-            };
-            let Some(id) = id else {
-                return invalid(field("nic"), format!("there is no NIC {nic:?}"));
-            };
+            let id = nic.resolve(topo, &nics, &field("nic"))?;
             node_ports[id.0 as usize].get(port as usize).copied().map_or_else(
                 || invalid(field("port"), format!("{port}: the NIC has ports 0..{}", node_ports[id.0 as usize].len())),
                 Ok,
@@ -224,17 +201,19 @@ pub fn expand(
             actions.extend(ports.into_iter().map(|port| (at, FaultAction::PortUp { port, up, routed: true })));
         };
         match spec {
-            FaultSpec::LinkDown(LinkDown { at, port, direction }) => set(*at, both(port_of(port)?, *direction), false),
-            FaultSpec::LinkUp(LinkUp { at, port, direction }) => set(*at, both(port_of(port)?, *direction), true),
+            FaultSpec::LinkDown(LinkChange { at, port, direction }) => {
+                set(*at, both(port_of(port)?, *direction), false)
+            }
+            FaultSpec::LinkUp(LinkChange { at, port, direction }) => set(*at, both(port_of(port)?, *direction), true),
             FaultSpec::LinkFlap(LinkFlap { at, port, duration, direction }) => {
                 let ports = both(port_of(port)?, *direction);
                 set(*at, ports.clone(), false);
                 set(*at + *duration, ports, true);
             }
-            FaultSpec::NicPortDown(NicPortDown { at, nic, port }) => {
+            FaultSpec::NicPortDown(NicPortChange { at, nic, port }) => {
                 set(*at, both(nic_port(nic, *port)?, Direction::Both), false)
             }
-            FaultSpec::NicPortUp(NicPortUp { at, nic, port }) => {
+            FaultSpec::NicPortUp(NicPortChange { at, nic, port }) => {
                 set(*at, both(nic_port(nic, *port)?, Direction::Both), true)
             }
             FaultSpec::SwitchDown(SwitchDown { at, switch, gray }) => {

@@ -14,7 +14,7 @@ use crate::switch::Routes;
 use crate::topology::NodeId;
 use crate::transport::{RoceReceiver, RoceSender, TransportSpec};
 use crate::units::Time;
-use crate::workload::{self, NicRef};
+use crate::workload;
 
 /// Random-stream keys, one per kind of entity.
 pub(super) const STREAM_PORT: u64 = 0x9027;
@@ -163,19 +163,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         .hosts
         .iter()
         .enumerate()
-        .map(|(i, r)| {
-            let field = format!("telemetry.hosts[{i}]");
-            match r {
-                NicRef::Index(k) => nics.get(*k as usize).copied().map_or_else(
-                    || invalid(&field, format!("there is no NIC {k} (the topology has {})", nics.len())),
-                    Ok,
-                ),
-                NicRef::Name(n) => topo
-                    .find(n)
-                    .filter(|&id| topo.is_nic(id))
-                    .map_or_else(|| invalid(&field, format!("there is no NIC named '{n}'")), Ok),
-            }
-        })
+        .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut events = EventQueue::default();

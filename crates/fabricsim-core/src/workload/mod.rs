@@ -125,17 +125,26 @@ pub struct FlowSpec {
     pub qps: u32,
 }
 
-fn resolve_nic(topo: &Topology, nics: &[NodeId], r: &NicRef, field: &str) -> Result<NodeId, ScenarioError> {
-    match r {
-        NicRef::Index(i) => nics.get(*i as usize).copied().map_or_else(
-            || invalid(field, format!("there is no NIC {i}: the topology has {} NICs (0..{})", nics.len(), nics.len())),
-            Ok,
-        ),
-        NicRef::Name(name) => match topo.find(name) {
-            Some(id) if topo.is_nic(id) => Ok(id),
-            Some(_) => invalid(field, format!("'{name}' is a switch, not a NIC")),
-            None => invalid(field, format!("there is no NIC named '{name}'")),
-        },
+impl NicRef {
+    /// The NIC this names among `nics` (the topology's NICs in index
+    /// order), or an error on `field`.
+    pub fn resolve(&self, topo: &Topology, nics: &[NodeId], field: &str) -> Result<NodeId, ScenarioError> {
+        match self {
+            NicRef::Index(i) => nics.get(*i as usize).copied().map_or_else(
+                || {
+                    invalid(
+                        field,
+                        format!("there is no NIC {i}: the topology has {} NICs (0..{})", nics.len(), nics.len()),
+                    )
+                },
+                Ok,
+            ),
+            NicRef::Name(name) => match topo.find(name) {
+                Some(id) if topo.is_nic(id) => Ok(id),
+                Some(_) => invalid(field, format!("'{name}' is a switch, not a NIC")),
+                None => invalid(field, format!("there is no NIC named '{name}'")),
+            },
+        }
     }
 }
 
@@ -183,8 +192,7 @@ pub fn expand(
         }
         match spec {
             TrafficSpec::Flow(Flow { src, dst, bytes, start, qps }) => {
-                let (s, d) =
-                    (resolve_nic(topo, &nics, src, &field("src"))?, resolve_nic(topo, &nics, dst, &field("dst"))?);
+                let (s, d) = (src.resolve(topo, &nics, &field("src"))?, dst.resolve(topo, &nics, &field("dst"))?);
                 if s == d {
                     return invalid(field("dst"), "a flow's source and destination must differ");
                 }
@@ -205,12 +213,12 @@ pub fn expand(
             }
             TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
-                let dst = resolve_nic(topo, &nics, receiver, &field("receiver"))?;
+                let dst = receiver.resolve(topo, &nics, &field("receiver"))?;
                 let srcs: Vec<NodeId> = match (senders, count) {
                     (Some(list), None) => list
                         .iter()
                         .enumerate()
-                        .map(|(k, r)| resolve_nic(topo, &nics, r, &field(&format!("senders[{k}]"))))
+                        .map(|(k, r)| r.resolve(topo, &nics, &field(&format!("senders[{k}]"))))
                         .collect::<Result<_, _>>()?,
                     (None, Some(n)) => {
                         let mut others: Vec<NodeId> = nics.iter().copied().filter(|&n| n != dst).collect();
