@@ -1,0 +1,126 @@
+//! Each kind of fault does what it says: switch failures with and without
+//! a working control plane, NIC port loss, link loss rates, random flaps.
+
+mod common;
+
+use common::{floats, ints, run, summary_u64};
+use serde_json::json;
+
+fn topology() -> serde_json::Value {
+    json!({"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us"})
+}
+
+fn cross_traffic() -> serde_json::Value {
+    json!([
+        {"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB", "qps": 4},
+        {"kind": "flow", "src": 1, "dst": 3, "bytes": "1MB", "qps": 4},
+    ])
+}
+
+#[test]
+fn a_failed_spine_is_routed_around_after_reconvergence() {
+    let out = run(json!({
+        "topology": topology(),
+        "switch": {"reconvergence_delay": "20us"},
+        "traffic": cross_traffic(),
+        "faults": [{"kind": "switch_down", "at": "10us", "switch": "t1.p0.0"}],
+    }));
+    assert!(out.summary["drops_by_cause"]["switch_down"].as_u64().unwrap() > 0, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "flows_completed"), 2);
+}
+
+#[test]
+fn a_gray_failure_keeps_its_routes_and_keeps_losing_packets() {
+    let scenario = |gray: bool| {
+        json!({
+            "topology": topology(),
+            "switch": {"reconvergence_delay": "20us"},
+            "transport": {"kind": "rocev2", "timeout_exponent": 2},
+            "traffic": cross_traffic(),
+            "duration": "3ms",
+            "faults": [{"kind": "switch_down", "at": "10us", "switch": "t1.p0.0", "gray": gray}],
+        })
+    };
+    let gray = run(scenario(true));
+    let plain = run(scenario(false));
+    let lost = |o: &fabricsim_core::RunOutput| o.summary["drops_by_cause"]["switch_down"].as_u64().unwrap();
+    // The control plane never withdraws the gray switch: QPs hashed onto it
+    // lose every packet until they fail, while a visible failure costs only
+    // the packets sent before reconvergence.
+    assert!(lost(&gray) > 5 * lost(&plain), "gray {} vs visible {}", lost(&gray), lost(&plain));
+    assert!(summary_u64(&gray, "qp_errors") > 0);
+    assert_eq!(summary_u64(&plain, "qp_errors"), 0);
+}
+
+#[test]
+fn a_dead_nic_port_fails_its_qps_after_the_retries() {
+    let out = run(json!({
+        "topology": topology(),
+        "transport": {"kind": "rocev2", "timeout_exponent": 1, "retry_count": 3},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB"}],
+        "faults": [{"kind": "nic_port_down", "at": "5us", "nic": 0, "port": 0}],
+    }));
+    assert_eq!(summary_u64(&out, "qp_errors"), 1);
+    assert_eq!(ints(&out.flows, "qp_errors"), [1]);
+    assert_eq!(ints(&out.flows, "timeouts"), [4]);
+    assert_eq!(floats(&out.flows, "fct_s"), [None]);
+}
+
+#[test]
+fn a_lossy_link_drops_at_its_rate_and_go_back_n_recovers() {
+    let out = run(json!({
+        "topology": topology(),
+        "traffic": [{"kind": "flow", "src": 0, "dst": 1, "bytes": "4MB"}],
+        // nic0's link to its ToR loses 1% of packets each way from the start.
+        "faults": [{"kind": "loss_rate", "at": "0us", "port": "nic0:0", "rate": 0.01}],
+    }));
+    let lost = out.summary["drops_by_cause"]["link_loss"].as_u64().unwrap();
+    let sent: u64 = ints(&out.ports, "tx_packets")[..].iter().sum();
+    assert!(lost > 0 && lost < sent / 20, "{lost} of {sent}");
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    assert!(ints(&out.flows, "retransmitted_packets")[0] > 0);
+}
+
+#[test]
+fn random_flaps_lose_packets_and_are_reproducible() {
+    let scenario = json!({
+        "topology": topology(),
+        "duration": "2ms",
+        "traffic": [{"kind": "permutation", "bytes": "8MB", "qps": 8}],
+        "faults": [{"kind": "random_flaps", "mtbf": "500us", "duration": "50us", "until": "2ms"}],
+    });
+    let a = run(scenario.clone());
+    let b = run(scenario);
+    assert_eq!(a.to_json(), b.to_json());
+    assert!(a.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0, "{}", a.summary);
+}
+
+#[test]
+fn random_flap_counts_match_the_mtbf() {
+    use fabricsim_core::faults::{expand, FaultAction, FaultSpec};
+    use fabricsim_core::topology::TopologySpec;
+    let topo: TopologySpec = serde_json::from_value(json!(
+        {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"}
+    ))
+    .unwrap();
+    let topo = topo.build().unwrap();
+    let node_ports: Vec<Vec<u32>> = topo
+        .adjacency()
+        .iter()
+        .enumerate()
+        .map(|(n, links)| {
+            links.iter().map(|l| 2 * l.0 + u32::from(topo.links[l.0 as usize].a.0 as usize != n)).collect()
+        })
+        .collect();
+    let spec: FaultSpec =
+        serde_json::from_value(json!({"kind": "random_flaps", "mtbf": "10ms", "duration": "1ms", "until": "1s"}))
+            .unwrap();
+    let actions = expand(&[spec], &topo, &node_ports, 7).unwrap();
+    // One flap takes a link down in both directions.
+    let flaps = actions.iter().filter(|(_, a)| matches!(a, FaultAction::PortUp { up: false, .. })).count() / 2;
+    let fabric_links = topo.links.iter().filter(|l| !topo.is_nic(l.a) && !topo.is_nic(l.b)).count();
+    // A renewal process: one flap per (mtbf + duration) on average.
+    let expected = fabric_links as f64 * 1.0 / 0.011;
+    assert!((flaps as f64 - expected).abs() < 0.05 * expected, "{flaps} flaps, expected {expected:.0}");
+    assert!(actions.iter().all(|(_, a)| matches!(a, FaultAction::PortUp { routed: false, .. })));
+}
