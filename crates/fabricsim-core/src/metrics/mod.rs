@@ -22,4 +22,7 @@ pub struct TelemetryConfig {
     pub ports: Vec<String>,
     /// NICs whose receive goodput is sampled.
     pub hosts: Vec<NicRef>,
+    /// Record every collective transfer (src and dst rank, chunk, step,
+    /// when it became ready and when it completed) in `transfers`.
+    pub transfers: bool,
 }

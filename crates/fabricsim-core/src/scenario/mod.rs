@@ -14,6 +14,7 @@ use crate::tagged::nest;
 use crate::topology::TopologySpec;
 use crate::transport::TransportSpec;
 use crate::units::Time;
+use crate::workload::job::{IntraHostConfig, JobSpec};
 use crate::workload::TrafficSpec;
 
 /// A complete simulation: topology, switch and NIC parameters, transport,
@@ -39,10 +40,30 @@ pub struct Scenario {
     pub transport: TransportSpec,
     #[serde(default)]
     pub traffic: Vec<TrafficSpec>,
+    /// Jobs of collectives and compute phases, placed on the GPUs' NICs.
+    #[serde(default)]
+    pub jobs: Vec<JobSpec>,
+    /// The link between GPUs of one host, used by transfers between ranks on
+    /// the same host.
+    #[serde(default)]
+    pub intra_host: IntraHostConfig,
     #[serde(default)]
     pub faults: Vec<FaultSpec>,
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// Runs this scenario once per value of one field. Expanded by
+    /// `fabricsim run` (the Python face), not by the core, which ignores it.
+    #[serde(default)]
+    pub sweep: Option<SweepSpec>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Dotted path of the field to vary, e.g. `jobs.0.phases.0.collective.bytes`.
+    pub parameter: String,
+    /// The values it takes, one run each.
+    pub values: Vec<serde_json::Value>,
 }
 
 fn default_name() -> String {

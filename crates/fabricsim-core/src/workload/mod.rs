@@ -1,6 +1,11 @@
 //! Traffic: explicit flows and the generators the papers use (permutation,
-//! N-to-1 incast, all-to-all, uniform random, racks to racks). Generators
-//! expand into flows once, before the run, from their own random stream.
+//! N-to-1 incast, all-to-all, uniform random, racks to racks), expanded into
+//! flows once, before the run, from their own random stream; and jobs of
+//! collectives and compute phases (`job`, `collective`, `program`).
+
+pub mod collective;
+pub mod job;
+pub mod program;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,144 @@
+//! Collectives as NCCL runs them over RDMA writes: the parameters, and their
+//! expansion into transfers between ranks with the dependencies NCCL obeys
+//! (a rank forwards a piece of data only after it has received it).
+//!
+//! Sizes follow nccl-tests: `bytes` is the buffer size S of the collective,
+//! so all-gather's S is the gathered output, reduce-scatter's the input,
+//! all-to-all's each rank's send buffer (S/n to every peer), send/recv's
+//! what each rank sends (protocols.md s7.3-s7.4).
+//!
+//! Data is cut over `channels` (each a ring or tree with its own
+//! connections) and, within a channel, into slices of at most `slice`
+//! bytes that are pipelined step to step (NCCL's Simple protocol: 4 MiB
+//! buffers of 8 steps, 2-step slices of 1 MiB, protocols.md s7.1). NCCL's
+//! per-connection credit of 8 buffer slots is not modelled: a rank may run
+//! ahead of its successor by more than 8 slices.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::units::Bytes;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveOp {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+    /// All-to-all with a per-pair size matrix (`matrix`), e.g. MoE token
+    /// dispatch.
+    AllToAllv,
+    /// Every rank sends `bytes` to the rank `peer_offset` after it (the
+    /// nccl-tests sendrecv pattern; a pipeline-parallel send/recv).
+    SendRecv,
+    Broadcast,
+    Reduce,
+}
+
+impl CollectiveOp {
+    /// nccl-tests' bus-bandwidth factor for `n` ranks (protocols.md s7.4).
+    pub fn bus_factor(self, n: u32) -> f64 {
+        let n = n as f64;
+        match self {
+            CollectiveOp::AllReduce => 2.0 * (n - 1.0) / n,
+            CollectiveOp::AllGather
+            | CollectiveOp::ReduceScatter
+            | CollectiveOp::AllToAll
+            | CollectiveOp::AllToAllv => (n - 1.0) / n,
+            CollectiveOp::SendRecv | CollectiveOp::Broadcast | CollectiveOp::Reduce => 1.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveOp::AllReduce => "all_reduce",
+            CollectiveOp::AllGather => "all_gather",
+            CollectiveOp::ReduceScatter => "reduce_scatter",
+            CollectiveOp::AllToAll => "all_to_all",
+            CollectiveOp::AllToAllv => "all_to_allv",
+            CollectiveOp::SendRecv => "send_recv",
+            CollectiveOp::Broadcast => "broadcast",
+            CollectiveOp::Reduce => "reduce",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    /// Rings (chains for broadcast and reduce).
+    #[default]
+    Ring,
+    /// NCCL's double binary tree, for all-reduce: two binary trees, the
+    /// second the first shifted by one rank (even n) or mirrored (odd n), each
+    /// carrying half of the channels (protocols.md s7.2).
+    Tree,
+}
+
+/// Which ranks of the job take part, cut into groups the way parallelism
+/// dimensions cut them: members of a group are `stride` ranks apart, so
+/// tensor-parallel groups are consecutive ranks (stride 1) and data-parallel
+/// groups take every `stride`-th rank. Rank r is in group
+/// (r / (size x stride)) x stride + r mod stride, at position (r / stride)
+/// mod size. The job's ranks must be a multiple of size x stride.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// Ranks per group.
+    pub size: u32,
+    /// Distance between consecutive members of a group. Default 1.
+    #[serde(default = "one")]
+    pub stride: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_channels() -> u32 {
+    2
+}
+
+fn default_slice() -> Bytes {
+    Bytes(1 << 20)
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveSpec {
+    pub op: CollectiveOp,
+    /// The collective's buffer size S (nccl-tests convention, see above).
+    /// Not used by `all_to_allv`, whose sizes come from `matrix`.
+    #[serde(default)]
+    pub bytes: Option<Bytes>,
+    #[serde(default)]
+    pub algorithm: Algorithm,
+    /// Parallel rings or trees, each with its own connections. Default 2.
+    #[serde(default = "default_channels")]
+    pub channels: u32,
+    /// Pipelining unit. Default 1MiB, NCCL's Simple-protocol slice.
+    #[serde(default = "default_slice")]
+    pub slice: Bytes,
+    /// QPs per connection (default: the transport's `qps`); each message is
+    /// striped over them.
+    #[serde(default)]
+    pub qps: Option<u32>,
+    /// The groups that run this collective, each on its own; default: one
+    /// group of all the job's ranks.
+    #[serde(default)]
+    pub group: Option<GroupSpec>,
+    /// Root rank (group position) of broadcast and reduce. Default 0.
+    #[serde(default)]
+    pub root: u32,
+    /// For send_recv: rank i sends to rank i + peer_offset (mod n). Default 1.
+    #[serde(default = "one")]
+    pub peer_offset: u32,
+    /// For all_to_all(v): how many peers a rank sends to at once; it moves to
+    /// the next peer when a send completes. Default: all peers at once.
+    #[serde(default)]
+    pub concurrent_peers: Option<u32>,
+    /// For all_to_allv: `matrix[i][j]` bytes from group position i to j.
+    #[serde(default)]
+    pub matrix: Option<Vec<Vec<Bytes>>>,
+}

@@ -1,0 +1,725 @@
+//! A job's work expanded before the run: ranks placed on NICs, phases
+//! instantiated per iteration with their dependencies, and every collective
+//! cut into transfers (one RDMA write each) with the transfers each one
+//! waits for. The simulation only counts down dependencies at run time.
+
+use std::collections::BTreeMap;
+
+use super::collective::{Algorithm, CollectiveOp, CollectiveSpec};
+use super::job::{JobSpec, Placement};
+use crate::engine::Rng;
+use crate::error::{invalid, ScenarioError};
+use crate::topology::{NodeId, NodeRole, Topology};
+use crate::units::Time;
+
+/// One RDMA write (or intra-host copy) of a collective.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transfer {
+    pub collective: u32,
+    /// Ranks of the job.
+    pub src_rank: u32,
+    pub dst_rank: u32,
+    pub bytes: u64,
+    pub channel: u32,
+    /// Ring step, tree level or peer order: what a trace groups by.
+    pub step: u32,
+    /// Which piece of the data (segment and slice) this is.
+    pub chunk: u32,
+    /// Transfers that must complete first (indices into `Program::transfers`).
+    pub deps: Vec<u32>,
+}
+
+/// One collective run by one group in one phase instance.
+#[derive(Clone, Debug)]
+pub struct CollectiveRun {
+    pub phase: u32,
+    pub group: u32,
+    pub op: CollectiveOp,
+    pub algorithm: Algorithm,
+    pub ranks: u32,
+    pub bytes: u64,
+    pub qps: u32,
+    /// Its transfers: `Program::transfers[first..first + count]`.
+    pub first: u32,
+    pub count: u32,
+    /// Longest chain of dependent transfers: the alpha-beta model's steps.
+    pub chain: u32,
+    /// Most bytes any member sends or receives: the model's beta term.
+    pub busiest_rank_bytes: u64,
+}
+
+/// One phase in one iteration.
+#[derive(Clone, Debug)]
+pub struct PhaseRun {
+    pub job: u32,
+    pub iteration: u32,
+    pub name: String,
+    pub compute: Option<Time>,
+    pub collectives: Vec<u32>,
+    /// Phase runs that must finish first.
+    pub after: Vec<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct JobPlan {
+    pub name: String,
+    pub start: Time,
+    /// NIC of each rank.
+    pub nics: Vec<NodeId>,
+    pub iterations: u32,
+    pub phases: std::ops::Range<u32>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    pub jobs: Vec<JobPlan>,
+    pub phases: Vec<PhaseRun>,
+    pub collectives: Vec<CollectiveRun>,
+    pub transfers: Vec<Transfer>,
+}
+
+/// Expands the scenario's jobs. `default_qps` is the transport's QPs per
+/// connection.
+pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) -> Result<Program, ScenarioError> {
+    let nics = topo.nics();
+    let mut free = vec![true; nics.len()];
+    let tors = tor_of(topo, &nics);
+    let mut program = Program::default();
+    let mut names = std::collections::BTreeSet::new();
+    for (j, spec) in jobs.iter().enumerate() {
+        let field = |name: &str| format!("jobs[{j}].{name}");
+        if !names.insert(spec.name.as_str()) {
+            return invalid(field("name"), format!("'{}' names two jobs", spec.name));
+        }
+        if spec.ranks == 0 {
+            return invalid(field("ranks"), "0: a job needs at least one rank");
+        }
+        if spec.iterations == 0 {
+            return invalid(field("iterations"), "0: a job runs at least once");
+        }
+        let mut rng = Rng::stream(seed, &[0x70B, j as u64]);
+        let placed = place(spec, topo, &nics, &tors, &mut free, &mut rng, &field("placement"))?;
+        let phase_start = program.phases.len() as u32;
+        let phase_names: Vec<&str> = spec.phases.iter().map(|p| p.name.as_str()).collect();
+        if spec.phases.is_empty() {
+            return invalid(field("phases"), "a job needs at least one phase");
+        }
+        let after = phase_order(spec, &field("phases"))?;
+        for iteration in 0..spec.iterations {
+            let base = program.phases.len() as u32;
+            for (p, phase) in spec.phases.iter().enumerate() {
+                let pfield = |name: &str| format!("jobs[{j}].phases[{p}].{name}");
+                let mut deps: Vec<u32> = after[p].iter().map(|&q| base + q as u32).collect();
+                if deps.is_empty() && iteration > 0 {
+                    // A phase that waits for nothing in its iteration waits
+                    // for the whole previous iteration.
+                    deps = (base - phase_names.len() as u32..base).collect();
+                }
+                let phase_index = program.phases.len() as u32;
+                let mut collectives = Vec::new();
+                match (phase.compute, &phase.collective) {
+                    (Some(_), None) => {}
+                    (None, Some(c)) => {
+                        for (g, members) in groups(spec.ranks, c, &pfield("collective.group"))?.into_iter().enumerate()
+                        {
+                            let id = program.collectives.len() as u32;
+                            let run = expand_collective(
+                                c,
+                                &members,
+                                id,
+                                phase_index,
+                                g as u32,
+                                default_qps,
+                                &mut program.transfers,
+                                &pfield("collective"),
+                            )?;
+                            program.collectives.push(run);
+                            collectives.push(id);
+                        }
+                    }
+                    _ => return invalid(pfield("compute"), "a phase is either `compute` or `collective`"),
+                }
+                program.phases.push(PhaseRun {
+                    job: j as u32,
+                    iteration,
+                    name: phase.name.clone(),
+                    compute: phase.compute,
+                    collectives,
+                    after: deps,
+                });
+            }
+        }
+        program.jobs.push(JobPlan {
+            name: spec.name.clone(),
+            start: spec.start,
+            nics: placed,
+            iterations: spec.iterations,
+            phases: phase_start..program.phases.len() as u32,
+        });
+    }
+    Ok(program)
+}
+
+/// For each phase, the phases (by index) it runs after; rejects unknown
+/// names, self-dependencies and cycles.
+fn phase_order(spec: &JobSpec, field: &str) -> Result<Vec<Vec<usize>>, ScenarioError> {
+    let index: BTreeMap<&str, usize> = spec.phases.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
+    if index.len() != spec.phases.len() {
+        return invalid(field, "two phases have the same name");
+    }
+    let mut after = Vec::new();
+    for (i, phase) in spec.phases.iter().enumerate() {
+        let deps = match &phase.after {
+            None if i == 0 => vec![],
+            None => vec![i - 1],
+            Some(names) => names
+                .iter()
+                .map(|n| match index.get(n.as_str()) {
+                    Some(&k) if k == i => {
+                        invalid(format!("{field}[{i}].after"), format!("phase '{n}' cannot run after itself"))
+                    }
+                    Some(&k) => Ok(k),
+                    None => invalid(format!("{field}[{i}].after"), format!("there is no phase named '{n}'")),
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        after.push(deps);
+    }
+    // Depth-first search for a cycle.
+    fn visit(i: usize, after: &[Vec<usize>], state: &mut [u8]) -> bool {
+        match state[i] {
+            1 => return false,
+            2 => return true,
+            _ => {}
+        }
+        state[i] = 1;
+        let ok = after[i].iter().all(|&k| visit(k, after, state));
+        state[i] = 2;
+        ok
+    }
+    let mut state = vec![0u8; after.len()];
+    for i in 0..after.len() {
+        if !visit(i, &after, &mut state) {
+            return invalid(
+                format!("{field}[{i}].after"),
+                format!("phase '{}' depends on itself through others", spec.phases[i].name),
+            );
+        }
+    }
+    Ok(after)
+}
+
+/// The ToR (plane-0 index) and pod of each NIC's first port.
+fn tor_of(topo: &Topology, nics: &[NodeId]) -> Vec<(u32, u32)> {
+    let adj = topo.adjacency();
+    nics.iter()
+        .map(|&nic| {
+            adj[nic.0 as usize]
+                .first()
+                .map(|&l| topo.peer(l, nic))
+                .and_then(|tor| match topo.node(tor).role {
+                    NodeRole::Switch { pod, .. } => Some((topo.node(tor).index, pod)),
+                    NodeRole::Nic { .. } => None,
+                })
+                .unwrap_or((u32::MAX, u32::MAX))
+        })
+        .collect()
+}
+
+fn place(
+    spec: &JobSpec,
+    topo: &Topology,
+    nics: &[NodeId],
+    tors: &[(u32, u32)],
+    free: &mut [bool],
+    rng: &mut Rng,
+    field: &str,
+) -> Result<Vec<NodeId>, ScenarioError> {
+    let want = spec.ranks as usize;
+    let available: Vec<usize> = (0..nics.len()).filter(|&i| free[i]).collect();
+    let too_few = |what: &str| {
+        invalid(field, format!("{} ranks do not fit: {what} (the topology has {} NICs)", spec.ranks, nics.len()))
+    };
+    let chosen: Vec<usize> = match &spec.placement {
+        Placement::Contiguous => {
+            if available.len() < want {
+                return too_few(&format!("{} NICs are free", available.len()));
+            }
+            available[..want].to_vec()
+        }
+        Placement::Random => {
+            if available.len() < want {
+                return too_few(&format!("{} NICs are free", available.len()));
+            }
+            let mut pool = available;
+            rng.shuffle(&mut pool);
+            pool.truncate(want);
+            pool
+        }
+        Placement::T0Local => {
+            let mut by_tor: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+            for &i in &available {
+                by_tor.entry(tors[i].0).or_default().push(i);
+            }
+            match by_tor.values().find(|v| v.len() >= want) {
+                Some(v) => v[..want].to_vec(),
+                None => return too_few("no ToR has that many free NICs"),
+            }
+        }
+        Placement::CrossT1 => {
+            // Round robin over ToRs ordered so that consecutive ToRs are in
+            // different pods where there are pods.
+            let mut by_tor: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
+            for &i in &available {
+                let (tor, pod) = tors[i];
+                by_tor.entry((pod, tor)).or_default().push(i);
+            }
+            let mut queues: Vec<std::collections::VecDeque<usize>> =
+                by_tor.into_values().map(std::collections::VecDeque::from).collect();
+            let pods = |q: &std::collections::VecDeque<usize>| q.front().map(|&i| tors[i].1);
+            queues.sort_by_key(|q| pods(q));
+            // Interleave pods: take ToRs alternately from each pod.
+            let mut order = Vec::new();
+            let mut by_pod: BTreeMap<u32, Vec<std::collections::VecDeque<usize>>> = BTreeMap::new();
+            for q in queues {
+                by_pod.entry(pods(&q).unwrap_or(0)).or_default().push(q);
+            }
+            let mut pod_lists: Vec<Vec<std::collections::VecDeque<usize>>> = by_pod.into_values().collect();
+            while pod_lists.iter().any(|l| !l.is_empty()) {
+                for list in pod_lists.iter_mut() {
+                    if !list.is_empty() {
+                        order.push(list.remove(0));
+                    }
+                }
+            }
+            if order.len() < 2 && want > 1 {
+                return too_few("cross_t1 needs free NICs under at least two ToRs");
+            }
+            let mut picked = Vec::with_capacity(want);
+            while picked.len() < want && order.iter().any(|q| !q.is_empty()) {
+                for q in order.iter_mut() {
+                    if picked.len() < want {
+                        if let Some(i) = q.pop_front() {
+                            picked.push(i);
+                        }
+                    }
+                }
+            }
+            if picked.len() < want {
+                return too_few(&format!("{} NICs are free", picked.len()));
+            }
+            picked
+        }
+        Placement::Explicit(list) => {
+            if list.len() != want {
+                return invalid(field, format!("{} NICs listed for {} ranks", list.len(), spec.ranks));
+            }
+            let mut out = Vec::with_capacity(want);
+            for (r, nic) in list.iter().enumerate() {
+                let id = nic.resolve(topo, nics, &format!("{field}.explicit[{r}]"))?;
+                let i = nics.iter().position(|&n| n == id).expect("a resolved NIC is in the list");
+                if !free[i] || out.contains(&i) {
+                    return invalid(format!("{field}.explicit[{r}]"), format!("{} is already taken", topo.name(id)));
+                }
+                out.push(i);
+            }
+            out
+        }
+    };
+    for &i in &chosen {
+        free[i] = false;
+    }
+    Ok(chosen.into_iter().map(|i| nics[i]).collect())
+}
+
+/// The groups of job ranks that run a collective.
+fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<Vec<Vec<u32>>, ScenarioError> {
+    let Some(g) = spec.group else { return Ok(vec![(0..ranks).collect()]) };
+    if g.size == 0 || g.stride == 0 {
+        return invalid(field, "size and stride must be at least 1");
+    }
+    let block = g.size as u64 * g.stride as u64;
+    if !(ranks as u64).is_multiple_of(block) {
+        return invalid(
+            field,
+            format!("{ranks} ranks cannot be cut into groups of {} ranks {} apart", g.size, g.stride),
+        );
+    }
+    let count = ranks / g.size;
+    let mut out = vec![Vec::with_capacity(g.size as usize); count as usize];
+    for r in 0..ranks {
+        let group = (r / (g.size * g.stride)) * g.stride + r % g.stride;
+        out[group as usize].push(r);
+    }
+    Ok(out)
+}
+
+/// Splits `total` into `parts` nearly equal shares, larger ones first.
+fn split(total: u64, parts: u64) -> impl Iterator<Item = u64> {
+    (0..parts).map(move |i| total / parts + u64::from(i < total % parts))
+}
+
+/// Slices of at most `slice` bytes covering `total` (one empty slice for 0).
+fn slices(total: u64, slice: u64) -> Vec<u64> {
+    let n = total.div_ceil(slice).max(1);
+    split(total, n).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn expand_collective(
+    spec: &CollectiveSpec,
+    members: &[u32],
+    id: u32,
+    phase: u32,
+    group: u32,
+    default_qps: u32,
+    transfers: &mut Vec<Transfer>,
+    field: &str,
+) -> Result<CollectiveRun, ScenarioError> {
+    let n = members.len();
+    let first = transfers.len() as u32;
+    let channels = spec.channels;
+    if channels == 0 {
+        return invalid(format!("{field}.channels"), "0: a collective needs at least one channel");
+    }
+    if spec.slice.0 == 0 {
+        return invalid(format!("{field}.slice"), "0B: slices carry at least one byte");
+    }
+    let qps = spec.qps.unwrap_or(default_qps);
+    if qps == 0 {
+        return invalid(format!("{field}.qps"), "0: a connection needs at least one QP");
+    }
+    let bytes = match (spec.op, spec.bytes, &spec.matrix) {
+        (CollectiveOp::AllToAllv, None, Some(m)) => {
+            if m.len() != n || m.iter().any(|row| row.len() != n) {
+                let shape = format!("{}x{}", m.len(), m.first().map_or(0, Vec::len));
+                return invalid(format!("{field}.matrix"), format!("{shape}: the group has {n} ranks, so {n}x{n}"));
+            }
+            m.iter().flatten().map(|b| b.0).sum::<u64>() / n as u64
+        }
+        (CollectiveOp::AllToAllv, _, _) => {
+            return invalid(format!("{field}.matrix"), "all_to_allv takes its sizes from `matrix` (and no `bytes`)")
+        }
+        (_, Some(b), None) => b.0,
+        (_, None, _) => return invalid(format!("{field}.bytes"), "missing: the collective's size"),
+        (_, Some(_), Some(_)) => return invalid(format!("{field}.matrix"), "only all_to_allv takes a matrix"),
+    };
+    if spec.algorithm == Algorithm::Tree && spec.op != CollectiveOp::AllReduce {
+        return invalid(
+            format!("{field}.algorithm"),
+            format!("tree: only all_reduce runs on trees, not {}", spec.op.name()),
+        );
+    }
+    if matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) && spec.root as usize >= n.max(1) {
+        return invalid(format!("{field}.root"), format!("{}: the group has positions 0..{n}", spec.root));
+    }
+    let mut gen = Generator { transfers, members, collective: id, slice: spec.slice.0 };
+    if n > 1 {
+        let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
+        match (spec.op, spec.algorithm) {
+            (CollectiveOp::AllReduce, Algorithm::Ring) => gen.ring(&per_channel, 2 * (n - 1)),
+            (CollectiveOp::AllGather | CollectiveOp::ReduceScatter, _) => gen.ring(&per_channel, n - 1),
+            (CollectiveOp::AllReduce, Algorithm::Tree) => gen.double_tree(&per_channel),
+            (CollectiveOp::Broadcast, _) => {
+                let chain: Vec<usize> = (0..n).map(|k| (spec.root as usize + k) % n).collect();
+                gen.chain(&per_channel, &chain);
+            }
+            (CollectiveOp::Reduce, _) => {
+                let chain: Vec<usize> = (1..=n).map(|k| (spec.root as usize + k) % n).collect();
+                gen.chain(&per_channel, &chain);
+            }
+            (CollectiveOp::SendRecv, _) => {
+                let offset = spec.peer_offset as usize % n;
+                if offset == 0 {
+                    return invalid(
+                        format!("{field}.peer_offset"),
+                        format!("{}: a rank cannot send to itself", spec.peer_offset),
+                    );
+                }
+                gen.send_recv(&per_channel, offset);
+            }
+            (CollectiveOp::AllToAll, _) => {
+                let size = |_: usize, _: usize| bytes / n as u64;
+                gen.all_to_all(channels, spec.concurrent_peers, &size);
+            }
+            (CollectiveOp::AllToAllv, _) => {
+                let m = spec.matrix.as_ref().expect("checked above");
+                let size = |i: usize, j: usize| m[i][j].0;
+                gen.all_to_all(channels, spec.concurrent_peers, &size);
+            }
+        }
+    }
+    let count = transfers.len() as u32 - first;
+    let mine = &transfers[first as usize..];
+    let mut depth = vec![0u32; mine.len()];
+    for (i, t) in mine.iter().enumerate() {
+        depth[i] = 1 + t.deps.iter().map(|&d| depth[(d - first) as usize]).max().unwrap_or(0);
+    }
+    let mut sent = vec![0u64; n];
+    let mut received = vec![0u64; n];
+    let position = |rank: u32| members.iter().position(|&m| m == rank).expect("a member");
+    for t in mine {
+        sent[position(t.src_rank)] += t.bytes;
+        received[position(t.dst_rank)] += t.bytes;
+    }
+    Ok(CollectiveRun {
+        phase,
+        group,
+        op: spec.op,
+        algorithm: spec.algorithm,
+        ranks: n as u32,
+        bytes,
+        qps,
+        first,
+        count,
+        chain: depth.into_iter().max().unwrap_or(0),
+        busiest_rank_bytes: sent.iter().chain(&received).copied().max().unwrap_or(0),
+    })
+}
+
+/// Emits the transfers of one collective.
+struct Generator<'a> {
+    transfers: &'a mut Vec<Transfer>,
+    members: &'a [u32],
+    collective: u32,
+    slice: u64,
+}
+
+impl Generator<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn emit(&mut self, src: usize, dst: usize, bytes: u64, channel: u32, step: u32, chunk: u32, deps: Vec<u32>) -> u32 {
+        self.transfers.push(Transfer {
+            collective: self.collective,
+            src_rank: self.members[src],
+            dst_rank: self.members[dst],
+            bytes,
+            channel,
+            step,
+            chunk,
+            deps,
+        });
+        self.transfers.len() as u32 - 1
+    }
+
+    /// Ring steps: at step k position i sends segment (i - k) mod n to
+    /// i + 1, each slice after it arrived from i - 1 at step k - 1. The
+    /// first n - 1 steps of an all-reduce are its reduce-scatter, the rest
+    /// its all-gather.
+    fn ring(&mut self, per_channel: &[u64], steps: usize) {
+        let n = self.members.len();
+        for (c, &channel_bytes) in per_channel.iter().enumerate() {
+            let segments: Vec<Vec<u64>> = split(channel_bytes, n as u64).map(|s| slices(s, self.slice)).collect();
+            // Global slice number of each segment's first slice.
+            let offsets: Vec<usize> =
+                segments.iter().scan(0, |acc, s| Some(std::mem::replace(acc, *acc + s.len()))).collect();
+            // prev[i][j]: transfer that brought slice j to position i last step.
+            let mut prev: Vec<Vec<Option<u32>>> = vec![Vec::new(); n];
+            for k in 0..steps {
+                let mut now: Vec<Vec<Option<u32>>> = vec![Vec::new(); n];
+                for (i, arrived) in prev.iter().enumerate() {
+                    let segment = (i + n * steps - k) % n;
+                    let to = (i + 1) % n;
+                    for (j, &bytes) in segments[segment].iter().enumerate() {
+                        let deps = arrived.get(j).copied().flatten().into_iter().collect();
+                        let chunk = (offsets[segment] + j) as u32;
+                        let t = self.emit(i, to, bytes, c as u32, k as u32, chunk, deps);
+                        now[to].resize(j + 1, None);
+                        now[to][j] = Some(t);
+                    }
+                }
+                prev = now;
+            }
+        }
+    }
+
+    /// A pipeline along `chain`: each slice hops from one position to the
+    /// next after it arrived.
+    fn chain(&mut self, per_channel: &[u64], chain: &[usize]) {
+        for (c, &bytes) in per_channel.iter().enumerate() {
+            for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
+                let mut prev: Option<u32> = None;
+                for h in 0..chain.len() - 1 {
+                    let t = self.emit(
+                        chain[h],
+                        chain[h + 1],
+                        slice,
+                        c as u32,
+                        h as u32,
+                        j as u32,
+                        prev.into_iter().collect(),
+                    );
+                    prev = Some(t);
+                }
+            }
+        }
+    }
+
+    fn send_recv(&mut self, per_channel: &[u64], offset: usize) {
+        let n = self.members.len();
+        for (c, &bytes) in per_channel.iter().enumerate() {
+            for i in 0..n {
+                for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
+                    self.emit(i, (i + offset) % n, slice, c as u32, 0, j as u32, vec![]);
+                }
+            }
+        }
+    }
+
+    /// Every position sends to every other, peers in order i+1, i+2, ...,
+    /// at most `concurrent` peers at a time: the send to the q-th peer
+    /// waits for the (q - concurrent)-th to complete.
+    fn all_to_all(&mut self, channels: u32, concurrent: Option<u32>, size: &dyn Fn(usize, usize) -> u64) {
+        let n = self.members.len();
+        let window = concurrent.map_or(n, |p| p.max(1) as usize);
+        for i in 0..n {
+            let mut sent_to: Vec<Vec<u32>> = Vec::new();
+            for q in 1..n {
+                let j = (i + q) % n;
+                let deps = if q > window { sent_to[q - 1 - window].clone() } else { vec![] };
+                let mut mine = Vec::new();
+                for (c, part) in split(size(i, j), channels as u64).enumerate() {
+                    mine.push(self.emit(i, j, part, c as u32, q as u32, j as u32, deps.clone()));
+                }
+                sent_to.push(mine);
+            }
+        }
+    }
+
+    /// NCCL's double binary tree: channel c uses tree c mod 2. For each
+    /// slice, a rank sends its partial sum to its parent once every child's
+    /// arrived (reduce), and the root's result flows back down (broadcast).
+    fn double_tree(&mut self, per_channel: &[u64]) {
+        let n = self.members.len();
+        for (c, &bytes) in per_channel.iter().enumerate() {
+            let tree = binary_tree(n, c % 2 == 1);
+            for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
+                // Reduce: leaves first (deepest levels first).
+                let mut up: Vec<Option<u32>> = vec![None; n];
+                for &v in tree.bottom_up.iter() {
+                    if let Some(parent) = tree.parent[v] {
+                        let deps = tree.children[v].iter().filter_map(|&ch| up[ch]).collect();
+                        up[v] = Some(self.emit(v, parent, slice, c as u32, tree.level[v], j as u32, deps));
+                    }
+                }
+                // Broadcast: root first.
+                let mut down: Vec<Option<u32>> = vec![None; n];
+                for &v in tree.bottom_up.iter().rev() {
+                    let ready: Vec<u32> = match tree.parent[v] {
+                        None => tree.children[v].iter().filter_map(|&ch| up[ch]).collect(),
+                        Some(_) => down[v].into_iter().collect(),
+                    };
+                    for &ch in &tree.children[v] {
+                        down[ch] = Some(self.emit(v, ch, slice, c as u32, tree.level[ch], j as u32, ready.clone()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A binary tree over positions 0..n.
+pub struct Tree {
+    pub parent: Vec<Option<usize>>,
+    pub children: Vec<Vec<usize>>,
+    pub level: Vec<u32>,
+    /// Positions ordered deepest first.
+    pub bottom_up: Vec<usize>,
+}
+
+/// The in-order binary tree NCCL builds over ranks (protocols.md s7.2):
+/// rank 0 is the root with one child, the largest power of two below n;
+/// a rank whose lowest set bit is b has children r - b/2 and the first of
+/// r + b/2, r + b/4, ... below n. Odd ranks are leaves. The second tree of
+/// the pair (`second`) is the same tree over ranks shifted by one (even n)
+/// or mirrored (odd n), so leaves of one tree are interior in the other.
+pub fn binary_tree(n: usize, second: bool) -> Tree {
+    let rank_of = |p: usize| -> usize {
+        match (second, n.is_multiple_of(2)) {
+            (false, _) => p,
+            (true, true) => (p + 1) % n,
+            (true, false) => n - 1 - p,
+        }
+    };
+    let mut parent = vec![None; n];
+    let mut children = vec![Vec::new(); n];
+    let mut level = vec![0u32; n];
+    let mut order = vec![0usize];
+    let mut head = 0;
+    while head < order.len() {
+        let p = order[head];
+        head += 1;
+        let kids: Vec<usize> = if p == 0 {
+            if n > 1 {
+                vec![1usize << (usize::BITS - 1 - (n - 1).leading_zeros())]
+            } else {
+                vec![]
+            }
+        } else {
+            let b = p & p.wrapping_neg();
+            let mut kids = Vec::new();
+            if b > 1 {
+                kids.push(p - b / 2);
+                let mut step = b / 2;
+                while step > 0 && p + step >= n {
+                    step /= 2;
+                }
+                if step > 0 {
+                    kids.push(p + step);
+                }
+            }
+            kids
+        };
+        for k in kids {
+            parent[rank_of(k)] = Some(rank_of(p));
+            children[rank_of(p)].push(rank_of(k));
+            level[rank_of(k)] = level[rank_of(p)] + 1;
+            order.push(k);
+        }
+    }
+    let mut bottom_up: Vec<usize> = order.into_iter().map(rank_of).collect();
+    bottom_up.reverse();
+    Tree { parent, children, level, bottom_up }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_trees_cover_every_rank_once() {
+        for n in 1..70 {
+            for second in [false, true] {
+                let t = binary_tree(n, second);
+                assert_eq!(t.bottom_up.len(), n, "n={n}");
+                assert_eq!(t.parent.iter().filter(|p| p.is_none()).count(), 1);
+                assert!(t.children.iter().all(|c| c.len() <= 2));
+            }
+        }
+    }
+
+    #[test]
+    fn the_two_trees_swap_leaves_for_even_n() {
+        let (a, b) = (binary_tree(16, false), binary_tree(16, true));
+        let interior = |t: &Tree, r: usize| !t.children[r].is_empty();
+        // No rank is interior in both trees.
+        assert!((0..16).all(|r| !(interior(&a, r) && interior(&b, r))));
+    }
+
+    #[test]
+    fn ring_all_reduce_moves_2_n_minus_1_over_n_of_the_data() {
+        let mut transfers = Vec::new();
+        let spec: CollectiveSpec =
+            serde_json::from_value(serde_json::json!({"op": "all_reduce", "bytes": "8MiB", "channels": 2})).unwrap();
+        let run = expand_collective(&spec, &[0, 1, 2, 3], 0, 0, 0, 1, &mut transfers, "c").unwrap();
+        let per_rank: u64 = transfers.iter().filter(|t| t.src_rank == 0).map(|t| t.bytes).sum();
+        assert_eq!(per_rank, 2 * 3 * (8 << 20) / 4);
+        assert_eq!(run.chain, 6);
+        // Step k's send waits for the same slice from the predecessor.
+        for t in &transfers {
+            for &d in &t.deps {
+                let dep = &transfers[d as usize];
+                assert_eq!((dep.dst_rank, dep.step + 1, dep.chunk), (t.src_rank, t.step, t.chunk));
+            }
+        }
+    }
+}
