@@ -54,23 +54,39 @@ pub struct RunOutput {
     pub flows: Table,
     pub ports: Table,
     pub timeseries: Table,
+    /// One row per collective run (job, iteration, phase, group).
+    pub collectives: Table,
+    /// One row per job iteration.
+    pub steps: Table,
+    /// One row per collective transfer, when telemetry asks for them.
+    pub transfers: Table,
 }
 
 impl RunOutput {
+    /// The tables by name, in output order.
+    pub fn tables(&self) -> [(&'static str, &Table); 6] {
+        [
+            ("flows", &self.flows),
+            ("ports", &self.ports),
+            ("timeseries", &self.timeseries),
+            ("collectives", &self.collectives),
+            ("steps", &self.steps),
+            ("transfers", &self.transfers),
+        ]
+    }
+
     pub fn to_json(&self) -> Value {
+        let mut tables = Map::new();
+        let mut dtypes = Map::new();
+        for (name, table) in self.tables() {
+            tables.insert(name.to_string(), table.to_json());
+            dtypes.insert(name.to_string(), table.dtypes());
+        }
         serde_json::json!({
             "complete": self.complete,
             "summary": self.summary,
-            "tables": {
-                "flows": self.flows.to_json(),
-                "ports": self.ports.to_json(),
-                "timeseries": self.timeseries.to_json(),
-            },
-            "dtypes": {
-                "flows": self.flows.dtypes(),
-                "ports": self.ports.dtypes(),
-                "timeseries": self.timeseries.dtypes(),
-            }
+            "tables": tables,
+            "dtypes": dtypes,
         })
     }
 }

@@ -2,7 +2,10 @@
 //! and flows, the fault schedule, and the first events.
 
 use super::report::Samples;
-use super::{Event, Flow, Qp, Simulation, SwitchState, Totals};
+use std::collections::HashMap;
+
+use super::jobs::{Jobs, INTRA_HOST};
+use super::{Connection, Event, Flow, Qp, Simulation, SwitchState, Totals};
 use crate::cc::Dcqcn;
 use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
@@ -11,10 +14,10 @@ use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::Routes;
-use crate::topology::NodeId;
+use crate::topology::{NodeId, NodeRole};
 use crate::transport::{RoceReceiver, RoceSender, TransportSpec};
 use crate::units::Time;
-use crate::workload;
+use crate::workload::{self, program, split_evenly};
 
 /// Random-stream keys, one per kind of entity.
 pub(super) const STREAM_PORT: u64 = 0x9027;
@@ -98,53 +101,55 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
 
     let flow_specs = workload::expand(&scenario.traffic, &topo, roce.qps, seed)?;
-    let mut qps = Vec::new();
+    let mut links = Links { qps: Vec::new(), connections: Vec::new(), seed };
     let mut flows = Vec::with_capacity(flow_specs.len());
     for (f, spec) in flow_specs.iter().enumerate() {
-        let (src_ports, dst_ports) = (&node_ports[spec.src.0 as usize], &node_ports[spec.dst.0 as usize]);
-        if src_ports.is_empty() || dst_ports.is_empty() {
+        if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
             return invalid("traffic", format!("flow {f} uses a NIC without ports"));
         }
-        let mut ids = Vec::new();
-        for k in 0..spec.qps {
-            // Spread a connection's QPs over the NIC's ports; the responder
-            // uses the port of the same plane.
-            let port_index = (f + k as usize) % src_ports.len();
-            let id = qps.len() as u32;
-            let sport = 0xC000 | (Rng::stream(seed, &[STREAM_QP, id as u64]).next_u64() as u16 & 0x3FFF);
-            let src_port = src_ports[port_index];
-            let share = spec.bytes / spec.qps as u64 + u64::from((k as u64) < spec.bytes % spec.qps as u64);
-            qps.push(Qp {
-                flow: f as u32,
-                src: spec.src,
-                dst: spec.dst,
-                src_port,
-                dst_port: dst_ports[port_index % dst_ports.len()],
-                entropy: sport,
-                sender: RoceSender::default(),
-                receiver: RoceReceiver::default(),
-                cc: Dcqcn::new(ports[src_port.0 as usize].rate),
-                next_send: Time::ZERO,
-                in_ready_list: false,
-                rto_pending: false,
-                cc_timer_at: None,
-                bytes: share,
-            });
-            ids.push(id);
-        }
-        let parts = ids.iter().filter(|&&q| qps[q as usize].bytes > 0).count() as u32;
+        let conn = links.connect(&ports, &node_ports, spec.src, spec.dst, spec.qps, f);
         flows.push(Flow {
             src: spec.src,
             dst: spec.dst,
             bytes: spec.bytes,
             start: spec.start,
-            qps: ids,
-            parts_left: parts,
+            conn,
             end: None,
             ideal: Time::ZERO,
             failed: false,
         });
     }
+
+    let program = program::expand(&scenario.jobs, &topo, roce.qps, seed)?;
+    // One connection per (job, channel, QP count, source NIC, destination
+    // NIC): NCCL opens connections per communicator and channel.
+    let mut by_key: HashMap<(u32, u32, u32, NodeId, NodeId), u32> = HashMap::new();
+    let mut transfer_conn = Vec::with_capacity(program.transfers.len());
+    for t in &program.transfers {
+        let run = &program.collectives[t.collective as usize];
+        let job = program.phases[run.phase as usize].job;
+        let nics = &program.jobs[job as usize].nics;
+        let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
+        let same_host = match (topo.node(src).role, topo.node(dst).role) {
+            (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
+            _ => false,
+        };
+        if same_host {
+            transfer_conn.push(INTRA_HOST);
+            continue;
+        }
+        let key = (job, t.channel, run.qps, src, dst);
+        let conn = match by_key.get(&key) {
+            Some(&c) => c,
+            None => {
+                let c = links.connect(&ports, &node_ports, src, dst, run.qps, t.channel as usize);
+                by_key.insert(key, c);
+                c
+            }
+        };
+        transfer_conn.push(conn);
+    }
+    let jobs = Jobs::new(program, transfer_conn, topo.nodes.len());
 
     let raw_node_ports: Vec<Vec<u32>> = node_ports.iter().map(|l| l.iter().map(|p| p.0).collect()).collect();
     let fault_actions = faults::expand(&scenario.faults, &topo, &raw_node_ports, seed)?;
@@ -170,6 +175,9 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     for (f, flow) in flows.iter().enumerate() {
         events.schedule(flow.start, Event::FlowStart(f as u32));
     }
+    for (j, job) in jobs.program.jobs.iter().enumerate() {
+        events.schedule(job.start, Event::JobStart(j as u32));
+    }
     for (i, (at, _)) in fault_actions.iter().enumerate() {
         events.schedule(*at, Event::Fault(i as u32));
     }
@@ -188,10 +196,13 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         sched: vec![PortScheduler::default(); n_ports],
         nic_rx_payload: vec![0; n_nodes],
         routes,
-        flows_left: flows.iter().filter(|f| f.parts_left > 0).count(),
-        total_bytes: flows.iter().map(|f| f.bytes).sum(),
-        qps,
+        work_left: flows.len() + jobs.program.jobs.len(),
+        total_bytes: flows.iter().map(|f| f.bytes).sum::<u64>() + jobs.total_bytes(),
+        qps: links.qps,
+        connections: links.connections,
+        messages: Vec::new(),
         flows,
+        jobs,
         faults: fault_actions,
         headroom,
         totals: Totals::default(),
@@ -206,7 +217,61 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     for f in 0..sim.flows.len() {
         sim.flows[f].ideal = sim.ideal_fct(f);
     }
+    for c in 0..sim.jobs.program.collectives.len() {
+        sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
+    }
     Ok(sim)
+}
+
+/// Creates QPs and connections.
+struct Links {
+    qps: Vec<Qp>,
+    connections: Vec<Connection>,
+    seed: u64,
+}
+
+impl Links {
+    /// A connection of `count` QPs from `src` to `dst`. QP k uses NIC port
+    /// (offset + k) mod ports, spreading connections over the planes; the
+    /// responder uses the port of the same index (the same plane). Each QP
+    /// draws its UDP source port, the ECMP entropy, from its own stream as
+    /// Linux folds QPNs into 0xC000-0xFFFF (protocols.md s2.1).
+    fn connect(
+        &mut self,
+        ports: &[Port],
+        node_ports: &[Vec<PortId>],
+        src: NodeId,
+        dst: NodeId,
+        count: u32,
+        offset: usize,
+    ) -> u32 {
+        let (src_ports, dst_ports) = (&node_ports[src.0 as usize], &node_ports[dst.0 as usize]);
+        let mut ids = Vec::with_capacity(count as usize);
+        for k in 0..count as usize {
+            let port_index = (offset + k) % src_ports.len();
+            let id = self.qps.len() as u32;
+            let sport = 0xC000 | (Rng::stream(self.seed, &[STREAM_QP, id as u64]).next_u64() as u16 & 0x3FFF);
+            let src_port = src_ports[port_index];
+            self.qps.push(Qp {
+                src,
+                dst,
+                src_port,
+                dst_port: dst_ports[port_index % dst_ports.len()],
+                entropy: sport,
+                sender: RoceSender::default(),
+                receiver: RoceReceiver::default(),
+                cc: Dcqcn::new(ports[src_port.0 as usize].rate),
+                next_send: Time::ZERO,
+                in_ready_list: false,
+                rto_pending: false,
+                cc_timer_at: None,
+                messages: Default::default(),
+            });
+            ids.push(id);
+        }
+        self.connections.push(Connection { qps: ids });
+        self.connections.len() as u32 - 1
+    }
 }
 
 impl Simulation {
@@ -222,34 +287,23 @@ impl Simulation {
         let mut wire_total = 0u64;
         let mut last_wire = 0u64;
         let mut planes = std::collections::BTreeSet::new();
-        for &q in &flow.qps {
+        let conn = &self.connections[flow.conn as usize].qps;
+        for (&q, share) in conn.iter().zip(split_evenly(flow.bytes, conn.len() as u64)) {
             let qp = &self.qps[q as usize];
-            if qp.bytes == 0 {
+            if share == 0 {
                 continue;
             }
             planes.insert(qp.src_port);
-            let packets = qp.bytes.div_ceil(mtu as u64);
-            let last = qp.bytes - (packets - 1) * mtu as u64;
+            let packets = share.div_ceil(mtu as u64);
+            let last = share - (packets - 1) * mtu as u64;
             let per_qp = headers::data_wire(ip, mtu, false) as u64 * (packets - 1)
                 + headers::data_wire(ip, last as u32, packets == 1) as u64
                 + if packets > 1 { 16 } else { 0 };
             wire_total += per_qp;
             last_wire = last_wire.max(headers::data_wire(ip, last as u32, packets == 1) as u64);
         }
-        let Some(&first) = flow.qps.first() else { return Time::ZERO };
-        let mut port = self.qps[first as usize].src_port;
-        let mut hops = Vec::new();
-        for _ in 0..64 {
-            hops.push(port);
-            let next = self.ports[port.peer().0 as usize].node;
-            if next == flow.dst || self.topo.is_nic(next) {
-                break;
-            }
-            match self.routes.next_hops(next, flow.dst).first() {
-                Some(&p) => port = p,
-                None => break,
-            }
-        }
+        let Some(&first) = conn.first() else { return Time::ZERO };
+        let hops = self.path(self.qps[first as usize].src_port, flow.dst);
         let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
         let parallel = planes.len().max(1) as f64;
         let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / (bottleneck.0 as f64 * parallel));
@@ -264,5 +318,78 @@ impl Simulation {
             }
         }
         t
+    }
+
+    /// The ports a packet leaving by `from` crosses to reach `dst`, taking
+    /// the first equal-cost next hop at every switch.
+    fn path(&self, from: PortId, dst: NodeId) -> Vec<PortId> {
+        let mut port = from;
+        let mut hops = Vec::new();
+        for _ in 0..64 {
+            hops.push(port);
+            let next = self.ports[port.peer().0 as usize].node;
+            if next == dst || self.topo.is_nic(next) {
+                break;
+            }
+            match self.routes.next_hops(next, dst).first() {
+                Some(&p) => port = p,
+                None => break,
+            }
+        }
+        hops
+    }
+
+    /// Completion time of collective `c` on an ideal fabric, by the
+    /// alpha-beta model: its longest chain of dependent transfers times the
+    /// one-way latency alpha between its ranks, plus the bytes its busiest
+    /// rank sends or receives at that rank's payload rate (all NIC ports,
+    /// less header overhead; the intra-host link if every transfer stays in
+    /// a host). Alpha is the largest latency over the pairs it uses of one
+    /// packet (propagation and forwarding plus serialization at each hop).
+    fn ideal_cct(&self, c: usize) -> Time {
+        let run = &self.jobs.program.collectives[c];
+        if run.count == 0 {
+            return Time::ZERO;
+        }
+        let job = &self.jobs.program.jobs[self.jobs.program.phases[run.phase as usize].job as usize];
+        let range = run.first as usize..(run.first + run.count) as usize;
+        let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
+        let largest = self.jobs.program.transfers[range.clone()].iter().map(|t| t.bytes).max().unwrap_or(0);
+        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true);
+        let intra = &self.scenario.intra_host;
+        let mut alpha = Time::ZERO;
+        let mut network = false;
+        let mut seen = std::collections::BTreeSet::new();
+        for t in range {
+            let conn = self.jobs.transfer_conn[t];
+            let transfer = &self.jobs.program.transfers[t];
+            let pair_alpha = if conn == INTRA_HOST {
+                intra.latency + intra.rate.tx_time(packet as u64)
+            } else {
+                network = true;
+                if !seen.insert(conn) {
+                    continue;
+                }
+                let qp = &self.qps[self.connections[conn as usize].qps[0] as usize];
+                let dst = job.nics[transfer.dst_rank as usize];
+                self.path(qp.src_port, dst)
+                    .iter()
+                    .map(|p| self.ports[p.0 as usize].delay + self.ports[p.0 as usize].tx_time(packet))
+                    .fold(Time::ZERO, |a, b| a + b)
+            };
+            alpha = alpha.max(pair_alpha);
+        }
+        let efficiency = headers::payload_efficiency(ip, mtu as u32);
+        let rate = if network {
+            job.nics
+                .iter()
+                .map(|n| self.node_ports[n.0 as usize].iter().map(|p| self.ports[p.0 as usize].rate.0).sum::<u64>())
+                .min()
+                .unwrap_or(0) as f64
+                * efficiency
+        } else {
+            intra.rate.0 as f64
+        };
+        Time(alpha.0 * run.chain as u64) + Time::from_secs_f64(run.busiest_rank_bytes as f64 * 8.0 / rate.max(1.0))
     }
 }

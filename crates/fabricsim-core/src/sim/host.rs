@@ -2,9 +2,10 @@
 //! responder, DCQCN's notification and reaction points, retransmission
 //! timers, and flow completion.
 
-use super::{Event, Simulation};
+use super::{Event, Message, Owner, Simulation};
 use crate::net::{flag, headers, Packet, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::units::Time;
+use crate::workload::split_evenly;
 
 impl Simulation {
     /// Picks the next QP with a packet for this NIC port (round robin,
@@ -110,14 +111,38 @@ impl Simulation {
     }
 
     pub(super) fn on_flow_start(&mut self, f: u32) {
+        let flow = &self.flows[f as usize];
+        self.post_message(flow.conn, flow.bytes, Owner::Flow(f));
+    }
+
+    /// Posts an RDMA WRITE of `bytes` on a connection, striped evenly over
+    /// its QPs (QP scaling). A zero-byte write completes at once.
+    pub(super) fn post_message(&mut self, conn: u32, bytes: u64, owner: Owner) {
         let mtu = self.scenario.nic.mtu.0 as u32;
-        for i in 0..self.flows[f as usize].qps.len() {
-            let q = self.flows[f as usize].qps[i] as usize;
-            if self.qps[q].bytes > 0 {
-                let bytes = self.qps[q].bytes;
-                self.qps[q].sender.post(bytes, mtu);
-                self.make_ready(q);
+        let id = self.messages.len() as u32;
+        let qps = self.connections[conn as usize].qps.len() as u64;
+        let parts = (bytes.min(qps)) as u32;
+        self.messages.push(Message { owner, parts_left: parts });
+        if parts == 0 {
+            self.message_done(owner);
+            return;
+        }
+        for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
+            let q = self.connections[conn as usize].qps[k] as usize;
+            self.qps[q].sender.post(share, mtu);
+            self.qps[q].messages.push_back(id);
+            self.make_ready(q);
+        }
+    }
+
+    /// Every part of a message has arrived.
+    fn message_done(&mut self, owner: Owner) {
+        match owner {
+            Owner::Flow(f) => {
+                self.flows[f as usize].end = Some(self.now());
+                self.work_left -= 1;
             }
+            Owner::Transfer(t) => self.transfer_done(t),
         }
     }
 
@@ -197,12 +222,10 @@ impl Simulation {
         self.totals.discarded_payload += reply.discarded as u64;
         self.nic_rx_payload[self.ports[port.0 as usize].node.0 as usize] += reply.delivered as u64;
         if reply.message_done {
-            let f = self.qps[q].flow as usize;
-            let flow = &mut self.flows[f];
-            flow.parts_left -= 1;
-            if flow.parts_left == 0 {
-                flow.end = Some(now);
-                self.flows_left -= 1;
+            let m = self.qps[q].messages.pop_front().expect("a completed message was posted") as usize;
+            self.messages[m].parts_left -= 1;
+            if self.messages[m].parts_left == 0 {
+                self.message_done(self.messages[m].owner);
             }
         }
         if let Some((kind, psn)) = reply.reply {
@@ -232,10 +255,17 @@ impl Simulation {
         if qp.sender.failed {
             qp.sender.rto_deadline = None;
             self.totals.qp_errors += 1;
-            let f = qp.flow as usize;
-            if !self.flows[f].failed && self.flows[f].end.is_none() {
-                self.flows[f].failed = true;
-                self.flows_left -= 1;
+            // Everything still posted on the QP is lost with it.
+            let lost: Vec<Owner> = qp.messages.iter().map(|&m| self.messages[m as usize].owner).collect();
+            for owner in lost {
+                match owner {
+                    Owner::Flow(f) if !self.flows[f as usize].failed && self.flows[f as usize].end.is_none() => {
+                        self.flows[f as usize].failed = true;
+                        self.work_left -= 1;
+                    }
+                    Owner::Flow(_) => {}
+                    Owner::Transfer(t) => self.transfer_failed(t),
+                }
             }
             return;
         }

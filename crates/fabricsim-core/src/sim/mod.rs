@@ -4,14 +4,15 @@
 //! Event handlers live in submodules by concern: `fabric` moves packets
 //! through ports and switches (queues, buffer, ECN, PFC, trimming,
 //! forwarding), `host` runs the NIC side (QP scheduling and the transport),
-//! `control` applies faults and reconverges routes, `report` builds the
-//! output tables. They share this struct; each handler does one thing and
+//! `jobs` runs phases and collectives, `control` applies faults and
+//! reconverges routes, `report` builds the output tables. They share this struct; each handler does one thing and
 //! schedules what happens next.
 
 mod build;
 mod control;
 mod fabric;
 mod host;
+mod jobs;
 mod report;
 
 use crate::cc::Dcqcn;
@@ -44,6 +45,11 @@ enum Event {
     RtoTimer(u32),
     CcTimer(u32),
     FlowStart(u32),
+    JobStart(u32),
+    /// A compute phase ends.
+    ComputeDone(u32),
+    /// An intra-host transfer has arrived.
+    IntraHostDone(u32),
     Fault(u32),
     Reconverge,
     Sample,
@@ -60,7 +66,6 @@ struct SwitchState {
 
 /// One queue pair: the requester at `src`, the responder at `dst`.
 struct Qp {
-    flow: u32,
     src: NodeId,
     dst: NodeId,
     src_port: PortId,
@@ -74,7 +79,28 @@ struct Qp {
     in_ready_list: bool,
     rto_pending: bool,
     cc_timer_at: Option<Time>,
-    bytes: u64,
+    /// Messages posted on this QP, oldest first; the responder completes
+    /// them in order.
+    messages: std::collections::VecDeque<u32>,
+}
+
+/// The QPs between two NICs that one flow, or one channel of a job's
+/// collectives, uses; a message is striped over them.
+struct Connection {
+    qps: Vec<u32>,
+}
+
+/// What a message belongs to.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Flow(u32),
+    Transfer(u32),
+}
+
+/// One RDMA write, striped over the QPs of its connection.
+struct Message {
+    owner: Owner,
+    parts_left: u32,
 }
 
 struct Flow {
@@ -82,8 +108,7 @@ struct Flow {
     dst: NodeId,
     bytes: u64,
     start: Time,
-    qps: Vec<u32>,
-    parts_left: u32,
+    conn: u32,
     end: Option<Time>,
     ideal: Time,
     failed: bool,
@@ -121,10 +146,14 @@ pub struct Simulation {
     nic_rx_payload: Vec<u64>,
     routes: Routes,
     qps: Vec<Qp>,
+    connections: Vec<Connection>,
+    messages: Vec<Message>,
     flows: Vec<Flow>,
+    jobs: jobs::Jobs,
     faults: Vec<(Time, FaultAction)>,
     headroom: Vec<u64>,
-    flows_left: usize,
+    /// Flows and jobs not yet finished (or failed).
+    work_left: usize,
     total_bytes: u64,
     totals: Totals,
     telemetry_ports: Vec<PortId>,
@@ -168,7 +197,7 @@ impl Simulation {
         let limit = self.scenario.duration.unwrap_or(Time::MAX).min(pause_at);
         let mut countdown = HOOK_EVERY;
         while let Some(next) = self.events.peek_time() {
-            if next > limit || (self.scenario.duration.is_none() && self.flows_left == 0) {
+            if next > limit || (self.scenario.duration.is_none() && self.work_left == 0) {
                 break;
             }
             let (_, event) = self.events.pop().expect("peeked");
@@ -220,6 +249,9 @@ impl Simulation {
             Event::RtoTimer(qp) => self.on_rto(qp),
             Event::CcTimer(qp) => self.on_cc_timer(qp),
             Event::FlowStart(flow) => self.on_flow_start(flow),
+            Event::JobStart(job) => self.on_job_start(job),
+            Event::ComputeDone(phase) => self.phase_part_done(phase),
+            Event::IntraHostDone(transfer) => self.transfer_done(transfer),
             Event::Fault(i) => self.on_fault(i),
             Event::Reconverge => self.reconverge(),
             Event::Sample => self.on_sample(),

@@ -68,7 +68,7 @@ impl Simulation {
             self.samples.push(now, &name, "rx_goodput_bps", rate);
         }
         self.samples.last_time = now;
-        let more_work = self.flows_left > 0 || self.scenario.duration.is_some_and(|d| now < d);
+        let more_work = self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d);
         if more_work {
             let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
             self.events.schedule_in(interval, Event::Sample);
@@ -81,7 +81,9 @@ impl Simulation {
         let f = &self.flows;
         let fct: Vec<Option<f64>> = f.iter().map(|x| x.end.map(|e| (e - x.start).as_secs_f64())).collect();
         let qp_stat = |pick: &dyn Fn(&super::Qp) -> u64| -> Vec<u64> {
-            f.iter().map(|x| x.qps.iter().map(|&q| pick(&self.qps[q as usize])).sum()).collect()
+            f.iter()
+                .map(|x| self.connections[x.conn as usize].qps.iter().map(|&q| pick(&self.qps[q as usize])).sum())
+                .collect()
         };
         flows.push("flow", Column::Int((0..f.len() as u64).collect()));
         flows.push("src", Column::Text(f.iter().map(|x| self.topo.name(x.src)).collect()));
@@ -169,7 +171,10 @@ impl Simulation {
             "qp_errors": self.totals.qp_errors,
             "packet_pool_high_water": self.pool.capacity(),
         });
-        RunOutput { complete, summary, flows, ports, timeseries }
+        let (collectives, steps, transfers, jobs) = self.job_tables();
+        let mut summary = summary;
+        summary["jobs"] = jobs;
+        RunOutput { complete, summary, flows, ports, timeseries, collectives, steps, transfers }
     }
 
     /// Payload still in queues or on wires.
@@ -180,5 +185,176 @@ impl Simulation {
             total += ids.map(|&id| self.pool.get(id).payload() as u64).sum::<u64>();
         }
         total
+    }
+
+    /// Collective runs, job iterations, transfers (if asked for) and the
+    /// per-job summary.
+    fn job_tables(&self) -> (Table, Table, Table, serde_json::Value) {
+        let j = &self.jobs;
+        let p = &j.program;
+        let secs = |t: Option<Time>| t.map(Time::as_secs_f64);
+        let phase_of = |c: &crate::workload::program::CollectiveRun| &p.phases[c.phase as usize];
+        let mut collectives = Table::default();
+        let runs = &p.collectives;
+        let cct: Vec<Option<f64>> = (0..runs.len())
+            .map(|c| match (j.collective_start[c], j.collective_end[c]) {
+                (Some(s), Some(e)) => Some((e - s).as_secs_f64()),
+                _ => None,
+            })
+            .collect();
+        collectives
+            .push("job", Column::Text(runs.iter().map(|c| p.jobs[phase_of(c).job as usize].name.clone()).collect()));
+        collectives.push("iteration", Column::Int(runs.iter().map(|c| phase_of(c).iteration as u64).collect()));
+        collectives.push("phase", Column::Text(runs.iter().map(|c| phase_of(c).name.clone()).collect()));
+        collectives.push("group", Column::Int(runs.iter().map(|c| c.group as u64).collect()));
+        collectives.push("op", Column::Text(runs.iter().map(|c| c.op.name().to_string()).collect()));
+        collectives.push(
+            "algorithm",
+            Column::Text(runs.iter().map(|c| format!("{:?}", c.algorithm).to_lowercase()).collect()),
+        );
+        collectives.push("ranks", Column::Int(runs.iter().map(|c| c.ranks as u64).collect()));
+        collectives.push("bytes", Column::Int(runs.iter().map(|c| c.bytes).collect()));
+        collectives.push("start_s", Column::Float(j.collective_start.iter().map(|&t| secs(t)).collect()));
+        collectives.push("end_s", Column::Float(j.collective_end.iter().map(|&t| secs(t)).collect()));
+        collectives.push("cct_s", Column::Float(cct.clone()));
+        let algbw: Vec<Option<f64>> = runs
+            .iter()
+            .zip(&cct)
+            .map(|(c, t)| t.filter(|&t| t > 0.0).map(|t| c.bytes as f64 * 8.0 / t / 1e9))
+            .collect();
+        collectives.push("algbw_gbps", Column::Float(algbw.clone()));
+        collectives.push(
+            "busbw_gbps",
+            Column::Float(runs.iter().zip(&algbw).map(|(c, a)| a.map(|a| a * c.op.bus_factor(c.ranks))).collect()),
+        );
+        collectives.push("ideal_s", Column::Float(j.collective_ideal.iter().map(|t| Some(t.as_secs_f64())).collect()));
+        collectives.push(
+            "slowdown",
+            Column::Float(
+                cct.iter()
+                    .zip(&j.collective_ideal)
+                    .map(|(t, i)| t.filter(|_| i.0 > 0).map(|t| t / i.as_secs_f64()))
+                    .collect(),
+            ),
+        );
+
+        let mut steps = Table::default();
+        let mut rows: Vec<(u32, u32, Option<Time>, Option<Time>)> = Vec::new();
+        for (job, plan) in p.jobs.iter().enumerate() {
+            for it in 0..plan.iterations {
+                let phases = plan.phases.clone().filter(|&q| p.phases[q as usize].iteration == it);
+                let (mut start, mut end, mut done) = (None::<Time>, None::<Time>, true);
+                for q in phases {
+                    let (s, e) = (j.phase_start[q as usize], j.phase_end[q as usize]);
+                    start = match (start, s) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    end = end.max(e);
+                    done &= e.is_some();
+                }
+                rows.push((job as u32, it, start, if done { end } else { None }));
+            }
+        }
+        steps.push("job", Column::Text(rows.iter().map(|r| p.jobs[r.0 as usize].name.clone()).collect()));
+        steps.push("iteration", Column::Int(rows.iter().map(|r| r.1 as u64).collect()));
+        steps.push("start_s", Column::Float(rows.iter().map(|r| secs(r.2)).collect()));
+        steps.push("end_s", Column::Float(rows.iter().map(|r| secs(r.3)).collect()));
+        steps.push(
+            "step_time_s",
+            Column::Float(rows.iter().map(|r| r.2.zip(r.3).map(|(s, e)| (e - s).as_secs_f64())).collect()),
+        );
+
+        let mut transfers = Table::default();
+        if self.scenario.telemetry.transfers {
+            let ts = &p.transfers;
+            let job_of = |t: &crate::workload::program::Transfer| phase_of(&runs[t.collective as usize]).job as usize;
+            transfers.push("collective", Column::Int(ts.iter().map(|t| t.collective as u64).collect()));
+            transfers.push("job", Column::Text(ts.iter().map(|t| p.jobs[job_of(t)].name.clone()).collect()));
+            transfers.push("src_rank", Column::Int(ts.iter().map(|t| t.src_rank as u64).collect()));
+            transfers.push("dst_rank", Column::Int(ts.iter().map(|t| t.dst_rank as u64).collect()));
+            let nic =
+                |t: &crate::workload::program::Transfer, r: u32| self.topo.name(p.jobs[job_of(t)].nics[r as usize]);
+            transfers.push("src", Column::Text(ts.iter().map(|t| nic(t, t.src_rank)).collect()));
+            transfers.push("dst", Column::Text(ts.iter().map(|t| nic(t, t.dst_rank)).collect()));
+            transfers.push("bytes", Column::Int(ts.iter().map(|t| t.bytes).collect()));
+            transfers.push("channel", Column::Int(ts.iter().map(|t| t.channel as u64).collect()));
+            transfers.push("step", Column::Int(ts.iter().map(|t| t.step as u64).collect()));
+            transfers.push("chunk", Column::Int(ts.iter().map(|t| t.chunk as u64).collect()));
+            transfers.push(
+                "intra_host",
+                Column::Int(j.transfer_conn.iter().map(|&c| u64::from(c == super::jobs::INTRA_HOST)).collect()),
+            );
+            transfers.push("ready_s", Column::Float(j.ready.iter().map(|&t| secs(t)).collect()));
+            transfers.push("end_s", Column::Float(j.done.iter().map(|&t| secs(t)).collect()));
+        }
+
+        let mut summary = serde_json::Map::new();
+        for (job, plan) in p.jobs.iter().enumerate() {
+            let mine =
+                |t: &&crate::workload::program::Transfer| phase_of(&runs[t.collective as usize]).job as usize == job;
+            let network_bytes: u64 = p
+                .transfers
+                .iter()
+                .enumerate()
+                .filter(|(i, t)| mine(t) && j.transfer_conn[*i] != super::jobs::INTRA_HOST)
+                .map(|(_, t)| t.bytes)
+                .sum();
+            let jct = j.job_end[job].map(|e| (e - plan.start).as_secs_f64());
+            let ideal = self.ideal_jct(job).as_secs_f64();
+            summary.insert(
+                plan.name.clone(),
+                json!({
+                    "ranks": plan.nics.len(),
+                    "iterations": plan.iterations,
+                    "completed": j.job_end[job].is_some(),
+                    "failed": j.job_failed[job],
+                    "jct_s": jct,
+                    "ideal_jct_s": ideal,
+                    "jct_slowdown": jct.filter(|_| ideal > 0.0).map(|t| t / ideal),
+                    "network_bytes": network_bytes,
+                }),
+            );
+        }
+        (collectives, steps, transfers, serde_json::Value::Object(summary))
+    }
+
+    /// A job's completion time on an ideal fabric: the longest path through
+    /// its phases, each taking its compute time or its slowest collective's
+    /// ideal time (PRO's JCT, pro-deterministic-lb.txt s VI.A, over the
+    /// ideal).
+    fn ideal_jct(&self, job: usize) -> Time {
+        let p = &self.jobs.program;
+        let mut finish: Vec<Time> = vec![Time::ZERO; p.phases.len()];
+        // Phases of a job are stored in iteration order and reference only
+        // earlier iterations or their own; resolve in dependency order.
+        let range = p.jobs[job].phases.clone();
+        let mut done = vec![false; p.phases.len()];
+        let mut remaining = range.len();
+        while remaining > 0 {
+            let before = remaining;
+            for q in range.clone() {
+                let phase = &p.phases[q as usize];
+                if done[q as usize] || !phase.after.iter().all(|&a| done[a as usize]) {
+                    continue;
+                }
+                let start = phase.after.iter().map(|&a| finish[a as usize]).max().unwrap_or(Time::ZERO);
+                let own = phase.compute.unwrap_or_else(|| {
+                    phase
+                        .collectives
+                        .iter()
+                        .map(|&c| self.jobs.collective_ideal[c as usize])
+                        .max()
+                        .unwrap_or(Time::ZERO)
+                });
+                finish[q as usize] = start + own;
+                done[q as usize] = true;
+                remaining -= 1;
+            }
+            if remaining == before {
+                break;
+            }
+        }
+        range.map(|q| finish[q as usize]).max().unwrap_or(Time::ZERO)
     }
 }

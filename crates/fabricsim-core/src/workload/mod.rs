@@ -120,6 +120,11 @@ pub struct RacksToRacks {
     pub qps: Option<u32>,
 }
 
+/// Splits `total` into `parts` nearly equal shares, the larger ones first.
+pub fn split_evenly(total: u64, parts: u64) -> impl Iterator<Item = u64> {
+    (0..parts).map(move |i| total / parts + u64::from(i < total % parts))
+}
+
 /// A flow to simulate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSpec {

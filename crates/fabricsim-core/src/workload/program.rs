@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::collective::{Algorithm, CollectiveOp, CollectiveSpec};
 use super::job::{JobSpec, Placement};
+use super::split_evenly as split;
 use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
 use crate::topology::{NodeId, NodeRole, Topology};
@@ -352,11 +353,6 @@ fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<Vec<Vec<u32>
         out[group as usize].push(r);
     }
     Ok(out)
-}
-
-/// Splits `total` into `parts` nearly equal shares, larger ones first.
-fn split(total: u64, parts: u64) -> impl Iterator<Item = u64> {
-    (0..parts).map(move |i| total / parts + u64::from(i < total % parts))
 }
 
 /// Slices of at most `slice` bytes covering `total` (one empty slice for 0).
