@@ -77,3 +77,43 @@ fn a_fabric_too_large_for_packets_is_refused_not_allocated() {
     let e = error_of(s);
     assert!(e.starts_with("topology:") && e.contains("65536 NICs"), "{e}");
 }
+
+fn with_job(job: Value) -> Value {
+    let mut s = base();
+    s["traffic"] = json!([]);
+    s["jobs"] = json!([job]);
+    s
+}
+
+#[test]
+fn bad_jobs_are_named() {
+    let ar = json!({"op": "all_reduce", "bytes": "1MB"});
+    // Ranks on NICs that do not exist.
+    let e = error_of(with_job(json!({"name": "j", "ranks": 2, "placement": {"explicit": [0, 99]},
+        "phases": [{"name": "p", "collective": ar}]})));
+    assert!(e.starts_with("jobs[0].placement.explicit[1]") && e.contains("99"), "{e}");
+    // A placement that does not fit: 8 NICs in this topology.
+    let e = error_of(with_job(json!({"name": "j", "ranks": 9, "phases": [{"name": "p", "collective": ar}]})));
+    assert!(e.starts_with("jobs[0].placement") && e.contains("9 ranks"), "{e}");
+    let e = error_of(with_job(json!({"name": "j", "ranks": 3, "placement": "t0_local",
+        "phases": [{"name": "p", "collective": ar}]})));
+    assert!(e.starts_with("jobs[0].placement") && e.contains("ToR"), "{e}");
+    // A size matrix of the wrong shape.
+    let e = error_of(with_job(json!({"name": "j", "ranks": 3, "phases": [{"name": "p", "collective":
+        {"op": "all_to_allv", "matrix": [["1KB", "1KB"], ["1KB", "1KB"]]}}]})));
+    assert!(e.starts_with("jobs[0].phases[0].collective.matrix") && e.contains("3x3"), "{e}");
+    // A phase that depends on itself, directly or through another.
+    let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [
+        {"name": "p", "after": ["p"], "compute": "1us"}]})));
+    assert!(e.starts_with("jobs[0].phases[0].after") && e.contains("itself"), "{e}");
+    let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [
+        {"name": "a", "after": ["b"], "compute": "1us"}, {"name": "b", "after": ["a"], "compute": "1us"}]})));
+    assert!(e.starts_with("jobs[0].phases[") && e.contains("depends on itself"), "{e}");
+    // An unknown collective field is named with its path.
+    let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "p", "collective":
+        {"op": "all_reduce", "bytes": "1MB", "chanels": 2}}]})));
+    assert!(e.starts_with("jobs[0].phases[0].collective") && e.contains("chanels"), "{e}");
+    let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "p", "collective":
+        {"op": "all_reduse", "bytes": "1MB"}}]})));
+    assert!(e.starts_with("jobs[0].phases[0].collective.op") && e.contains("all_reduse"), "{e}");
+}
