@@ -339,13 +339,18 @@ impl Simulation {
         hops
     }
 
-    /// Completion time of collective `c` on an ideal fabric, by the
-    /// alpha-beta model: its longest chain of dependent transfers times the
-    /// one-way latency alpha between its ranks, plus the bytes its busiest
-    /// rank sends or receives at that rank's payload rate (all NIC ports,
-    /// less header overhead; the intra-host link if every transfer stays in
-    /// a host). Alpha is the largest latency over the pairs it uses of one
-    /// packet (propagation and forwarding plus serialization at each hop).
+    /// Completion time of collective `c` on an ideal fabric with no
+    /// contention, in closed form from the alpha-beta model. The latency
+    /// bound is its longest chain of dependent transfers times alpha, the
+    /// one-way latency of one packet between its ranks (propagation,
+    /// forwarding and serialization at each hop; the largest over the pairs
+    /// it uses). The bandwidth bound is the time its busiest rank needs to
+    /// send or receive its bytes: over the network at its NICs' payload rate
+    /// (all ports, less header overhead), over the intra-host link at that
+    /// link's rate, plus a pipelined chain's fill, plus one alpha. Slices
+    /// pipeline the latency under the bandwidth, so the ideal is the larger
+    /// bound, not their sum: small collectives are latency-bound, large ones
+    /// bandwidth-bound.
     fn ideal_cct(&self, c: usize) -> Time {
         let run = &self.jobs.program.collectives[c];
         if run.count == 0 {
@@ -357,16 +362,20 @@ impl Simulation {
         let largest = self.jobs.program.transfers[range.clone()].iter().map(|t| t.bytes).max().unwrap_or(0);
         let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true);
         let intra = &self.scenario.intra_host;
+        let efficiency = headers::payload_efficiency(ip, mtu as u32);
         let mut alpha = Time::ZERO;
-        let mut network = false;
         let mut seen = std::collections::BTreeSet::new();
+        // Per rank: (network sent, network received, intra sent, intra received).
+        let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
         for t in range {
             let conn = self.jobs.transfer_conn[t];
             let transfer = &self.jobs.program.transfers[t];
+            let side = if conn == INTRA_HOST { 2 } else { 0 };
+            load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
+            load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
             let pair_alpha = if conn == INTRA_HOST {
                 intra.latency + intra.rate.tx_time(packet as u64)
             } else {
-                network = true;
                 if !seen.insert(conn) {
                     continue;
                 }
@@ -379,17 +388,16 @@ impl Simulation {
             };
             alpha = alpha.max(pair_alpha);
         }
-        let efficiency = headers::payload_efficiency(ip, mtu as u32);
-        let rate = if network {
-            job.nics
-                .iter()
-                .map(|n| self.node_ports[n.0 as usize].iter().map(|p| self.ports[p.0 as usize].rate.0).sum::<u64>())
-                .min()
-                .unwrap_or(0) as f64
-                * efficiency
-        } else {
-            intra.rate.0 as f64
-        };
-        Time(alpha.0 * run.chain as u64) + Time::from_secs_f64(run.busiest_rank_bytes as f64 * 8.0 / rate.max(1.0))
+        let busiest = load
+            .iter()
+            .map(|(&rank, l)| {
+                let nic = job.nics[rank as usize];
+                let nic_rate: u64 =
+                    self.node_ports[nic.0 as usize].iter().map(|p| self.ports[p.0 as usize].rate.0).sum();
+                (l[0].max(l[1]) + run.fill_bytes) as f64 * 8.0 / (nic_rate as f64 * efficiency)
+                    + l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64
+            })
+            .fold(0.0, f64::max);
+        Time(alpha.0 * run.chain as u64).max(Time::from_secs_f64(busiest) + alpha)
     }
 }

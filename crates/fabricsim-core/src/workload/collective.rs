@@ -100,8 +100,15 @@ fn default_channels() -> u32 {
     2
 }
 
-fn default_slice() -> Bytes {
-    Bytes(1 << 20)
+impl CollectiveSpec {
+    /// The slice size, NCCL's default for the operation unless given.
+    pub fn slice(&self) -> u64 {
+        match (self.slice, self.op) {
+            (Some(b), _) => b.0,
+            (None, CollectiveOp::Broadcast | CollectiveOp::Reduce) => 512 << 10,
+            (None, _) => 1 << 20,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -117,9 +124,11 @@ pub struct CollectiveSpec {
     /// Parallel rings or trees, each with its own connections. Default 2.
     #[serde(default = "default_channels")]
     pub channels: u32,
-    /// Pipelining unit. Default 1MiB, NCCL's Simple-protocol slice.
-    #[serde(default = "default_slice")]
-    pub slice: Bytes,
+    /// Pipelining unit. Default NCCL's Simple-protocol slice: 1MiB (two
+    /// 512KiB steps) for rings, 512KiB (one step) for broadcast and reduce
+    /// (protocols.md s7.1).
+    #[serde(default)]
+    pub slice: Option<Bytes>,
     /// QPs per connection (default: the transport's `qps`); each message is
     /// striped over them.
     #[serde(default)]
@@ -141,4 +150,9 @@ pub struct CollectiveSpec {
     /// For all_to_allv: `matrix[i][j]` bytes from group position i to j.
     #[serde(default)]
     pub matrix: Option<Vec<Vec<Bytes>>>,
+    /// For ring all_reduce over multi-GPU hosts: reduce-scatter inside each
+    /// host, all-reduce across hosts per local GPU, all-gather inside each
+    /// host.
+    #[serde(default)]
+    pub hierarchical: bool,
 }

@@ -45,8 +45,11 @@ pub struct CollectiveRun {
     pub count: u32,
     /// Longest chain of dependent transfers: the alpha-beta model's steps.
     pub chain: u32,
-    /// Most bytes any member sends or receives: the model's beta term.
-    pub busiest_rank_bytes: u64,
+    /// Bytes a pipeline that starts from one rank (a broadcast or reduce
+    /// chain, a tree) spends filling: every hop of its longest chain but the
+    /// last holds a slice before forwarding it, on every channel. Rings start
+    /// from every rank at once and have no fill.
+    pub fill_bytes: u64,
 }
 
 /// One phase in one iteration.
@@ -100,6 +103,13 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
         }
         let mut rng = Rng::stream(seed, &[0x70B, j as u64]);
         let placed = place(spec, topo, &nics, &tors, &mut free, &mut rng, &field("placement"))?;
+        let hosts: Vec<u32> = placed
+            .iter()
+            .map(|&n| match topo.node(n).role {
+                NodeRole::Nic { host, .. } => host,
+                NodeRole::Switch { .. } => u32::MAX,
+            })
+            .collect();
         let phase_start = program.phases.len() as u32;
         let phase_names: Vec<&str> = spec.phases.iter().map(|p| p.name.as_str()).collect();
         if spec.phases.is_empty() {
@@ -127,6 +137,7 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
                             let run = expand_collective(
                                 c,
                                 &members,
+                                &hosts,
                                 id,
                                 phase_index,
                                 g as u32,
@@ -365,6 +376,7 @@ fn slices(total: u64, slice: u64) -> Vec<u64> {
 fn expand_collective(
     spec: &CollectiveSpec,
     members: &[u32],
+    hosts: &[u32],
     id: u32,
     phase: u32,
     group: u32,
@@ -378,7 +390,7 @@ fn expand_collective(
     if channels == 0 {
         return invalid(format!("{field}.channels"), "0: a collective needs at least one channel");
     }
-    if spec.slice.0 == 0 {
+    if spec.slice() == 0 {
         return invalid(format!("{field}.slice"), "0B: slices carry at least one byte");
     }
     let qps = spec.qps.unwrap_or(default_qps);
@@ -400,6 +412,9 @@ fn expand_collective(
         (_, None, _) => return invalid(format!("{field}.bytes"), "missing: the collective's size"),
         (_, Some(_), Some(_)) => return invalid(format!("{field}.matrix"), "only all_to_allv takes a matrix"),
     };
+    if spec.hierarchical && (spec.op != CollectiveOp::AllReduce || spec.algorithm != Algorithm::Ring) {
+        return invalid(format!("{field}.hierarchical"), "only ring all_reduce runs hierarchically");
+    }
     if spec.algorithm == Algorithm::Tree && spec.op != CollectiveOp::AllReduce {
         return invalid(
             format!("{field}.algorithm"),
@@ -409,12 +424,19 @@ fn expand_collective(
     if matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) && spec.root as usize >= n.max(1) {
         return invalid(format!("{field}.root"), format!("{}: the group has positions 0..{n}", spec.root));
     }
-    let mut gen = Generator { transfers, members, collective: id, slice: spec.slice.0 };
+    let mut gen = Generator { transfers, members, collective: id, slice: spec.slice() };
     if n > 1 {
         let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
         match (spec.op, spec.algorithm) {
-            (CollectiveOp::AllReduce, Algorithm::Ring) => gen.ring(&per_channel, 2 * (n - 1)),
-            (CollectiveOp::AllGather | CollectiveOp::ReduceScatter, _) => gen.ring(&per_channel, n - 1),
+            (CollectiveOp::AllReduce, Algorithm::Ring) if spec.hierarchical => {
+                hierarchical_all_reduce(&mut gen, bytes, channels, hosts, &format!("{field}.hierarchical"))?;
+            }
+            (CollectiveOp::AllReduce, Algorithm::Ring) => {
+                gen.ring(&per_channel, 2 * (n - 1), &vec![Vec::new(); n], 0);
+            }
+            (CollectiveOp::AllGather | CollectiveOp::ReduceScatter, _) => {
+                gen.ring(&per_channel, n - 1, &vec![Vec::new(); n], 0);
+            }
             (CollectiveOp::AllReduce, Algorithm::Tree) => gen.double_tree(&per_channel),
             (CollectiveOp::Broadcast, _) => {
                 let chain: Vec<usize> = (0..n).map(|k| (spec.root as usize + k) % n).collect();
@@ -446,18 +468,14 @@ fn expand_collective(
         }
     }
     let count = transfers.len() as u32 - first;
+    let pipelined_from_one_rank =
+        matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) || spec.algorithm == Algorithm::Tree;
     let mine = &transfers[first as usize..];
     let mut depth = vec![0u32; mine.len()];
     for (i, t) in mine.iter().enumerate() {
         depth[i] = 1 + t.deps.iter().map(|&d| depth[(d - first) as usize]).max().unwrap_or(0);
     }
-    let mut sent = vec![0u64; n];
-    let mut received = vec![0u64; n];
-    let position = |rank: u32| members.iter().position(|&m| m == rank).expect("a member");
-    for t in mine {
-        sent[position(t.src_rank)] += t.bytes;
-        received[position(t.dst_rank)] += t.bytes;
-    }
+    let chain = depth.into_iter().max().unwrap_or(0);
     Ok(CollectiveRun {
         phase,
         group,
@@ -468,9 +486,64 @@ fn expand_collective(
         qps,
         first,
         count,
-        chain: depth.into_iter().max().unwrap_or(0),
-        busiest_rank_bytes: sent.iter().chain(&received).copied().max().unwrap_or(0),
+        fill_bytes: if pipelined_from_one_rank && chain > 1 {
+            (chain as u64 - 1) * spec.slice().min(bytes / channels as u64) * channels as u64
+        } else {
+            0
+        },
+        chain,
     })
+}
+
+/// All-reduce in three rings, as NCCL does across multi-GPU hosts: a
+/// reduce-scatter among the GPUs of each host (over the intra-host link), an
+/// all-reduce of each GPU's share among the GPUs with the same local index
+/// on every host (over the network, one rail each), and an all-gather
+/// inside each host. A GPU starts each ring when it finished the one before.
+fn hierarchical_all_reduce(
+    gen: &mut Generator,
+    bytes: u64,
+    channels: u32,
+    hosts: &[u32],
+    field: &str,
+) -> Result<(), ScenarioError> {
+    let members = gen.members;
+    let mut by_host: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (position, &rank) in members.iter().enumerate() {
+        by_host.entry(hosts[rank as usize]).or_default().push(position);
+    }
+    let local: Vec<Vec<usize>> = by_host.into_values().collect();
+    let g = local[0].len();
+    if local.iter().any(|h| h.len() != g) {
+        return invalid(field, "every host must hold the same number of the group's ranks");
+    }
+    let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
+    let share: Vec<u64> = per_channel.iter().map(|&b| b / g as u64).collect();
+    let mut done: Vec<Vec<u32>> = vec![Vec::new(); members.len()];
+    let sub_ring =
+        |gen: &mut Generator, positions: &[usize], data: &[u64], steps: usize, base: u32, done: &mut Vec<Vec<u32>>| {
+            let ranks: Vec<u32> = positions.iter().map(|&p| members[p]).collect();
+            let start: Vec<Vec<u32>> = positions.iter().map(|&p| std::mem::take(&mut done[p])).collect();
+            let mut sub =
+                Generator { transfers: gen.transfers, members: &ranks, collective: gen.collective, slice: gen.slice };
+            let finals = sub.ring(data, steps, &start, base);
+            for (k, &p) in positions.iter().enumerate() {
+                done[p] = finals[k].clone();
+            }
+        };
+    for host in &local {
+        sub_ring(gen, host, &per_channel, g - 1, 0, &mut done);
+    }
+    let hosts_count = local.len();
+    for l in 0..g {
+        let rail: Vec<usize> = local.iter().map(|h| h[l]).collect();
+        sub_ring(gen, &rail, &share, 2 * (hosts_count - 1), g as u32, &mut done);
+    }
+    let base = (g + 2 * (hosts_count - 1)) as u32;
+    for host in &local {
+        sub_ring(gen, host, &per_channel, g - 1, base, &mut done);
+    }
+    Ok(())
 }
 
 /// Emits the transfers of one collective.
@@ -500,9 +573,11 @@ impl Generator<'_> {
     /// Ring steps: at step k position i sends segment (i - k) mod n to
     /// i + 1, each slice after it arrived from i - 1 at step k - 1. The
     /// first n - 1 steps of an all-reduce are its reduce-scatter, the rest
-    /// its all-gather.
-    fn ring(&mut self, per_channel: &[u64], steps: usize) {
+    /// its all-gather. Position i's first sends wait for `start[i]`; returns
+    /// what each position receives at the last step (when it is done).
+    fn ring(&mut self, per_channel: &[u64], steps: usize, start: &[Vec<u32>], step_base: u32) -> Vec<Vec<u32>> {
         let n = self.members.len();
+        let mut finals: Vec<Vec<u32>> = if steps == 0 { start.to_vec() } else { vec![Vec::new(); n] };
         for (c, &channel_bytes) in per_channel.iter().enumerate() {
             let segments: Vec<Vec<u64>> = split(channel_bytes, n as u64).map(|s| slices(s, self.slice)).collect();
             // Global slice number of each segment's first slice.
@@ -516,16 +591,24 @@ impl Generator<'_> {
                     let segment = (i + n * steps - k) % n;
                     let to = (i + 1) % n;
                     for (j, &bytes) in segments[segment].iter().enumerate() {
-                        let deps = arrived.get(j).copied().flatten().into_iter().collect();
+                        let deps = if k == 0 {
+                            start[i].clone()
+                        } else {
+                            arrived.get(j).copied().flatten().into_iter().collect()
+                        };
                         let chunk = (offsets[segment] + j) as u32;
-                        let t = self.emit(i, to, bytes, c as u32, k as u32, chunk, deps);
+                        let t = self.emit(i, to, bytes, c as u32, step_base + k as u32, chunk, deps);
                         now[to].resize(j + 1, None);
                         now[to][j] = Some(t);
                     }
                 }
                 prev = now;
             }
+            for (i, arrived) in prev.iter().enumerate() {
+                finals[i].extend(arrived.iter().flatten());
+            }
         }
+        finals
     }
 
     /// A pipeline along `chain`: each slice hops from one position to the
@@ -706,7 +789,7 @@ mod tests {
         let mut transfers = Vec::new();
         let spec: CollectiveSpec =
             serde_json::from_value(serde_json::json!({"op": "all_reduce", "bytes": "8MiB", "channels": 2})).unwrap();
-        let run = expand_collective(&spec, &[0, 1, 2, 3], 0, 0, 0, 1, &mut transfers, "c").unwrap();
+        let run = expand_collective(&spec, &[0, 1, 2, 3], &[0, 1, 2, 3], 0, 0, 0, 1, &mut transfers, "c").unwrap();
         let per_rank: u64 = transfers.iter().filter(|t| t.src_rank == 0).map(|t| t.bytes).sum();
         assert_eq!(per_rank, 2 * 3 * (8 << 20) / 4);
         assert_eq!(run.chain, 6);
