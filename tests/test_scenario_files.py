@@ -1,5 +1,6 @@
-"""Every scenario shipped in scenarios/ is valid: the core resolves it (or, for
-the topology calculator's files, reports on it)."""
+"""Every scenario shipped in scenarios/ and in the package is valid: the core
+resolves it (every value of a sweep), or, for the topology calculator's
+files, reports on it."""
 
 from __future__ import annotations
 
@@ -9,21 +10,49 @@ from pathlib import Path
 import pytest
 
 from fabricsim import _core, load_scenario
+from fabricsim.scenario import builtin_scenario
+from fabricsim.sweep import is_sweep, prepare
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 FILES = sorted(SCENARIOS.rglob("*.yaml"))
+COLLECTIVES = {
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "all_to_allv",
+    "send_recv",
+    "broadcast",
+    "reduce",
+    "tree_all_reduce",
+    "training_step",
+}
 
 
 def test_there_are_scenarios() -> None:
     assert len(FILES) >= 10
 
 
+def test_one_example_per_collective() -> None:
+    assert {p.stem for p in (SCENARIOS / "collectives").glob("*.yaml")} >= COLLECTIVES
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SCENARIOS)))
 def test_scenario_file_is_valid(path: Path) -> None:
-    text = json.dumps(load_scenario(path))
+    scenario = load_scenario(path)
     if path.parent.name == "topologies":
-        report = json.loads(_core.topology_report(text))
+        report = json.loads(_core.topology_report(json.dumps(scenario)))
         assert report["nics"] > 0
-    else:
-        resolved = json.loads(_core.resolve(text))
-        assert resolved["name"] == path.stem
+        return
+    if is_sweep(scenario):
+        _, points = prepare(scenario)
+        assert len(points) >= 2
+        scenario = points[0].scenario
+    resolved = json.loads(_core.resolve(json.dumps(scenario)))
+    assert resolved["name"] == path.stem
+
+
+@pytest.mark.parametrize("name", ["default", "bench", "bench_collective"])
+def test_builtin_scenario_is_valid(name: str) -> None:
+    resolved = json.loads(_core.resolve(json.dumps(load_scenario(builtin_scenario(name)))))
+    assert resolved["name"] == name

@@ -8,10 +8,13 @@ files.
     >>> results = fabricsim.run("scenario.yaml", overrides=["seed=3"])
     >>> results.flows          # a polars DataFrame
     >>> results.write("runs/example")
+    >>> sweep = fabricsim.sweep("scenarios/collectives/all_reduce.yaml")
+    >>> print(sweep.table())   # nccl-tests style
 
-`run` and `Results` are imported on first use: they pull in polars, which
-`fabricsim bench` must not count in the simulator's peak memory and which
-`fabricsim schema` or `topo` do not need.
+`run` and `Results` are imported on first use, and `sweep` imports them only
+when called: they pull in polars, which `fabricsim bench` must not count in
+the simulator's peak memory and which `fabricsim schema` or `topo` do not
+need.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._core import ScenarioError, SimulationError
 from ._core import version as _core_version
 from .scenario import load_scenario
+from .sweep import SweepResults, sweep
 
 if TYPE_CHECKING:
     from .results import Results
@@ -28,7 +32,16 @@ if TYPE_CHECKING:
 
 __version__: str = _core_version()
 
-__all__ = ["Results", "ScenarioError", "SimulationError", "__version__", "load_scenario", "run"]
+__all__ = [
+    "Results",
+    "ScenarioError",
+    "SimulationError",
+    "SweepResults",
+    "__version__",
+    "load_scenario",
+    "run",
+    "sweep",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,18 +1,19 @@
-"""The `fabricsim` command: run, topo, bench, schema.
+"""The `fabricsim` command: run (a scenario, or each value of its sweep), topo, bench, schema.
 
 Bad input (a scenario the core rejects, a missing or malformed file, an
 output directory that exists) is reported as one line `error: ...` on stderr
 with exit code 2, before anything is written. A failure inside the simulator
 exits with 3; a run stopped with Ctrl-C writes what it measured, marked
-incomplete, and exits with 130.
+incomplete, and exits with 130. A sweep is checked whole, every value, before
+its first run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import resource
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -24,16 +25,23 @@ from rich.table import Table
 
 from . import _core
 from .progress import ProgressBar
-from .scenario import builtin_scenario, load_scenario, to_json
+from .scenario import builtin_scenario, load_scenario, path_safe, to_json
+from .sweep import is_sweep, prepare, run_points
 
 if TYPE_CHECKING:
     from .results import Results
+    from .sweep import SweepPoint, SweepResults
 
 __all__ = ["main"]
 
 EXIT_BAD_INPUT = 2
 EXIT_SIMULATOR = 3
 EXIT_INTERRUPTED = 130
+
+# The built-in cases of `fabricsim bench`: the flow reference scenario of
+# issue 2 and the collective case of issue 3, both fixed; docs/PERFORMANCE.md
+# compares runs of them over time.
+BENCH_CASES = {"flows": "bench", "collective": "bench_collective"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,13 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fabricsim {_core.version()}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run a scenario and write its results directory")
+    run = commands.add_parser(
+        "run", help="run a scenario (each value of its sweep, if it has one) and write its results directory"
+    )
     run.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in default)")
     run.add_argument("-o", "--output", type=Path, help="output directory (default: runs/<scenario name>)")
     run.add_argument("--seed", type=int, help="master random seed (same as -s seed=N)")
     _add_overrides(run)
     run.add_argument("--overwrite", action="store_true", help="replace the results of an existing output directory")
     run.add_argument("--csv", action="store_true", help="also write every table as CSV")
+    run.add_argument("--plot", action="store_true", help="for a sweep, also draw busbw.png: bus bandwidth against size")
     run.set_defaults(command=_cmd_run)
 
     topo = commands.add_parser("topo", help="count the switches, links and optics of a scenario's topology")
@@ -69,8 +80,16 @@ def _parser() -> argparse.ArgumentParser:
     topo.add_argument("--json", action="store_true", help="print the report as JSON")
     topo.set_defaults(command=_cmd_topo)
 
-    bench = commands.add_parser("bench", help="measure simulator speed and memory on the reference scenario")
-    bench.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in bench)")
+    bench = commands.add_parser("bench", help="measure simulator speed and memory on the reference scenarios")
+    bench.add_argument(
+        "scenario", nargs="?", type=Path, help="measure this scenario file instead of the built-in cases"
+    )
+    bench.add_argument(
+        "--case",
+        choices=(*BENCH_CASES, "all"),
+        help="built-in case: flows (the 1,024-host permutation), collective (a 256-rank 8MB ring all-reduce), "
+        "or all (default; each in a fresh process, so that each peak memory is its own)",
+    )
     _add_overrides(bench)
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
     bench.set_defaults(command=_cmd_bench)
@@ -100,12 +119,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.scenario is not None:
         # An unnamed scenario file names its run after the file.
         scenario.setdefault("name", args.scenario.stem)
+    if is_sweep(scenario):
+        return _run_sweep(args, scenario)
+    if args.plot:
+        raise _core.ScenarioError(
+            "--plot: only a sweep is plotted (bus bandwidth against size); this scenario has none"
+        )
     text = to_json(scenario)
     name = str(json.loads(_core.resolve(text))["name"])
 
     from .results import Results, check_output_dir
 
-    output = check_output_dir(args.output or Path("runs") / _path_safe(name), args.overwrite)
+    output = check_output_dir(args.output or Path("runs") / path_safe(name), args.overwrite)
     with ProgressBar() as bar:
         raw = _core.run(text, bar)
     results = Results(raw)
@@ -113,10 +138,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     console = Console()
     console.print(_summary_table(name, results))
+    if results.summary.get("jobs"):
+        console.print(_jobs_table(results.summary["jobs"]))
     if results.complete:
         console.print(f"results: {path}")
         return 0
     console.print(f"results (incomplete, stopped by Ctrl-C): {path}")
+    return EXIT_INTERRUPTED
+
+
+def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
+    parameter, points = prepare(scenario)
+    name = str(json.loads(_core.resolve(to_json(points[0].scenario)))["name"])
+
+    from .results import check_output_dir
+
+    output = check_output_dir(args.output or Path("runs") / path_safe(name), args.overwrite)
+    console = Console(highlight=False)
+
+    def done(point: SweepPoint, results: Results) -> None:
+        state = "" if results.complete else " (incomplete, stopped by Ctrl-C)"
+        console.print(f"[{point.index + 1}/{len(points)}] {parameter}={point.label}{state}", markup=False)
+
+    sweep = run_points(parameter, points, progress=True, on_run=done)
+    path = sweep.write(output, overwrite=args.overwrite, csv=args.csv, plot=args.plot)
+
+    table = sweep.table()
+    if table:
+        # Plain print: the layout is nccl-tests', column for column.
+        print(table, end="")
+    else:
+        console.print(_sweep_summary_table(name, sweep))
+    if sweep.complete:
+        console.print(f"results: {path}")
+        return 0
+    console.print(f"results (incomplete, {len(sweep.runs)} of {len(points)} runs, stopped by Ctrl-C): {path}")
     return EXIT_INTERRUPTED
 
 
@@ -131,8 +187,39 @@ def _cmd_topo(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    source = args.scenario or builtin_scenario("bench")
-    text = to_json(load_scenario(source, args.overrides))
+    if args.scenario is not None and args.case is not None:
+        raise _core.ScenarioError("--case: give either a scenario file or a built-in case, not both")
+    if args.scenario is not None or args.case in BENCH_CASES:
+        source = args.scenario or builtin_scenario(BENCH_CASES[args.case])
+        report, complete = _bench_one(source, args.overrides)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            title = "fabricsim bench" + ("" if args.scenario is not None else f": {args.case}")
+            Console().print(_bench_table(report, title))
+        if not complete:
+            return _fail("benchmark stopped by Ctrl-C; the figures cover part of the run", EXIT_INTERRUPTED)
+        return 0
+
+    reports = {}
+    for case in BENCH_CASES:
+        report = _bench_in_child(case, args.overrides)
+        if isinstance(report, int):
+            return report
+        reports[case] = report
+    if args.json:
+        # The reference case's keys stay at the top level, as before the collective case existed.
+        print(json.dumps({**reports["flows"], **{case: r for case, r in reports.items() if case != "flows"}}, indent=2))
+    else:
+        console = Console()
+        for case, report in reports.items():
+            console.print(_bench_table(report, f"fabricsim bench: {case}"))
+    return 0
+
+
+def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], bool]:
+    """Runs one scenario in this process; its measurements and whether it ran to the end."""
+    text = to_json(load_scenario(source, overrides))
     _core.resolve(text)
     with ProgressBar(description="benchmark") as bar:
         start = time.perf_counter()
@@ -148,13 +235,25 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         "packet_hops": summary["packet_hops"],
         "sim_time_s": summary["sim_time_s"],
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        Console().print(_bench_table(report))
-    if not raw["complete"]:
-        return _fail("benchmark stopped by Ctrl-C; the figures cover part of the run", EXIT_INTERRUPTED)
-    return 0
+    return report, bool(raw["complete"])
+
+
+def _bench_in_child(case: str, overrides: Sequence[str]) -> dict[str, Any] | int:
+    """Measures a built-in case in a fresh interpreter: its report, or the exit code of a child that failed.
+
+    The peak RSS of a process only grows, so cases measured one after the
+    other in one process would each report the largest so far. The child
+    shares this terminal's stderr, so its progress bar and errors show.
+    """
+    command = [sys.executable, "-m", "fabricsim", "bench", "--case", case, "--json"]
+    for override in overrides:
+        command += ["-s", override]
+    child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    if child.returncode < 0:
+        return _fail(f"bench case {case}: the process was killed by signal {-child.returncode}", EXIT_SIMULATOR)
+    if child.returncode != 0:
+        return child.returncode
+    return dict(json.loads(child.stdout))
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -165,10 +264,6 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _fail(message: str, code: int) -> int:
     print(f"error: {message}", file=sys.stderr)
     return code
-
-
-def _path_safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
 
 
 def _peak_rss_bytes() -> int:
@@ -223,8 +318,8 @@ def _topology_table(report: Mapping[str, Any]) -> Table:
     return table
 
 
-def _bench_table(report: Mapping[str, Any]) -> Table:
-    table = Table(title="fabricsim bench", show_header=False)
+def _bench_table(report: Mapping[str, Any], title: str) -> Table:
+    table = Table(title=title, show_header=False)
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_row("wall time", _number(report["wall_s"], "s"))
@@ -234,6 +329,43 @@ def _bench_table(report: Mapping[str, Any]) -> Table:
     table.add_row("packet hops per second", _count(round(report["packet_hops_per_s"])))
     table.add_row("peak memory (RSS)", _number(report["peak_rss_bytes"] / 2**20, "MiB"))
     table.add_row("simulated time", _seconds(report["sim_time_s"]))
+    return table
+
+
+def _jobs_table(jobs: Mapping[str, Mapping[str, Any]]) -> Table:
+    table = Table(title="jobs")
+    table.add_column("job")
+    table.add_column("ranks", justify="right")
+    table.add_column("JCT", justify="right")
+    table.add_column("ideal JCT", justify="right")
+    table.add_column("slowdown", justify="right")
+    for name, job in jobs.items():
+        table.add_row(
+            name,
+            _count(job.get("ranks")),
+            _seconds(job.get("jct_s")),
+            _seconds(job.get("ideal_jct_s")),
+            _number(job.get("jct_slowdown")),
+        )
+    return table
+
+
+def _sweep_summary_table(name: str, sweep: SweepResults) -> Table:
+    table = Table(title=f"fabricsim sweep: {name} over {sweep.parameter}")
+    table.add_column(sweep.parameter)
+    table.add_column("simulated time", justify="right")
+    table.add_column("flows completed", justify="right")
+    table.add_column("FCT p99", justify="right")
+    table.add_column("goodput", justify="right")
+    for point, results in zip(sweep.points, sweep.runs, strict=False):
+        s = results.summary
+        table.add_row(
+            point.label,
+            _seconds(s.get("sim_time_s")),
+            f"{_count(s.get('flows_completed'))} / {_count(s.get('flows'))}",
+            _seconds(_us_to_s(s.get("fct_p99_us"))),
+            _number(s.get("goodput_gbps"), "Gb/s"),
+        )
     return table
 
 

@@ -1,8 +1,9 @@
 """The results of one run: the core's columns as polars frames, and the run directory.
 
 A run directory holds the resolved scenario (`scenario.json`, with the seed and
-the fabricsim version), one Parquet file per table (`flows`, `ports`,
-`timeseries`), `summary.json`, and CSV copies on request. Every file is written
+the fabricsim version), one Parquet file per table the core returned (`flows`,
+`ports`, `timeseries`, `collectives`, `steps`, `transfers`, ...),
+`summary.json`, and CSV copies on request. Every file is written
 under a temporary name in the same directory and renamed into place; a marker
 file `INCOMPLETE` exists while the directory is being written and stays when
 the run itself was stopped early, so a directory without it is whole.
@@ -21,10 +22,19 @@ import polars as pl
 from ._core import version
 from .scenario import VERSION_KEY
 
-__all__ = ["INCOMPLETE_MARKER", "OutputExistsError", "Results", "check_output_dir"]
+__all__ = [
+    "INCOMPLETE_MARKER",
+    "OutputExistsError",
+    "Results",
+    "check_output_dir",
+    "nccl_rows",
+    "nccl_tests_table",
+    "write_atomic",
+    "write_json",
+]
 
 INCOMPLETE_MARKER = "INCOMPLETE"
-TABLES = ("flows", "ports", "timeseries")
+TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers")
 
 
 class OutputExistsError(FileExistsError):
@@ -68,6 +78,26 @@ class Results:
         """Sampled series in long format: time_s, entity, metric, value."""
         return self.frames["timeseries"]
 
+    @property
+    def collectives(self) -> pl.DataFrame:
+        """One row per collective of each group and iteration: CCT, algbw and busbw (Gb/s), ideal, slowdown."""
+        return self._table("collectives")
+
+    @property
+    def steps(self) -> pl.DataFrame:
+        """One row per training-step iteration of each job: start, end, step time."""
+        return self._table("steps")
+
+    @property
+    def transfers(self) -> pl.DataFrame:
+        """One row per collective transfer, when the scenario's `telemetry.transfers` asks for them."""
+        return self._table("transfers")
+
+    def _table(self, name: str) -> pl.DataFrame:
+        # A table the core did not return (a run without jobs, or without
+        # transfer telemetry) reads as an empty frame.
+        return self.frames.get(name, pl.DataFrame())
+
     def __repr__(self) -> str:
         state = "complete" if self.complete else "incomplete"
         shapes = ", ".join(f"{name}={frame.height} rows" for name, frame in self.frames.items())
@@ -83,23 +113,120 @@ class Results:
         path = check_output_dir(directory, overwrite)
         path.mkdir(parents=True, exist_ok=True)
         marker = path / INCOMPLETE_MARKER
-        _write_atomic(marker, lambda f: f.write(b"this run directory is incomplete\n"))
+        write_atomic(marker, lambda f: f.write(b"this run directory is incomplete\n"))
 
         written = {INCOMPLETE_MARKER}
         scenario = {VERSION_KEY: version(), **self.scenario}
-        written.add(_write_json(path / "scenario.json", scenario))
+        written.add(write_json(path / "scenario.json", scenario))
         for name, frame in self.frames.items():
-            written.add(_write_atomic(path / f"{name}.parquet", lambda f, df=frame: df.write_parquet(f)))
+            written.add(write_atomic(path / f"{name}.parquet", lambda f, df=frame: df.write_parquet(f)))
             if csv:
-                written.add(_write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))
+                written.add(write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))
         for stale in _known_outputs(self.frames) - written:
             (path / stale).unlink(missing_ok=True)
         summary = {"complete": self.complete} | {k: v for k, v in self.summary.items() if k != "complete"}
-        written.add(_write_json(path / "summary.json", summary))
+        written.add(write_json(path / "summary.json", summary))
 
         if self.complete:
             marker.unlink()
         return path
+
+
+# nccl-tests reports bandwidth in GB/s of 1e9 bytes; the core's tables in Gb/s.
+GBPS_PER_GB_S = 8.0
+# nccl-tests' default data type, float: its `count` column is elements of 4 bytes.
+NCCL_TYPE = "float"
+NCCL_TYPE_BYTES = 4
+
+
+def nccl_rows(collectives: pl.DataFrame) -> pl.DataFrame:
+    """The rows of nccl-tests tables: one per (job, phase) and size, in the order the core listed them.
+
+    A size is one run of a sweep when the frame has the `sweep_index` and
+    `sweep_value` columns of a sweep's combined frame, else one `bytes` of a
+    single run. `time_us` is the mean CCT over the row's groups and
+    iterations; `algbw` and `busbw` the mean of the core's figures in
+    nccl-tests' GB/s (1e9 bytes/s); `value` the sweep value (null outside a
+    sweep).
+    """
+    key = "sweep_index" if "sweep_index" in collectives.columns else "bytes"
+    value = pl.col("sweep_value").first() if "sweep_value" in collectives.columns else pl.lit(None, pl.String)
+    return (
+        collectives.group_by("job", "phase", key, maintain_order=True)
+        .agg(
+            pl.col("op").first(),
+            pl.col("algorithm").first(),
+            pl.col("ranks").first(),
+            pl.col("group").n_unique().alias("groups"),
+            pl.col("bytes").max().alias("size"),
+            (pl.col("cct_s").mean() * 1e6).alias("time_us"),
+            (pl.col("algbw_gbps").mean() / GBPS_PER_GB_S).alias("algbw"),
+            (pl.col("busbw_gbps").mean() / GBPS_PER_GB_S).alias("busbw"),
+            value.alias("value"),
+        )
+        .rename({key: "key"})
+    )
+
+
+def nccl_tests_table(collectives: pl.DataFrame, parameter: str | None = None) -> str:
+    """The collectives in nccl-tests' output layout, one block per (job, phase); rows as `nccl_rows`.
+
+    When a block's sizes repeat, as in a sweep of something other than its
+    size, a last column gives each row's value of the sweep's `parameter`.
+    """
+    if collectives.is_empty():
+        return ""
+    rows = nccl_rows(collectives)
+    blocks = [
+        _nccl_block(block.sort("key", maintain_order=True), parameter or "value")
+        for _, block in rows.group_by("job", "phase", maintain_order=True)
+    ]
+    return "\n".join(blocks)
+
+
+def _nccl_block(rows: pl.DataFrame, parameter: str) -> str:
+    first = rows.row(0, named=True)
+    groups = int(first["groups"])
+    with_value = rows["size"].n_unique() < rows.height
+    lines = [
+        f"# {first['job']} / {first['phase']}: {first['op']} ({first['algorithm']}), "
+        f"{first['ranks']} ranks, {groups} group{'' if groups == 1 else 's'}",
+        "#",
+        f"# {'size':>10}  {'count':>12}  {'type':>8}  {'time':>7}  {'algbw':>6}  {'busbw':>6}",
+        f"# {'(B)':>10}  {'(elements)':>12}  {'':>8}  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}",
+    ]
+    if with_value:
+        lines[2] += f"  {parameter}"
+    busbw = []
+    for row in rows.iter_rows(named=True):
+        size = int(row["size"])
+        line = (
+            f"{size:>12}  {size // NCCL_TYPE_BYTES:>12}  {NCCL_TYPE:>8}  {_nccl_time(row['time_us']):>7}"
+            f"  {_nccl_bw(row['algbw']):>6}  {_nccl_bw(row['busbw']):>6}"
+        )
+        if with_value:
+            line += f"  {row['value']}"
+        lines.append(line)
+        if row["busbw"] is not None:
+            busbw.append(row["busbw"])
+    if busbw:
+        lines.append(f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):g}")
+    return "\n".join(lines) + "\n"
+
+
+def _nccl_time(time_us: float | None) -> str:
+    # nccl-tests keeps the time column 7 characters wide by dropping decimals.
+    if time_us is None:
+        return "N/A"
+    if time_us >= 10000.0:
+        return f"{time_us:7.0f}"
+    if time_us >= 100.0:
+        return f"{time_us:7.1f}"
+    return f"{time_us:7.2f}"
+
+
+def _nccl_bw(gb_per_s: float | None) -> str:
+    return "N/A" if gb_per_s is None else f"{gb_per_s:6.2f}"
 
 
 _DTYPES = {"int": pl.UInt64, "float": pl.Float64, "str": pl.String}
@@ -116,12 +243,13 @@ def _known_outputs(frames: Mapping[str, pl.DataFrame]) -> set[str]:
     return {"scenario.json", "summary.json"} | {f"{n}.{ext}" for n in names for ext in ("parquet", "csv")}
 
 
-def _write_json(path: Path, data: Mapping[str, Any]) -> str:
+def write_json(path: Path, data: Mapping[str, Any]) -> str:
+    """Writes `data` as indented JSON through `write_atomic`; returns the file name."""
     text = json.dumps(data, indent=2) + "\n"
-    return _write_atomic(path, lambda f: f.write(text.encode("utf-8")))
+    return write_atomic(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def _write_atomic(path: Path, write: Callable[[Any], object]) -> str:
+def write_atomic(path: Path, write: Callable[[Any], object]) -> str:
     """Writes through a temporary file in the same directory, then renames it over `path`."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from . import _core
+from ._core import ScenarioError
 from .progress import ProgressBar
 from .results import Results
 from .scenario import Overrides, load_scenario, to_json
+from .sweep import is_sweep
 
 __all__ = ["run", "run_loaded"]
 
@@ -18,8 +20,12 @@ def run(scenario: str | Path | Mapping[str, Any], overrides: Overrides = None, p
     """Loads a scenario (a YAML path or a dict), runs it and returns its results.
 
     With `progress`, a bar on stderr follows simulated time for runs longer than a second.
+    A scenario with a `sweep` is refused: it stands for several runs, see `fabricsim.sweep`.
     """
-    return run_loaded(load_scenario(scenario, overrides), progress)
+    loaded = load_scenario(scenario, overrides)
+    if is_sweep(loaded):
+        raise ScenarioError("sweep: this scenario is a sweep of several runs; run it with fabricsim.sweep")
+    return run_loaded(loaded, progress)
 
 
 def run_loaded(scenario: Mapping[str, Any], progress: bool | Callable[[float], None] = False) -> Results:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "deep_merge",
     "load_scenario",
     "parse_override",
+    "path_safe",
     "set_dotted",
     "to_json",
 ]
@@ -119,6 +121,11 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def path_safe(name: str) -> str:
+    """`name` as a file or directory name: runs of other characters than letters, digits, `.`, `_`, `-` become `_`."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
 
 
 def to_json(scenario: Mapping[str, Any]) -> str:

@@ -35,11 +35,12 @@ fn steady_state_allocates_nothing_per_packet() {
         "traffic": [{"kind": "permutation", "bytes": "4MB"}],
     });
     let mut sim = Simulation::new(Scenario::from_json(&scenario.to_string()).unwrap()).unwrap();
-    // Warm up: queues, the pool and the event buckets reach their sizes.
-    assert!(sim.run_until(Time::from_us(100), &mut |_| true));
+    // Warm up (300 us): queues, the pool and the event buckets reach their
+    // sizes while DCQCN settles.
+    assert!(sim.run_until(Time::from_us(300), &mut |_| true));
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let events_before = sim.events_executed();
-    assert!(sim.run_until(Time::from_us(250), &mut |_| true));
+    assert!(sim.run_until(Time::from_us(600), &mut |_| true));
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
     let events = sim.events_executed() - events_before;
     assert!(events > 100_000, "the window must be busy: {events} events");

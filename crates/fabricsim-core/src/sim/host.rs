@@ -116,17 +116,14 @@ impl Simulation {
     }
 
     /// Posts an RDMA WRITE of `bytes` on a connection, striped evenly over
-    /// its QPs (QP scaling). A zero-byte write completes at once.
+    /// its QPs (QP scaling). A zero-byte write still sends one packet, as
+    /// NCCL still signals every step of a tiny collective.
     pub(super) fn post_message(&mut self, conn: u32, bytes: u64, owner: Owner) {
         let mtu = self.scenario.nic.mtu.0 as u32;
         let id = self.messages.len() as u32;
         let qps = self.connections[conn as usize].qps.len() as u64;
-        let parts = (bytes.min(qps)) as u32;
+        let parts = bytes.clamp(1, qps) as u32;
         self.messages.push(Message { owner, parts_left: parts });
-        if parts == 0 {
-            self.message_done(owner);
-            return;
-        }
         for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
             let q = self.connections[conn as usize].qps[k] as usize;
             self.qps[q].sender.post(share, mtu);

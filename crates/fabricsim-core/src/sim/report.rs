@@ -208,10 +208,7 @@ impl Simulation {
         collectives.push("phase", Column::Text(runs.iter().map(|c| phase_of(c).name.clone()).collect()));
         collectives.push("group", Column::Int(runs.iter().map(|c| c.group as u64).collect()));
         collectives.push("op", Column::Text(runs.iter().map(|c| c.op.name().to_string()).collect()));
-        collectives.push(
-            "algorithm",
-            Column::Text(runs.iter().map(|c| format!("{:?}", c.algorithm).to_lowercase()).collect()),
-        );
+        collectives.push("algorithm", Column::Text(runs.iter().map(|c| c.pattern().to_string()).collect()));
         collectives.push("ranks", Column::Int(runs.iter().map(|c| c.ranks as u64).collect()));
         collectives.push("bytes", Column::Int(runs.iter().map(|c| c.bytes).collect()));
         collectives.push("start_s", Column::Float(j.collective_start.iter().map(|&t| secs(t)).collect()));

@@ -30,6 +30,19 @@ pub struct Transfer {
     pub deps: Vec<u32>,
 }
 
+impl CollectiveRun {
+    /// How its data moves: `ring`, `tree`, `chain` (broadcast, reduce) or
+    /// `p2p` (send/recv, all-to-all).
+    pub fn pattern(&self) -> &'static str {
+        match (self.op, self.algorithm) {
+            (_, Algorithm::Tree) => "tree",
+            (CollectiveOp::Broadcast | CollectiveOp::Reduce, _) => "chain",
+            (CollectiveOp::SendRecv | CollectiveOp::AllToAll | CollectiveOp::AllToAllv, _) => "p2p",
+            _ => "ring",
+        }
+    }
+}
+
 /// One collective run by one group in one phase instance.
 #[derive(Clone, Debug)]
 pub struct CollectiveRun {
@@ -250,7 +263,8 @@ fn place(
     let want = spec.ranks as usize;
     let available: Vec<usize> = (0..nics.len()).filter(|&i| free[i]).collect();
     let too_few = |what: &str| {
-        invalid(field, format!("{} ranks do not fit: {what} (the topology has {} NICs)", spec.ranks, nics.len()))
+        let how = serde_json::to_value(&spec.placement).map(|v| v.to_string()).unwrap_or_default();
+        invalid(field, format!("{} ranks do not fit {how}: {what} (the topology has {} NICs)", spec.ranks, nics.len()))
     };
     let chosen: Vec<usize> = match &spec.placement {
         Placement::Contiguous => {
