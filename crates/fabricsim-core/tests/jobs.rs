@@ -128,3 +128,51 @@ fn training_steps_follow_their_phases_and_overlap_where_asked() {
     let jct = out.summary["jobs"]["train"]["jct_slowdown"].as_f64().unwrap();
     assert!((1.0..1.3).contains(&jct), "JCT slowdown {jct}");
 }
+
+#[test]
+fn placements_put_ranks_where_they_say() {
+    use fabricsim_core::topology::{NodeRole, TopologySpec};
+    use fabricsim_core::workload::job::JobSpec;
+    use fabricsim_core::workload::program::expand;
+    let topo: TopologySpec =
+        serde_json::from_value(json!({"kind": "clos", "tiers": 3, "radix": 8, "link_rate": "100Gbps"})).unwrap();
+    let topo = topo.build().unwrap();
+    let tor = |nic: fabricsim_core::topology::NodeId| {
+        let adj = topo.adjacency();
+        let sw = topo.peer(adj[nic.0 as usize][0], nic);
+        match topo.node(sw).role {
+            NodeRole::Switch { pod, .. } => (topo.node(sw).index, pod),
+            NodeRole::Nic { .. } => unreachable!(),
+        }
+    };
+    let job = |placement: Value| -> JobSpec {
+        serde_json::from_value(json!({"name": "j", "ranks": 4, "placement": placement,
+            "phases": [{"name": "c", "compute": "1us"}]}))
+        .unwrap()
+    };
+    let placed = |placement: Value| expand(&[job(placement)], &topo, 1, 1).unwrap().jobs[0].nics.clone();
+    let local = placed(json!("t0_local"));
+    assert!(local.iter().all(|&n| tor(n) == tor(local[0])));
+    let cross = placed(json!("cross_t1"));
+    for w in cross.windows(2) {
+        // Consecutive ranks sit in different pods: their traffic crosses T1.
+        assert_ne!(tor(w[0]).1, tor(w[1]).1);
+    }
+    let contiguous = placed(json!("contiguous"));
+    assert_eq!(contiguous.iter().map(|n| topo.name(*n)).collect::<Vec<_>>(), ["nic0", "nic1", "nic2", "nic3"]);
+    let (a, b) = (placed(json!("random")), expand(&[job(json!("random"))], &topo, 1, 2).unwrap().jobs[0].nics.clone());
+    assert_ne!(a, b, "another seed draws another random placement");
+    // Two jobs never share a NIC.
+    let two = expand(
+        &[job(json!("random")), {
+            let mut j = job(json!("contiguous"));
+            j.name = "k".into();
+            j
+        }],
+        &topo,
+        1,
+        1,
+    )
+    .unwrap();
+    assert!(two.jobs[0].nics.iter().all(|n| !two.jobs[1].nics.contains(n)));
+}

@@ -341,15 +341,17 @@ impl Simulation {
 
     /// Completion time of collective `c` on an ideal fabric with no
     /// contention, in closed form from the alpha-beta model. The latency
-    /// bound is its longest chain of dependent transfers times alpha, the
-    /// one-way latency of one packet between its ranks (propagation,
-    /// forwarding and serialization at each hop; the largest over the pairs
-    /// it uses). The bandwidth bound is the time its busiest rank needs to
-    /// send or receive its bytes: over the network at its NICs' payload rate
-    /// (all ports, less header overhead), over the intra-host link at that
-    /// link's rate, plus a pipelined chain's fill, plus one alpha. Slices
-    /// pipeline the latency under the bandwidth, so the ideal is the larger
-    /// bound, not their sum: small collectives are latency-bound, large ones
+    /// bound is the longest chain of dependent transfers, each taking alpha,
+    /// the one-way latency of one packet between its two ranks (propagation,
+    /// forwarding and serialization at each hop, or the intra-host link's),
+    /// plus the serialization of the rest of its bytes: a rank forwards a
+    /// slice only once all of it has arrived.
+    /// The bandwidth bound is the time its busiest rank needs to send or
+    /// receive its bytes: over the network at its NICs' payload rate (all
+    /// ports, less header overhead), over the intra-host link at that link's
+    /// rate, plus a pipeline's fill, plus the largest alpha. Slices pipeline
+    /// the latency under the bandwidth, so the ideal is the larger bound, not
+    /// their sum: small collectives are latency-bound, large ones
     /// bandwidth-bound.
     fn ideal_cct(&self, c: usize) -> Time {
         let run = &self.jobs.program.collectives[c];
@@ -357,37 +359,49 @@ impl Simulation {
             return Time::ZERO;
         }
         let job = &self.jobs.program.jobs[self.jobs.program.phases[run.phase as usize].job as usize];
-        let range = run.first as usize..(run.first + run.count) as usize;
+        let (first, count) = (run.first as usize, run.count as usize);
         let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
-        let largest = self.jobs.program.transfers[range.clone()].iter().map(|t| t.bytes).max().unwrap_or(0);
+        let transfers = &self.jobs.program.transfers[first..first + count];
+        let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
         let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true);
         let intra = &self.scenario.intra_host;
         let efficiency = headers::payload_efficiency(ip, mtu as u32);
-        let mut alpha = Time::ZERO;
-        let mut seen = std::collections::BTreeSet::new();
+        let mut alpha_of_conn: HashMap<u32, Time> = HashMap::new();
+        // Latest finish of a chain ending with each transfer.
+        let mut chain_end = vec![Time::ZERO; count];
+        let mut max_alpha = Time::ZERO;
         // Per rank: (network sent, network received, intra sent, intra received).
         let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
-        for t in range {
-            let conn = self.jobs.transfer_conn[t];
-            let transfer = &self.jobs.program.transfers[t];
+        for (k, transfer) in transfers.iter().enumerate() {
+            let conn = self.jobs.transfer_conn[first + k];
             let side = if conn == INTRA_HOST { 2 } else { 0 };
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
-            let pair_alpha = if conn == INTRA_HOST {
+            let alpha = if conn == INTRA_HOST {
                 intra.latency + intra.rate.tx_time(packet as u64)
             } else {
-                if !seen.insert(conn) {
-                    continue;
-                }
-                let qp = &self.qps[self.connections[conn as usize].qps[0] as usize];
-                let dst = job.nics[transfer.dst_rank as usize];
-                self.path(qp.src_port, dst)
-                    .iter()
-                    .map(|p| self.ports[p.0 as usize].delay + self.ports[p.0 as usize].tx_time(packet))
-                    .fold(Time::ZERO, |a, b| a + b)
+                *alpha_of_conn.entry(conn).or_insert_with(|| {
+                    let qp = &self.qps[self.connections[conn as usize].qps[0] as usize];
+                    let dst = job.nics[transfer.dst_rank as usize];
+                    self.path(qp.src_port, dst)
+                        .iter()
+                        .map(|p| self.ports[p.0 as usize].delay + self.ports[p.0 as usize].tx_time(packet))
+                        .fold(Time::ZERO, |a, b| a + b)
+                })
             };
-            alpha = alpha.max(pair_alpha);
+            max_alpha = max_alpha.max(alpha);
+            let rest = transfer.bytes.saturating_sub(mtu) as f64 * 8.0;
+            let rest = Time::from_secs_f64(if conn == INTRA_HOST {
+                rest / intra.rate.0 as f64
+            } else {
+                let first_hop = self.qps[self.connections[conn as usize].qps[0] as usize].src_port;
+                rest / (self.ports[first_hop.0 as usize].rate.0 as f64 * efficiency)
+            });
+            // Dependencies come earlier in the list, within this collective.
+            let ready = transfer.deps.iter().map(|&d| chain_end[d as usize - first]).max().unwrap_or(Time::ZERO);
+            chain_end[k] = ready + alpha + rest;
         }
+        let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
         let busiest = load
             .iter()
             .map(|(&rank, l)| {
@@ -398,6 +412,6 @@ impl Simulation {
                     + l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64
             })
             .fold(0.0, f64::max);
-        Time(alpha.0 * run.chain as u64).max(Time::from_secs_f64(busiest) + alpha)
+        latency.max(Time::from_secs_f64(busiest) + max_alpha)
     }
 }
