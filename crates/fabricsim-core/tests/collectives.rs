@@ -121,3 +121,40 @@ fn concurrent_jobs_are_accounted_separately_and_add_up() {
     assert_eq!(texts(&out.collectives, "job"), ["victim", "noise"]);
     assert!(jobs["victim"]["completed"].as_bool().unwrap() && jobs["noise"]["completed"].as_bool().unwrap());
 }
+
+#[test]
+fn a_connection_never_has_more_slices_in_flight_than_its_buffer_slots() {
+    let in_flight = |credits: Option<u32>| {
+        let mut c = json!({"op": "broadcast", "bytes": "4MiB", "slice": "64KiB", "channels": 1});
+        if let Some(k) = credits {
+            c["credits"] = json!(k);
+        }
+        let out = run(json!({
+            "topology": clos(8),
+            "telemetry": {"transfers": true},
+            "jobs": [job("b", 4, json!("t0_local"), c)],
+        }));
+        let t = &out.transfers;
+        let (src, posted, end) = (ints(t, "src_rank"), floats(t, "posted_s"), floats(t, "end_s"));
+        // Most transfers in flight at once from the root (rank 0).
+        let mut edges: Vec<(f64, i32)> = Vec::new();
+        for i in 0..src.len() {
+            if src[i] == 0 {
+                edges.push((posted[i].unwrap(), 1));
+                edges.push((end[i].unwrap(), -1));
+            }
+        }
+        edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        edges
+            .iter()
+            .scan(0, |n, e| {
+                *n += e.1;
+                Some(*n)
+            })
+            .max()
+            .unwrap()
+    };
+    // NCCL's 8 buffer steps of one step per broadcast slice.
+    assert_eq!(in_flight(None), 8);
+    assert_eq!(in_flight(Some(2)), 2);
+}

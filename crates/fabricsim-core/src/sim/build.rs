@@ -149,7 +149,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         };
         transfer_conn.push(conn);
     }
-    let jobs = Jobs::new(program, transfer_conn, topo.nodes.len());
+    let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
     let raw_node_ports: Vec<Vec<u32>> = node_ports.iter().map(|l| l.iter().map(|p| p.0).collect()).collect();
     let fault_actions = faults::expand(&scenario.faults, &topo, &raw_node_ports, seed)?;

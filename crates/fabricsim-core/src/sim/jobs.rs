@@ -21,6 +21,9 @@ pub(super) struct Jobs {
     pub dep_start: Vec<u32>,
     pub deps_left: Vec<u32>,
     pub ready: Vec<Option<Time>>,
+    /// When a transfer was posted: when it was ready, or later if it waited
+    /// for a buffer slot.
+    pub posted: Vec<Option<Time>>,
     pub done: Vec<Option<Time>>,
     pub collective_left: Vec<u32>,
     pub collective_start: Vec<Option<Time>>,
@@ -37,10 +40,14 @@ pub(super) struct Jobs {
     pub job_failed: Vec<bool>,
     /// When each GPU's intra-host port is free again, by NIC node.
     pub gpu_busy: Vec<Time>,
+    /// Transfers posted and not yet arrived, per connection, and the ready
+    /// transfers waiting for one of them to free a buffer slot.
+    pub conn_in_flight: Vec<u32>,
+    pub conn_waiting: Vec<std::collections::VecDeque<u32>>,
 }
 
 impl Jobs {
-    pub fn new(program: Program, transfer_conn: Vec<u32>, nodes: usize) -> Jobs {
+    pub fn new(program: Program, transfer_conn: Vec<u32>, nodes: usize, connections: usize) -> Jobs {
         let t = program.transfers.len();
         let mut counts = vec![0u32; t + 1];
         for tr in &program.transfers {
@@ -69,6 +76,7 @@ impl Jobs {
         Jobs {
             deps_left: program.transfers.iter().map(|t| t.deps.len() as u32).collect(),
             ready: vec![None; t],
+            posted: vec![None; t],
             done: vec![None; t],
             collective_left: program.collectives.iter().map(|c| c.count).collect(),
             collective_start: vec![None; program.collectives.len()],
@@ -82,6 +90,8 @@ impl Jobs {
             job_end: vec![None; program.jobs.len()],
             job_failed: vec![false; program.jobs.len()],
             gpu_busy: vec![Time::ZERO; nodes],
+            conn_in_flight: vec![0; connections],
+            conn_waiting: vec![Default::default(); connections],
             phase_dependents,
             dependents,
             dep_start,
@@ -136,12 +146,20 @@ impl Simulation {
         let transfer = &self.jobs.program.transfers[t as usize];
         let conn = self.jobs.transfer_conn[t as usize];
         if conn != INTRA_HOST {
-            self.post_message(conn, transfer.bytes, Owner::Transfer(t));
+            let credits = self.jobs.program.collectives[transfer.collective as usize].credits;
+            if self.jobs.conn_in_flight[conn as usize] < credits {
+                self.jobs.conn_in_flight[conn as usize] += 1;
+                self.jobs.posted[t as usize] = Some(now);
+                self.post_message(conn, transfer.bytes, Owner::Transfer(t));
+            } else {
+                self.jobs.conn_waiting[conn as usize].push_back(t);
+            }
             return;
         }
         let job =
             self.jobs.program.phases[self.jobs.program.collectives[transfer.collective as usize].phase as usize].job;
         let src = self.jobs.program.jobs[job as usize].nics[transfer.src_rank as usize];
+        self.jobs.posted[t as usize] = Some(now);
         let link = &self.scenario.intra_host;
         let busy = &mut self.jobs.gpu_busy[src.0 as usize];
         let sent = (*busy).max(now) + link.rate.tx_time(transfer.bytes);
@@ -152,6 +170,17 @@ impl Simulation {
     /// A transfer's last byte arrived.
     pub(super) fn transfer_done(&mut self, t: u32) {
         self.jobs.done[t as usize] = Some(self.now());
+        let conn = self.jobs.transfer_conn[t as usize];
+        if conn != INTRA_HOST {
+            // The slot frees: the oldest waiting transfer takes it.
+            self.jobs.conn_in_flight[conn as usize] -= 1;
+            if let Some(next) = self.jobs.conn_waiting[conn as usize].pop_front() {
+                self.jobs.conn_in_flight[conn as usize] += 1;
+                self.jobs.posted[next as usize] = Some(self.now());
+                let bytes = self.jobs.program.transfers[next as usize].bytes;
+                self.post_message(conn, bytes, Owner::Transfer(next));
+            }
+        }
         let (from, to) = (self.jobs.dep_start[t as usize], self.jobs.dep_start[t as usize + 1]);
         for i in from..to {
             let d = self.jobs.dependents[i as usize];

@@ -283,6 +283,7 @@ impl Simulation {
                 Column::Int(j.transfer_conn.iter().map(|&c| u64::from(c == super::jobs::INTRA_HOST)).collect()),
             );
             transfers.push("ready_s", Column::Float(j.ready.iter().map(|&t| secs(t)).collect()));
+            transfers.push("posted_s", Column::Float(j.posted.iter().map(|&t| secs(t)).collect()));
             transfers.push("end_s", Column::Float(j.done.iter().map(|&t| secs(t)).collect()));
         }
 

@@ -10,9 +10,9 @@
 //! Data is cut over `channels` (each a ring or tree with its own
 //! connections) and, within a channel, into slices of at most `slice`
 //! bytes that are pipelined step to step (NCCL's Simple protocol: 4 MiB
-//! buffers of 8 steps, 2-step slices of 1 MiB, protocols.md s7.1). NCCL's
-//! per-connection credit of 8 buffer slots is not modelled: a rank may run
-//! ahead of its successor by more than 8 slices.
+//! buffers of 8 steps, 2-step slices of 1 MiB, protocols.md s7.1). A
+//! connection has as many slices in flight as its receiver has buffer slots
+//! (`credits`); a slot is taken to be free once its slice has arrived.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -101,6 +101,15 @@ fn default_channels() -> u32 {
 }
 
 impl CollectiveSpec {
+    /// Slices in flight per connection, NCCL's default unless given.
+    pub fn credits(&self) -> u32 {
+        match (self.credits, self.op) {
+            (Some(c), _) => c,
+            (None, CollectiveOp::Broadcast | CollectiveOp::Reduce) => 8,
+            (None, _) => 4,
+        }
+    }
+
     /// The slice size, NCCL's default for the operation unless given.
     pub fn slice(&self) -> u64 {
         match (self.slice, self.op) {
@@ -150,6 +159,12 @@ pub struct CollectiveSpec {
     /// For all_to_allv: `matrix[i][j]` bytes from group position i to j.
     #[serde(default)]
     pub matrix: Option<Vec<Vec<Bytes>>>,
+    /// Slices a connection may have in flight before its sender waits for
+    /// the receiver to free a buffer slot. Default NCCL's: 8 buffer steps
+    /// per connection, so 4 slices of 2 steps for rings, trees and p2p and 8
+    /// slices of 1 step for broadcast and reduce (protocols.md s7.1).
+    #[serde(default)]
+    pub credits: Option<u32>,
     /// For ring all_reduce over multi-GPU hosts: reduce-scatter inside each
     /// host, all-reduce across hosts per local GPU, all-gather inside each
     /// host.

@@ -53,6 +53,8 @@ pub struct CollectiveRun {
     pub ranks: u32,
     pub bytes: u64,
     pub qps: u32,
+    /// Transfers a connection may have in flight (NCCL's buffer slots).
+    pub credits: u32,
     /// Its transfers: `Program::transfers[first..first + count]`.
     pub first: u32,
     pub count: u32,
@@ -407,6 +409,9 @@ fn expand_collective(
     if spec.slice() == 0 {
         return invalid(format!("{field}.slice"), "0B: slices carry at least one byte");
     }
+    if spec.credits() == 0 {
+        return invalid(format!("{field}.credits"), "0: a connection needs at least one buffer slot");
+    }
     let qps = spec.qps.unwrap_or(default_qps);
     if qps == 0 {
         return invalid(format!("{field}.qps"), "0: a connection needs at least one QP");
@@ -498,6 +503,7 @@ fn expand_collective(
         ranks: n as u32,
         bytes,
         qps,
+        credits: spec.credits(),
         first,
         count,
         fill_bytes: if pipelined_from_one_rank && chain > 1 {
