@@ -254,3 +254,30 @@ fn a_link_failure_loses_packets_until_reconvergence_then_every_flow_completes() 
     assert!(up[1] > 2 * up[0], "uplink bytes {up:?}");
     assert!(summary_f64(&out, "sim_time_s") > 80e-6);
 }
+
+/// Aggregation-to-core links that carried data, out of all of them.
+fn busy_core_uplinks(same_seed: bool) -> (usize, usize) {
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 3, "radix": 8, "link_rate": "100Gbps"},
+        "switch": {"ecmp": {"same_seed": same_seed}},
+        "transport": {"kind": "rocev2", "qps": 4},
+        "traffic": [{"kind": "permutation", "bytes": "256KiB"}],
+    }));
+    let (node, peer, tx) = (texts(&out.ports, "node"), texts(&out.ports, "peer"), ints(&out.ports, "tx_bytes"));
+    let up: Vec<u64> =
+        (0..node.len()).filter(|&i| node[i].starts_with("t1.") && peer[i].starts_with("t2.")).map(|i| tx[i]).collect();
+    (up.iter().filter(|&&b| b > 100_000).count(), up.len())
+}
+
+#[test]
+fn one_hash_seed_everywhere_polarizes_ecmp() {
+    // The ToR picks aggregation switch j with h mod 4; with the same seed
+    // and group size every aggregation switch then picks its uplink j
+    // again, so each uses one of its four core uplinks (alibaba-hpn.txt
+    // s2.2). Per-switch seeds spread the same flows over all of them.
+    let (polarized, total) = busy_core_uplinks(true);
+    let (spread, _) = busy_core_uplinks(false);
+    assert_eq!(total, 128);
+    assert_eq!(polarized, 32, "one uplink per aggregation switch");
+    assert!(spread > 100, "per-switch seeds use {spread} of {total} core uplinks");
+}
