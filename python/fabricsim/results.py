@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 INCOMPLETE_MARKER = "INCOMPLETE"
+PCAP_FILE = "telemetry.pcap"
 TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers")
 
 
@@ -62,6 +63,8 @@ class Results:
         self.frames: dict[str, pl.DataFrame] = {
             name: _frame(cols, dtypes.get(name, {})) for name, cols in raw["tables"].items()
         }
+        # The capture of `telemetry.pcap`, as the bytes of a pcap file.
+        self.pcap: bytes | None = raw.get("pcap")
 
     @property
     def flows(self) -> pl.DataFrame:
@@ -122,6 +125,8 @@ class Results:
             written.add(write_atomic(path / f"{name}.parquet", lambda f, df=frame: df.write_parquet(f)))
             if csv:
                 written.add(write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))
+        if self.pcap is not None:
+            written.add(write_atomic(path / PCAP_FILE, lambda f: f.write(self.pcap)))
         for stale in _known_outputs(self.frames) - written:
             (path / stale).unlink(missing_ok=True)
         summary = {"complete": self.complete} | {k: v for k, v in self.summary.items() if k != "complete"}
@@ -240,7 +245,8 @@ def _frame(columns: Mapping[str, list[Any]], dtypes: Mapping[str, str]) -> pl.Da
 
 def _known_outputs(frames: Mapping[str, pl.DataFrame]) -> set[str]:
     names = set(TABLES) | set(frames)
-    return {"scenario.json", "summary.json"} | {f"{n}.{ext}" for n in names for ext in ("parquet", "csv")}
+    tables = {f"{n}.{ext}" for n in names for ext in ("parquet", "csv")}
+    return {"scenario.json", "summary.json", PCAP_FILE} | tables
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> str:

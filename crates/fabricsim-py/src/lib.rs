@@ -112,14 +112,18 @@ fn run(py: Python<'_>, scenario_json: &str, progress: Option<Py<PyAny>>) -> PyRe
                 })
             };
             let out = sim.run(&mut hook);
-            Ok(serde_json::to_string(&out.to_json()).expect("output serializes"))
+            Ok((serde_json::to_string(&out.to_json()).expect("output serializes"), out.pcap))
         })
     })?;
     if let Some(e) = callback_error {
         return Err(e);
     }
+    let (output, pcap) = output;
     let result = json_loads(py, &output)?;
     result.bind(py).set_item("resolved", resolved)?;
+    if let Some(bytes) = pcap {
+        result.bind(py).set_item("pcap", pyo3::types::PyBytes::new(py, &bytes))?;
+    }
     Ok(result)
 }
 

@@ -7,7 +7,7 @@ mod output;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::units::Time;
+use crate::units::{Bytes, Time};
 use crate::workload::NicRef;
 
 pub use output::{percentile, Column, RunOutput, Table};
@@ -22,7 +22,30 @@ pub struct TelemetryConfig {
     pub ports: Vec<String>,
     /// NICs whose receive goodput is sampled.
     pub hosts: Vec<NicRef>,
+    /// Capture the packets sent on some ports into `telemetry.pcap`.
+    pub pcap: Option<PcapConfig>,
     /// Record every collective transfer (src and dst rank, chunk, step,
     /// when it became ready and when it completed) in `transfers`.
     pub transfers: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PcapConfig {
+    /// Ports (`node:port`) whose transmitted packets are captured.
+    pub ports: Vec<String>,
+    /// Bytes kept of each frame. Default 128B: every header, no payload.
+    #[serde(default = "default_snaplen")]
+    pub snaplen: Bytes,
+    /// Stop capturing after this many packets. Default 1,000,000.
+    #[serde(default = "default_max_packets")]
+    pub max_packets: u64,
+}
+
+fn default_snaplen() -> Bytes {
+    Bytes(128)
+}
+
+fn default_max_packets() -> u64 {
+    1_000_000
 }

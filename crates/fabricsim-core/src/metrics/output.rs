@@ -60,6 +60,8 @@ pub struct RunOutput {
     pub steps: Table,
     /// One row per collective transfer, when telemetry asks for them.
     pub transfers: Table,
+    /// A pcap file of the captured ports, when telemetry asks for one.
+    pub pcap: Option<Vec<u8>>,
 }
 
 impl RunOutput {

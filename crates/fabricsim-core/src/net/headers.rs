@@ -43,9 +43,10 @@ fn on_wire(frame: u32) -> u32 {
     frame.max(MIN_FRAME) + WIRE_OVERHEAD
 }
 
-/// Wire bytes of a WRITE packet carrying `payload` bytes.
+/// Wire bytes of a WRITE packet carrying `payload` bytes (padded to a
+/// multiple of 4, the BTH PadCnt).
 pub fn data_wire(ip: IpVersion, payload: u32, first: bool) -> u32 {
-    on_wire(ETH + ip.header() + UDP + BTH + if first { RETH } else { 0 } + payload + ICRC)
+    on_wire(ETH + ip.header() + UDP + BTH + if first { RETH } else { 0 } + payload.next_multiple_of(4) + ICRC)
 }
 
 /// Wire bytes of an ACK or NAK.

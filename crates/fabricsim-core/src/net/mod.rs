@@ -3,6 +3,7 @@
 //! dynamic thresholds, RED-style ECN marking, PFC and packet trimming.
 
 mod buffer;
+pub mod capture;
 pub mod config;
 pub mod headers;
 pub mod packet;

@@ -10,6 +10,7 @@ use crate::cc::Dcqcn;
 use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults;
+use crate::net::capture::Capture;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
@@ -162,6 +163,20 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
             faults::resolve_port(&topo, &raw_node_ports, text, &format!("telemetry.ports[{i}]")).map(PortId)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let capture = match &scenario.telemetry.pcap {
+        None => None,
+        Some(pcap) => {
+            let mut captured = vec![false; ports.len()];
+            for (i, text) in pcap.ports.iter().enumerate() {
+                let field = format!("telemetry.pcap.ports[{i}]");
+                captured[faults::resolve_port(&topo, &raw_node_ports, text, &field)? as usize] = true;
+            }
+            if pcap.snaplen.0 < 64 {
+                return invalid("telemetry.pcap.snaplen", format!("{}: keep at least 64B", pcap.snaplen));
+            }
+            Some((Capture::new(pcap.snaplen.0.min(u32::MAX as u64) as u32, pcap.max_packets), captured))
+        }
+    };
     let nics = topo.nics();
     let telemetry_hosts = scenario
         .telemetry
@@ -209,6 +224,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         samples: Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
         telemetry_ports,
         telemetry_hosts,
+        capture,
         node_ports,
         ports,
         topo,

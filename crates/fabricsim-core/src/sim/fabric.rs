@@ -56,6 +56,9 @@ impl Simulation {
     /// is down or loses it.
     fn put_on_wire(&mut self, port: PortId, id: PacketId, done: Time) {
         let p = port.0 as usize;
+        if self.capture.as_ref().is_some_and(|(_, on)| on[p]) {
+            self.capture_packet(port, id);
+        }
         let pkt = self.pool.get(id);
         let c = &mut self.ports[p].counters;
         c.tx_bytes += pkt.wire() as u64;
@@ -235,6 +238,23 @@ impl Simulation {
         self.ports[port.0 as usize].set_paused(class, pause, now);
         if !pause {
             self.try_transmit(port);
+        }
+    }
+
+    /// Writes a packet starting to leave `port` into the capture.
+    fn capture_packet(&mut self, port: PortId, id: PacketId) {
+        let pkt = *self.pool.get(id);
+        let message_len = match pkt.kind {
+            crate::net::PacketKind::Data if pkt.has(flag::FIRST) => {
+                self.qps[pkt.qp as usize].sender.message_bytes(pkt.psn, self.scenario.nic.mtu.0 as u32)
+            }
+            _ => 0,
+        };
+        let (from, to) = (self.ports[port.0 as usize].node.0, self.ports[port.peer().0 as usize].node.0);
+        let now = self.now();
+        let ip = self.scenario.nic.ip;
+        if let Some((capture, _)) = self.capture.as_mut() {
+            capture.record(now, &pkt, from, to, ip, message_len);
         }
     }
 

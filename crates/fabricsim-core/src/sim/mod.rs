@@ -157,6 +157,8 @@ pub struct Simulation {
     total_bytes: u64,
     totals: Totals,
     telemetry_ports: Vec<PortId>,
+    /// The pcap being written and, per port, whether it is captured.
+    capture: Option<(crate::net::capture::Capture, Vec<bool>)>,
     telemetry_hosts: Vec<NodeId>,
     samples: report::Samples,
 }

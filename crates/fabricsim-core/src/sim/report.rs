@@ -174,7 +174,11 @@ impl Simulation {
         let (collectives, steps, transfers, jobs) = self.job_tables();
         let mut summary = summary;
         summary["jobs"] = jobs;
-        RunOutput { complete, summary, flows, ports, timeseries, collectives, steps, transfers }
+        let pcap = self.capture.take().map(|(capture, _)| {
+            summary["captured_packets"] = json!(capture.packets());
+            capture.into_bytes()
+        });
+        RunOutput { complete, summary, flows, ports, timeseries, collectives, steps, transfers, pcap }
     }
 
     /// Payload still in queues or on wires.

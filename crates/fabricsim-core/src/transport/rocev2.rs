@@ -99,6 +99,14 @@ impl RoceSender {
         self.messages.push_back(SendMessage { first, end: self.posted_end, last_payload });
     }
 
+    /// Length of the message that `psn` belongs to (for the RETH).
+    pub fn message_bytes(&self, psn: u32, mtu: u32) -> u64 {
+        self.messages
+            .iter()
+            .find(|m| m.first <= psn && psn < m.end)
+            .map_or(0, |m| (m.end - m.first - 1) as u64 * mtu as u64 + m.last_payload as u64)
+    }
+
     pub fn has_data(&self) -> bool {
         !self.failed && self.snd_nxt < self.posted_end
     }

@@ -1,0 +1,265 @@
+//! Packet capture: the real bytes of simulated packets, in pcap format, so
+//! that Wireshark, tshark or scapy decode fabricsim's traffic.
+//!
+//! A captured frame is Ethernet / IPv6 or IPv4 / UDP (destination port 4791)
+//! / BTH, then RETH on the first packet of an RDMA WRITE, AETH on ACKs and
+//! NAKs, 16 reserved bytes on CNPs, then the payload (zeros), ICRC and FCS.
+//! Header layouts follow IBTA Vol.1 s9.2 and Annex A17 as summarized in
+//! protocols.md s2.2-s2.3. Frames are cut to `snaplen` bytes; the record keeps
+//! the original length. Addresses are made from node ids: MAC
+//! 02:00:00:xx:xx:xx of the sending and receiving node of the hop, IPv6
+//! fd00::<nic> (IPv4 10.x.y.z). The ICRC and FCS are not computed (their
+//! bytes are zero) since captures are normally cut before them.
+
+use super::headers::IpVersion;
+use super::packet::{flag, Packet, PacketKind, CLASS_CONTROL};
+use crate::units::Time;
+
+/// pcap file header with nanosecond timestamps and Ethernet link type.
+const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
+const LINKTYPE_ETHERNET: u32 = 1;
+const ROCE_UDP_PORT: u16 = 4791;
+/// DSCP of RoCE data (CS3/AF31 class commonly used for RDMA) and of CNPs
+/// (NVIDIA's CNP_DSCP 48, protocols.md s2.3).
+const DSCP_DATA: u8 = 26;
+const DSCP_CONTROL: u8 = 48;
+
+/// BTH opcodes of the RC transport (IBTA; protocols.md s2.3).
+mod opcode {
+    pub const WRITE_FIRST: u8 = 0x06;
+    pub const WRITE_MIDDLE: u8 = 0x07;
+    pub const WRITE_LAST: u8 = 0x08;
+    pub const WRITE_ONLY: u8 = 0x0A;
+    pub const ACKNOWLEDGE: u8 = 0x11;
+    pub const CNP: u8 = 0x81;
+}
+
+/// A pcap file being written into memory.
+pub struct Capture {
+    bytes: Vec<u8>,
+    snaplen: u32,
+    limit: u64,
+    packets: u64,
+}
+
+impl Capture {
+    pub fn new(snaplen: u32, limit: u64) -> Capture {
+        let mut bytes = Vec::with_capacity(1 << 16);
+        for word in [PCAP_MAGIC_NS, 0x0004_0002] {
+            bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        // Version 2.4 above; then this zone, accuracy, snaplen, link type.
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(&0u32.to_le_bytes());
+        bytes.extend_from_slice(&snaplen.to_le_bytes());
+        bytes.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
+        Capture { bytes, snaplen, limit, packets: 0 }
+    }
+
+    /// Records `packet` leaving node `from` toward node `to` at `now`.
+    /// `message_len` is the RDMA WRITE's length for the RETH.
+    pub fn record(&mut self, now: Time, packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u64) {
+        if self.packets >= self.limit {
+            return;
+        }
+        self.packets += 1;
+        let frame = frame(packet, from, to, ip, message_len);
+        let kept = frame.len().min(self.snaplen as usize);
+        let (secs, nanos) = (now.0 / 1_000_000_000_000, (now.0 % 1_000_000_000_000) / 1_000);
+        for word in [secs as u32, nanos as u32, kept as u32, frame.len() as u32] {
+            self.bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        self.bytes.extend_from_slice(&frame[..kept]);
+    }
+
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+fn mac(node: u32) -> [u8; 6] {
+    let n = node.to_be_bytes();
+    [0x02, 0x00, n[0], n[1], n[2], n[3]]
+}
+
+/// The frame's bytes, from the Ethernet header through the FCS.
+pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u64) -> Vec<u8> {
+    let mut transport = Vec::with_capacity(64);
+    let (op, ack_req) = match packet.kind {
+        PacketKind::Data => {
+            let op = match (packet.has(flag::FIRST), packet.has(flag::LAST)) {
+                (true, true) => opcode::WRITE_ONLY,
+                (true, false) => opcode::WRITE_FIRST,
+                (false, true) => opcode::WRITE_LAST,
+                (false, false) => opcode::WRITE_MIDDLE,
+            };
+            (op, packet.has(flag::LAST))
+        }
+        PacketKind::Ack | PacketKind::Nak => (opcode::ACKNOWLEDGE, false),
+        PacketKind::Cnp => (opcode::CNP, false),
+    };
+    let payload = packet.payload() as usize;
+    let pad = (4 - payload % 4) % 4;
+    // BTH: opcode; SE, MigReq, PadCnt, TVer; P_Key; reserved; DestQP;
+    // AckReq; PSN (24 bits).
+    transport.push(op);
+    transport.push((pad as u8) << 4);
+    transport.extend_from_slice(&0xFFFFu16.to_be_bytes());
+    transport.push(0);
+    transport.extend_from_slice(&packet.qp.to_be_bytes()[1..]);
+    transport.push(if ack_req { 0x80 } else { 0 });
+    transport.extend_from_slice(&(packet.psn & 0x00FF_FFFF).to_be_bytes()[1..]);
+    match packet.kind {
+        PacketKind::Data if packet.has(flag::FIRST) => {
+            // RETH: virtual address, R_Key, DMA length.
+            transport.extend_from_slice(&(packet.psn as u64 * 4096).to_be_bytes());
+            transport.extend_from_slice(&packet.qp.to_be_bytes());
+            transport.extend_from_slice(&(message_len as u32).to_be_bytes());
+        }
+        PacketKind::Ack | PacketKind::Nak => {
+            // AETH: syndrome (ACK with unlimited credits, or NAK "PSN
+            // sequence error"), MSN.
+            transport.push(if packet.kind == PacketKind::Ack { 0x1F } else { 0x60 });
+            transport.extend_from_slice(&[0, 0, 0]);
+        }
+        PacketKind::Cnp => transport.extend_from_slice(&[0; 16]),
+        PacketKind::Data => {}
+    }
+    transport.resize(transport.len() + payload + pad, 0);
+    transport.extend_from_slice(&[0; 4]); // ICRC
+
+    let udp_len = 8 + transport.len();
+    let mut udp = Vec::with_capacity(udp_len);
+    udp.extend_from_slice(&packet.entropy.to_be_bytes());
+    udp.extend_from_slice(&ROCE_UDP_PORT.to_be_bytes());
+    udp.extend_from_slice(&(udp_len as u16).to_be_bytes());
+    udp.extend_from_slice(&0u16.to_be_bytes()); // RoCEv2 leaves the UDP checksum zero; the ICRC covers the packet
+    udp.extend_from_slice(&transport);
+
+    let dscp = if packet.class as usize == CLASS_CONTROL { DSCP_CONTROL } else { DSCP_DATA };
+    let ecn = if packet.has(flag::CE) {
+        3
+    } else if packet.has(flag::ECT) {
+        2
+    } else {
+        0
+    };
+    let tos = dscp << 2 | ecn;
+    let mut out = Vec::with_capacity(14 + 40 + udp.len() + 4);
+    out.extend_from_slice(&mac(to));
+    out.extend_from_slice(&mac(from));
+    match ip {
+        IpVersion::Ipv6 => {
+            out.extend_from_slice(&0x86DDu16.to_be_bytes());
+            let flow_label = packet.entropy as u32;
+            let word = 6u32 << 28 | (tos as u32) << 20 | flow_label;
+            out.extend_from_slice(&word.to_be_bytes());
+            out.extend_from_slice(&(udp.len() as u16).to_be_bytes());
+            out.push(17); // UDP
+            out.push(64); // hop limit
+            for nic in [packet.src.0, packet.dst.0] {
+                let mut addr = [0u8; 16];
+                addr[0] = 0xfd;
+                addr[12..].copy_from_slice(&nic.to_be_bytes());
+                out.extend_from_slice(&addr);
+            }
+        }
+        IpVersion::Ipv4 => {
+            out.extend_from_slice(&0x0800u16.to_be_bytes());
+            let total = 20 + udp.len();
+            let mut header = [0u8; 20];
+            header[0] = 0x45;
+            header[1] = tos;
+            header[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            header[6] = 0x40; // don't fragment
+            header[8] = 64;
+            header[9] = 17;
+            for (k, nic) in [packet.src.0, packet.dst.0].into_iter().enumerate() {
+                let b = nic.to_be_bytes();
+                header[12 + 4 * k..16 + 4 * k].copy_from_slice(&[10, b[1], b[2], b[3]]);
+            }
+            let sum = header.chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum::<u32>();
+            let folded = (sum & 0xFFFF) + (sum >> 16);
+            let checksum = !(((folded & 0xFFFF) + (folded >> 16)) as u16);
+            header[10..12].copy_from_slice(&checksum.to_be_bytes());
+            out.extend_from_slice(&header);
+        }
+    }
+    out.extend_from_slice(&udp);
+    out.extend_from_slice(&[0; 4]); // FCS
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::headers;
+    use crate::topology::NodeId;
+
+    fn data(first: bool, last: bool, payload: u16) -> Packet {
+        let mut flags = flag::ECT;
+        if first {
+            flags |= flag::FIRST;
+        }
+        if last {
+            flags |= flag::LAST;
+        }
+        Packet {
+            kind: PacketKind::Data,
+            class: 1,
+            flags,
+            entropy: 0xC123,
+            src: NodeId(3),
+            dst: NodeId(9),
+            qp: 0x0102_0304,
+            psn: 0x0123_4567,
+            payload,
+            wire: headers::data_wire(IpVersion::Ipv6, payload as u32, first) as u16,
+            ingress: 0,
+        }
+    }
+
+    #[test]
+    fn frames_have_the_wire_sizes_the_simulator_charges() {
+        for (first, last) in [(true, false), (false, false), (false, true), (true, true)] {
+            let p = data(first, last, 4096);
+            let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192);
+            assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
+        }
+    }
+
+    #[test]
+    fn control_frames_match_their_wire_sizes() {
+        for (kind, class, wire) in [
+            (PacketKind::Ack, 0, headers::ack_wire(IpVersion::Ipv4)),
+            (PacketKind::Nak, 0, headers::ack_wire(IpVersion::Ipv4)),
+            (PacketKind::Cnp, 0, headers::cnp_wire(IpVersion::Ipv4)),
+        ] {
+            let p = Packet { kind, class, flags: 0, payload: 0, wire: wire as u16, ..data(false, false, 0) };
+            let f = frame(&p, 1, 2, IpVersion::Ipv4, 0);
+            assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire, "{kind:?}");
+        }
+        let odd = data(false, true, 577);
+        assert_eq!(frame(&odd, 1, 2, IpVersion::Ipv6, 577).len() as u32 + headers::WIRE_OVERHEAD, odd.wire());
+    }
+
+    #[test]
+    fn headers_are_where_decoders_look() {
+        let f = frame(&data(true, false, 4096), 1, 2, IpVersion::Ipv6, 8192);
+        assert_eq!(&f[12..14], &[0x86, 0xDD]);
+        // UDP destination port 4791 after Ethernet (14) and IPv6 (40).
+        assert_eq!(u16::from_be_bytes([f[56], f[57]]), 4791);
+        assert_eq!(u16::from_be_bytes([f[54], f[55]]), 0xC123);
+        let bth = &f[62..74];
+        assert_eq!(bth[0], opcode::WRITE_FIRST);
+        assert_eq!(&bth[5..8], &[0x02, 0x03, 0x04]);
+        assert_eq!(&bth[9..12], &[0x23, 0x45, 0x67]);
+        // ECT(0) in the traffic class, DSCP 26.
+        let tc = (u32::from_be_bytes([f[14], f[15], f[16], f[17]]) >> 20) as u8;
+        assert_eq!(tc, 26 << 2 | 2);
+    }
+}
