@@ -50,3 +50,28 @@ def test_a_run_without_capture_writes_no_pcap(tmp_path: Path) -> None:
     del scenario["telemetry"]
     path = fabricsim.run(scenario).write(tmp_path / "run")
     assert not (path / "telemetry.pcap").exists()
+
+
+def test_srv6_frames_carry_the_micro_sid_path_in_an_outer_ipv6_header(tmp_path: Path) -> None:
+    scenario = _scenario()
+    scenario["switch"] = {"forwarding": "srv6"}
+    # Capture where the data leaves nic0 and where it leaves its ToR upward.
+    scenario["telemetry"] = {"pcap": {"ports": ["nic0:0", "t0.p0.0:2", "t0.p0.0:3"]}}
+    path = fabricsim.run(scenario).write(tmp_path / "run")
+    packets = [p for p in scapy_all.rdpcap(str(path / "telemetry.pcap")) if p.haslayer(roce.BTH)]
+    data = [p for p in packets if p[roce.BTH].opcode in (6, 7, 8, 10)]
+    at_nic = [p for p in data if p.src == "02:00:00:00:00:00"]
+    above_tor = [p for p in data if p.src != "02:00:00:00:00:00"]
+    assert at_nic and above_tor
+    for p in data:
+        outer, inner = p[scapy_all.IPv6], p[scapy_all.IPv6].payload
+        assert outer.nh == 41 and isinstance(inner, scapy_all.IPv6)
+        assert outer.dst.startswith("2001:db8:")
+        assert inner[scapy_all.UDP].dport == 4791
+    # The ToR shifted its own uSID out: the address one hop on starts with
+    # the uSID that followed it.
+    first = at_nic[0][scapy_all.IPv6].dst.split(":")
+    after = above_tor[0][scapy_all.IPv6].dst.split(":")
+    assert after[2:5] == first[3:6]
+    # One outer IPv6 header more on the wire than without SRv6.
+    assert at_nic[0].wirelen == 14 + 40 + 40 + 8 + 12 + 16 + 4096 + 4 + 4

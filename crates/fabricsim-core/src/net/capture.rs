@@ -58,12 +58,23 @@ impl Capture {
 
     /// Records `packet` leaving node `from` toward node `to` at `now`.
     /// `message_len` is the RDMA WRITE's length for the RETH.
-    pub fn record(&mut self, now: Time, packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u64) {
+    /// `outer` is the SRv6 destination address of an encapsulated packet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        now: Time,
+        packet: &Packet,
+        from: u32,
+        to: u32,
+        ip: IpVersion,
+        message_len: u64,
+        outer: Option<u128>,
+    ) {
         if self.packets >= self.limit {
             return;
         }
         self.packets += 1;
-        let frame = frame(packet, from, to, ip, message_len);
+        let frame = frame(packet, from, to, ip, message_len, outer);
         let kept = frame.len().min(self.snaplen as usize);
         let (secs, nanos) = (now.0 / 1_000_000_000_000, (now.0 % 1_000_000_000_000) / 1_000);
         for word in [secs as u32, nanos as u32, kept as u32, frame.len() as u32] {
@@ -86,8 +97,10 @@ fn mac(node: u32) -> [u8; 6] {
     [0x02, 0x00, n[0], n[1], n[2], n[3]]
 }
 
-/// The frame's bytes, from the Ethernet header through the FCS.
-pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u64) -> Vec<u8> {
+/// The frame's bytes, from the Ethernet header through the FCS. With an
+/// SRv6 `outer` destination, the IP packet is carried in an outer IPv6
+/// header from the source NIC to that address (IPv6 in IPv6, next header 41).
+pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u64, outer: Option<u128>) -> Vec<u8> {
     let mut transport = Vec::with_capacity(64);
     let (op, ack_req) = match packet.kind {
         PacketKind::Data => {
@@ -149,27 +162,20 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
         0
     };
     let tos = dscp << 2 | ecn;
-    let mut out = Vec::with_capacity(14 + 40 + udp.len() + 4);
-    out.extend_from_slice(&mac(to));
-    out.extend_from_slice(&mac(from));
+    let mut inner = Vec::with_capacity(40 + udp.len());
     match ip {
         IpVersion::Ipv6 => {
-            out.extend_from_slice(&0x86DDu16.to_be_bytes());
             let flow_label = packet.entropy as u32;
             let word = 6u32 << 28 | (tos as u32) << 20 | flow_label;
-            out.extend_from_slice(&word.to_be_bytes());
-            out.extend_from_slice(&(udp.len() as u16).to_be_bytes());
-            out.push(17); // UDP
-            out.push(64); // hop limit
+            inner.extend_from_slice(&word.to_be_bytes());
+            inner.extend_from_slice(&(udp.len() as u16).to_be_bytes());
+            inner.push(17); // UDP
+            inner.push(64); // hop limit
             for nic in [packet.src.0, packet.dst.0] {
-                let mut addr = [0u8; 16];
-                addr[0] = 0xfd;
-                addr[12..].copy_from_slice(&nic.to_be_bytes());
-                out.extend_from_slice(&addr);
+                inner.extend_from_slice(&nic_address(nic).to_be_bytes());
             }
         }
         IpVersion::Ipv4 => {
-            out.extend_from_slice(&0x0800u16.to_be_bytes());
             let total = 20 + udp.len();
             let mut header = [0u8; 20];
             header[0] = 0x45;
@@ -186,12 +192,34 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
             let folded = (sum & 0xFFFF) + (sum >> 16);
             let checksum = !(((folded & 0xFFFF) + (folded >> 16)) as u16);
             header[10..12].copy_from_slice(&checksum.to_be_bytes());
-            out.extend_from_slice(&header);
+            inner.extend_from_slice(&header);
         }
     }
-    out.extend_from_slice(&udp);
+    inner.extend_from_slice(&udp);
+    let mut out = Vec::with_capacity(14 + 40 + inner.len() + 4);
+    out.extend_from_slice(&mac(to));
+    out.extend_from_slice(&mac(from));
+    match outer {
+        Some(destination) => {
+            out.extend_from_slice(&0x86DDu16.to_be_bytes());
+            let word = 6u32 << 28 | (tos as u32) << 20 | packet.entropy as u32;
+            out.extend_from_slice(&word.to_be_bytes());
+            out.extend_from_slice(&(inner.len() as u16).to_be_bytes());
+            out.push(if ip == IpVersion::Ipv6 { 41 } else { 4 });
+            out.push(64);
+            out.extend_from_slice(&nic_address(packet.src.0).to_be_bytes());
+            out.extend_from_slice(&destination.to_be_bytes());
+        }
+        None => out.extend_from_slice(&(if ip == IpVersion::Ipv6 { 0x86DDu16 } else { 0x0800 }).to_be_bytes()),
+    }
+    out.extend_from_slice(&inner);
     out.extend_from_slice(&[0; 4]); // FCS
     out
+}
+
+/// The IPv6 address of a NIC: fd00::<node id>.
+fn nic_address(nic: u32) -> u128 {
+    0xfd00u128 << 112 | nic as u128
 }
 
 #[cfg(test)]
@@ -220,6 +248,7 @@ mod tests {
             payload,
             wire: headers::data_wire(IpVersion::Ipv6, payload as u32, first) as u16,
             ingress: 0,
+            shifts: 0,
         }
     }
 
@@ -227,7 +256,7 @@ mod tests {
     fn frames_have_the_wire_sizes_the_simulator_charges() {
         for (first, last) in [(true, false), (false, false), (false, true), (true, true)] {
             let p = data(first, last, 4096);
-            let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192);
+            let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
         }
     }
@@ -240,16 +269,16 @@ mod tests {
             (PacketKind::Cnp, 0, headers::cnp_wire(IpVersion::Ipv4)),
         ] {
             let p = Packet { kind, class, flags: 0, payload: 0, wire: wire as u16, ..data(false, false, 0) };
-            let f = frame(&p, 1, 2, IpVersion::Ipv4, 0);
+            let f = frame(&p, 1, 2, IpVersion::Ipv4, 0, None);
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire, "{kind:?}");
         }
         let odd = data(false, true, 577);
-        assert_eq!(frame(&odd, 1, 2, IpVersion::Ipv6, 577).len() as u32 + headers::WIRE_OVERHEAD, odd.wire());
+        assert_eq!(frame(&odd, 1, 2, IpVersion::Ipv6, 577, None).len() as u32 + headers::WIRE_OVERHEAD, odd.wire());
     }
 
     #[test]
     fn headers_are_where_decoders_look() {
-        let f = frame(&data(true, false, 4096), 1, 2, IpVersion::Ipv6, 8192);
+        let f = frame(&data(true, false, 4096), 1, 2, IpVersion::Ipv6, 8192, None);
         assert_eq!(&f[12..14], &[0x86, 0xDD]);
         // UDP destination port 4791 after Ethernet (14) and IPv6 (40).
         assert_eq!(u16::from_be_bytes([f[56], f[57]]), 4791);

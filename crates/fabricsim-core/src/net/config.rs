@@ -20,6 +20,10 @@ pub struct SwitchConfig {
     pub ecn: EcnConfig,
     pub pfc: PfcConfig,
     pub trimming: TrimConfig,
+    /// How switches forward: `ecmp` over shortest paths, or `srv6`: static
+    /// micro-SID source routes chosen by the sender's entropy value
+    /// (mrc-srv6-multiplane.txt s2.2), which failures never change.
+    pub forwarding: Forwarding,
     /// ECMP hashing.
     pub ecmp: EcmpConfig,
     /// Time from a link or switch failure (or recovery) until every switch
@@ -36,6 +40,7 @@ impl Default for SwitchConfig {
             ecn: EcnConfig::default(),
             pfc: PfcConfig::default(),
             trimming: TrimConfig::default(),
+            forwarding: Forwarding::Ecmp,
             ecmp: EcmpConfig::default(),
             // BGP with BFD converges in tens of milliseconds in practice; a
             // scenario studying failures should set its own value.
@@ -107,6 +112,14 @@ impl Default for TrimConfig {
     fn default() -> Self {
         TrimConfig { enabled: false, size: Bytes(128) }
     }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Forwarding {
+    #[default]
+    Ecmp,
+    Srv6,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]

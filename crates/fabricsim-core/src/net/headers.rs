@@ -59,6 +59,10 @@ pub fn cnp_wire(ip: IpVersion) -> u32 {
     on_wire(ETH + ip.header() + UDP + BTH + CNP_BODY + ICRC)
 }
 
+/// The outer IPv6 header of an SRv6-encapsulated packet (IPv6 in IPv6,
+/// no segment routing header: the path is all in the destination address).
+pub const SRV6_OUTER: u32 = 40;
+
 /// Wire bytes of a PFC pause frame (a minimum-size MAC control frame).
 pub fn pause_wire() -> u32 {
     on_wire(MIN_FRAME)

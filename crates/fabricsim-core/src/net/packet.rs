@@ -65,6 +65,8 @@ pub struct Packet {
     pub wire: u16,
     /// Switch port the packet entered by, for PFC ingress accounting.
     pub ingress: u32,
+    /// SRv6: uSIDs shifted out of the destination address so far.
+    pub shifts: u8,
 }
 
 impl Packet {

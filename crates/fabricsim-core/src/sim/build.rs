@@ -11,10 +11,11 @@ use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults;
 use crate::net::capture::Capture;
+use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
-use crate::switch::Routes;
+use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, NodeRole};
 use crate::transport::{RoceReceiver, RoceSender, TransportSpec};
 use crate::units::Time;
@@ -100,6 +101,11 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         );
     }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
+    let srv6 = match scenario.switch.forwarding {
+        Forwarding::Ecmp => None,
+        Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, |p| ports[p.0 as usize].node)?),
+    };
+    let encap = if srv6.is_some() { headers::SRV6_OUTER } else { 0 };
 
     let flow_specs = workload::expand(&scenario.traffic, &topo, roce.qps, seed)?;
     let mut links = Links { qps: Vec::new(), connections: Vec::new(), seed };
@@ -211,6 +217,8 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         sched: vec![PortScheduler::default(); n_ports],
         nic_rx_payload: vec![0; n_nodes],
         routes,
+        srv6,
+        encap,
         work_left: flows.len() + jobs.program.jobs.len(),
         total_bytes: flows.iter().map(|f| f.bytes).sum::<u64>() + jobs.total_bytes(),
         qps: links.qps,
@@ -312,11 +320,13 @@ impl Simulation {
             planes.insert(qp.src_port);
             let packets = share.div_ceil(mtu as u64);
             let last = share - (packets - 1) * mtu as u64;
-            let per_qp = headers::data_wire(ip, mtu, false) as u64 * (packets - 1)
+            let encap = self.encap as u64;
+            let per_qp = (headers::data_wire(ip, mtu, false) as u64 + encap) * (packets - 1)
                 + headers::data_wire(ip, last as u32, packets == 1) as u64
+                + encap
                 + if packets > 1 { 16 } else { 0 };
             wire_total += per_qp;
-            last_wire = last_wire.max(headers::data_wire(ip, last as u32, packets == 1) as u64);
+            last_wire = last_wire.max(headers::data_wire(ip, last as u32, packets == 1) as u64 + encap);
         }
         let Some(&first) = conn.first() else { return Time::ZERO };
         let hops = self.path(self.qps[first as usize].src_port, flow.dst);
@@ -379,7 +389,7 @@ impl Simulation {
         let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
         let transfers = &self.jobs.program.transfers[first..first + count];
         let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
-        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true);
+        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true) + self.encap;
         let intra = &self.scenario.intra_host;
         let efficiency = headers::payload_efficiency(ip, mtu as u32);
         let mut alpha_of_conn: HashMap<u32, Time> = HashMap::new();

@@ -151,15 +151,31 @@ impl Simulation {
             return;
         }
         let pkt = *self.pool.get(id);
-        let hops = self.routes.next_hops(switch, pkt.dst);
-        let out = match hops.len() {
-            0 => {
-                self.drop_packet(ingress, id, DropCause::NoRoute);
-                return;
+        let out = if self.srv6.is_some() {
+            match self.srv6_next_hop(switch, &pkt) {
+                Some(port) => {
+                    self.pool.get_mut(id).shifts += 1;
+                    port
+                }
+                None => {
+                    self.drop_packet(ingress, id, DropCause::NoRoute);
+                    return;
+                }
             }
-            1 => hops[0],
-            // Lemire's multiply-shift maps the hash onto the group without a division.
-            n => hops[((ecmp_hash(pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) as u64 * n as u64) >> 32) as usize],
+        } else {
+            let hops = self.routes.next_hops(switch, pkt.dst);
+            match hops.len() {
+                0 => {
+                    self.drop_packet(ingress, id, DropCause::NoRoute);
+                    return;
+                }
+                1 => hops[0],
+                // Lemire's multiply-shift maps the hash onto the group without a division.
+                n => {
+                    hops[((ecmp_hash(pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) as u64 * n as u64) >> 32)
+                        as usize]
+                }
+            }
         };
         if !self.ports[out.0 as usize].up {
             self.drop_packet(out, id, DropCause::LinkDown);
@@ -241,6 +257,30 @@ impl Simulation {
         }
     }
 
+    /// The SRv6 path a packet follows: from its QP's sending NIC port to the
+    /// receiving one (reversed for control packets), picked by its EV.
+    fn srv6_path(&self, pkt: &crate::net::Packet) -> Option<crate::switch::srv6::Path> {
+        let qp = &self.qps[pkt.qp as usize];
+        let (from, to) = match pkt.kind {
+            crate::net::PacketKind::Data => (qp.src_port, qp.dst_port),
+            _ => (qp.dst_port, qp.src_port),
+        };
+        self.srv6.as_ref()?.path(from, to, pkt.entropy)
+    }
+
+    /// uN: the switch's own uSID must be at the front of the destination
+    /// address; after the shift, the next uSID is looked up in its static
+    /// table. `None` drops the packet.
+    fn srv6_next_hop(&self, switch: NodeId, pkt: &crate::net::Packet) -> Option<PortId> {
+        let srv6 = self.srv6.as_ref()?;
+        let path = self.srv6_path(pkt)?;
+        let front = pkt.shifts as usize;
+        if front + 1 >= path.len as usize || path.usids[front] != srv6.usid(switch) {
+            return None;
+        }
+        srv6.lookup(switch, path.usids[front + 1])
+    }
+
     /// Writes a packet starting to leave `port` into the capture.
     fn capture_packet(&mut self, port: PortId, id: PacketId) {
         let pkt = *self.pool.get(id);
@@ -253,8 +293,9 @@ impl Simulation {
         let (from, to) = (self.ports[port.0 as usize].node.0, self.ports[port.peer().0 as usize].node.0);
         let now = self.now();
         let ip = self.scenario.nic.ip;
+        let outer = self.srv6_path(&pkt).map(|path| path.address(pkt.shifts as usize));
         if let Some((capture, _)) = self.capture.as_mut() {
-            capture.record(now, &pkt, from, to, ip, message_len);
+            capture.record(now, &pkt, from, to, ip, message_len, outer);
         }
     }
 

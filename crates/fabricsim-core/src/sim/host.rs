@@ -59,7 +59,7 @@ impl Simulation {
         let ip = self.scenario.nic.ip;
         let qp = &mut self.qps[q];
         let data = qp.sender.next_packet(mtu).expect("the QP has data");
-        let wire = headers::data_wire(ip, data.payload, data.first);
+        let wire = headers::data_wire(ip, data.payload, data.first) + self.encap;
         let mut flags = flag::ECT;
         if data.first {
             flags |= flag::FIRST;
@@ -97,6 +97,7 @@ impl Simulation {
             payload: data.payload as u16,
             wire: wire as u16,
             ingress: NO_PORT,
+            shifts: 0,
         })
     }
 
@@ -147,10 +148,11 @@ impl Simulation {
     fn send_control(&mut self, q: usize, kind: PacketKind, psn: u32) {
         let ip = self.scenario.nic.ip;
         let qp = &self.qps[q];
-        let wire = match kind {
-            PacketKind::Cnp => headers::cnp_wire(ip),
-            _ => headers::ack_wire(ip),
-        };
+        let wire = self.encap
+            + match kind {
+                PacketKind::Cnp => headers::cnp_wire(ip),
+                _ => headers::ack_wire(ip),
+            };
         let id = self.pool.alloc(Packet {
             kind,
             class: CLASS_CONTROL as u8,
@@ -163,6 +165,7 @@ impl Simulation {
             payload: 0,
             wire: wire as u16,
             ingress: NO_PORT,
+            shifts: 0,
         });
         let port = qp.dst_port;
         self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);

@@ -23,7 +23,7 @@ use crate::metrics::RunOutput;
 use crate::net::{PacketPool, Port, PortId, SharedBuffer, CLASS_DATA};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
-use crate::switch::Routes;
+use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, Topology};
 use crate::transport::{RoceConfig, RoceReceiver, RoceSender};
 use crate::units::Time;
@@ -145,6 +145,10 @@ pub struct Simulation {
     sched: Vec<PortScheduler>,
     nic_rx_payload: Vec<u64>,
     routes: Routes,
+    /// Static SRv6 routes, when switches forward by SRv6.
+    srv6: Option<Srv6>,
+    /// Bytes of encapsulation every packet carries (the SRv6 outer header).
+    encap: u32,
     qps: Vec<Qp>,
     connections: Vec<Connection>,
     messages: Vec<Message>,

@@ -100,6 +100,12 @@ impl Simulation {
         flows.push("retransmitted_packets", Column::Int(qp_stat(&|q| q.sender.retransmitted_packets)));
         flows.push("timeouts", Column::Int(qp_stat(&|q| q.sender.timeouts)));
         flows.push("qp_errors", Column::Int(qp_stat(&|q| u64::from(q.sender.failed))));
+        flows.push(
+            "entropy",
+            Column::Int(
+                f.iter().map(|x| self.qps[self.connections[x.conn as usize].qps[0] as usize].entropy as u64).collect(),
+            ),
+        );
 
         let mut ports = Table::default();
         let ps = &self.ports;
