@@ -140,6 +140,17 @@ impl Scenario {
                 }
                 positive("transport.dcqcn.g", c.dcqcn.g)?;
             }
+            TransportSpec::Mrc(c) => {
+                if c.qps == 0 {
+                    return Err(ScenarioError::new("transport.qps", "0: a connection needs at least one QP"));
+                }
+                if c.evs == 0 {
+                    return Err(ScenarioError::new("transport.evs", "0: a QP needs entropy values to spray on"));
+                }
+                if c.rto.0 == 0 {
+                    return Err(ScenarioError::new("transport.rto", "0ns: the timer must be positive"));
+                }
+            }
         }
         if matches!(self.duration, Some(Time(0))) {
             return Err(ScenarioError::new("duration", "0ns: a run must last some time"));

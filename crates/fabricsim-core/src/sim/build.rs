@@ -5,7 +5,7 @@ use super::report::Samples;
 use std::collections::HashMap;
 
 use super::jobs::{Jobs, INTRA_HOST};
-use super::{Connection, Event, Flow, Qp, Simulation, SwitchState, Totals};
+use super::{Connection, Event, Flow, MrcQp, Qp, QpTransport, Simulation, SwitchState, Totals};
 use crate::cc::Dcqcn;
 use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
@@ -17,7 +17,8 @@ use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, NodeRole};
-use crate::transport::{RoceReceiver, RoceSender, TransportSpec};
+use crate::transport::mrc::{MrcConfig, MrcReceiver, MrcSender};
+use crate::transport::{RoceConfig, RoceReceiver, RoceSender, TransportSpec};
 use crate::units::Time;
 use crate::workload::{self, program, split_evenly};
 
@@ -28,7 +29,10 @@ const STREAM_QP: u64 = 0x0A9;
 
 pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     let topo = scenario.topology.build()?;
-    let TransportSpec::Rocev2(roce) = scenario.transport.clone();
+    let (roce, mrc) = match scenario.transport.clone() {
+        TransportSpec::Rocev2(roce) => (roce, None),
+        TransportSpec::Mrc(mrc) => (RoceConfig::default(), Some(mrc)),
+    };
     let seed = scenario.seed;
     let adjacency = topo.adjacency();
 
@@ -108,7 +112,8 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     let encap = if srv6.is_some() { headers::SRV6_OUTER } else { 0 };
 
     let flow_specs = workload::expand(&scenario.traffic, &topo, roce.qps, seed)?;
-    let mut links = Links { qps: Vec::new(), connections: Vec::new(), seed };
+    let mut links =
+        Links { qps: Vec::new(), connections: Vec::new(), seed, mrc: mrc.clone(), mtu: scenario.nic.mtu.0 as u32 };
     let mut flows = Vec::with_capacity(flow_specs.len());
     for (f, spec) in flow_specs.iter().enumerate() {
         if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
@@ -210,6 +215,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     let n_nodes = topo.nodes.len();
     let mut sim = Simulation {
         roce,
+        mrc: mrc.unwrap_or_default(),
         events,
         pool: PacketPool::default(),
         port_rng,
@@ -252,6 +258,9 @@ struct Links {
     qps: Vec<Qp>,
     connections: Vec<Connection>,
     seed: u64,
+    /// The MRC parameters when the transport is MRC.
+    mrc: Option<MrcConfig>,
+    mtu: u32,
 }
 
 impl Links {
@@ -276,17 +285,32 @@ impl Links {
             let id = self.qps.len() as u32;
             let sport = 0xC000 | (Rng::stream(self.seed, &[STREAM_QP, id as u64]).next_u64() as u16 & 0x3FFF);
             let src_port = src_ports[port_index];
+            let transport = match &self.mrc {
+                None => QpTransport::Roce {
+                    sender: RoceSender::default(),
+                    receiver: RoceReceiver::default(),
+                    cc: Dcqcn::new(ports[src_port.0 as usize].rate),
+                },
+                Some(cfg) => {
+                    // NSCC's maximum window: 1.5 BDP at 12us (protocols.md s5.5).
+                    let nic_rate: u64 = src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum();
+                    let window = cfg.window.map_or((nic_rate as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
+                    let mut rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE5]);
+                    QpTransport::Mrc(Box::new(MrcQp {
+                        sender: MrcSender::new(cfg, src_ports.len(), self.mtu, window, &mut rng),
+                        receiver: MrcReceiver::default(),
+                    }))
+                }
+            };
             self.qps.push(Qp {
                 src,
                 dst,
                 src_port,
                 dst_port: dst_ports[port_index % dst_ports.len()],
                 entropy: sport,
-                sender: RoceSender::default(),
-                receiver: RoceReceiver::default(),
-                cc: Dcqcn::new(ports[src_port.0 as usize].rate),
+                transport,
                 next_send: Time::ZERO,
-                in_ready_list: false,
+                in_ready_lists: 0,
                 rto_pending: false,
                 cc_timer_at: None,
                 messages: Default::default(),
@@ -331,7 +355,8 @@ impl Simulation {
         let Some(&first) = conn.first() else { return Time::ZERO };
         let hops = self.path(self.qps[first as usize].src_port, flow.dst);
         let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
-        let parallel = planes.len().max(1) as f64;
+        let sprayed = self.qps[first as usize].transport.is_mrc();
+        let parallel = if sprayed { self.node_ports[flow.src.0 as usize].len() } else { planes.len().max(1) } as f64;
         let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / (bottleneck.0 as f64 * parallel));
         let mut skipped_bottleneck = false;
         for p in &hops {

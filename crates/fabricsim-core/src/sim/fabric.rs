@@ -261,9 +261,14 @@ impl Simulation {
     /// receiving one (reversed for control packets), picked by its EV.
     fn srv6_path(&self, pkt: &crate::net::Packet) -> Option<crate::switch::srv6::Path> {
         let qp = &self.qps[pkt.qp as usize];
-        let (from, to) = match pkt.kind {
-            crate::net::PacketKind::Data => (qp.src_port, qp.dst_port),
-            _ => (qp.dst_port, qp.src_port),
+        let (from, to) = if qp.transport.is_mrc() {
+            // An MRC EV names its plane in its low bits (s2.3).
+            let plane = pkt.entropy as usize % self.node_ports[pkt.src.0 as usize].len();
+            (self.node_ports[pkt.src.0 as usize][plane], *self.node_ports[pkt.dst.0 as usize].get(plane)?)
+        } else if pkt.kind == crate::net::PacketKind::Data {
+            (qp.src_port, qp.dst_port)
+        } else {
+            (qp.dst_port, qp.src_port)
         };
         self.srv6.as_ref()?.path(from, to, pkt.entropy)
     }
@@ -285,9 +290,12 @@ impl Simulation {
     fn capture_packet(&mut self, port: PortId, id: PacketId) {
         let pkt = *self.pool.get(id);
         let message_len = match pkt.kind {
-            crate::net::PacketKind::Data if pkt.has(flag::FIRST) => {
-                self.qps[pkt.qp as usize].sender.message_bytes(pkt.psn, self.scenario.nic.mtu.0 as u32)
-            }
+            crate::net::PacketKind::Data if pkt.has(flag::FIRST) => match &self.qps[pkt.qp as usize].transport {
+                super::QpTransport::Roce { sender, .. } => {
+                    sender.message_bytes(pkt.psn, self.scenario.nic.mtu.0 as u32)
+                }
+                super::QpTransport::Mrc(m) => m.sender.message_bytes(pkt.psn),
+            },
             _ => 0,
         };
         let (from, to) = (self.ports[port.0 as usize].node.0, self.ports[port.peer().0 as usize].node.0);

@@ -13,7 +13,9 @@ mod control;
 mod fabric;
 mod host;
 mod jobs;
+mod mrc;
 mod report;
+mod rocev2;
 
 use crate::cc::Dcqcn;
 use crate::engine::{prefetch, EventQueue, Rng};
@@ -25,6 +27,7 @@ use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, Topology};
+use crate::transport::mrc::{MrcConfig, MrcReceiver, MrcSender};
 use crate::transport::{RoceConfig, RoceReceiver, RoceSender};
 use crate::units::Time;
 
@@ -71,17 +74,60 @@ struct Qp {
     src_port: PortId,
     dst_port: PortId,
     entropy: u16,
-    sender: RoceSender,
-    receiver: RoceReceiver,
-    cc: Dcqcn,
+    transport: QpTransport,
     /// Earliest time the pacer lets the next data packet go.
     next_send: Time,
-    in_ready_list: bool,
+    /// Ports of the sending NIC (by index) whose ready list holds this QP.
+    in_ready_lists: u32,
     rto_pending: bool,
     cc_timer_at: Option<Time>,
     /// Messages posted on this QP, oldest first; the responder completes
     /// them in order.
     messages: std::collections::VecDeque<u32>,
+}
+
+/// A QP's transport state machines, by transport.
+enum QpTransport {
+    /// RoCEv2 RC: one path (the QP's port and UDP source port), DCQCN.
+    Roce { sender: RoceSender, receiver: RoceReceiver, cc: Dcqcn },
+    /// MRC: sprays over EVs on every port (plane) of the NIC.
+    Mrc(Box<MrcQp>),
+}
+
+struct MrcQp {
+    sender: MrcSender,
+    receiver: MrcReceiver,
+}
+
+impl QpTransport {
+    fn retransmitted_packets(&self) -> u64 {
+        match self {
+            QpTransport::Roce { sender, .. } => sender.retransmitted_packets,
+            QpTransport::Mrc(m) => m.sender.retransmitted_packets,
+        }
+    }
+
+    fn timeouts(&self) -> u64 {
+        match self {
+            QpTransport::Roce { sender, .. } => sender.timeouts,
+            QpTransport::Mrc(m) => m.sender.timeouts,
+        }
+    }
+
+    fn failed(&self) -> bool {
+        matches!(self, QpTransport::Roce { sender, .. } if sender.failed)
+    }
+
+    fn has_data(&self) -> bool {
+        match self {
+            QpTransport::Roce { sender, .. } => sender.has_data(),
+            QpTransport::Mrc(m) => m.sender.has_data(),
+        }
+    }
+
+    fn is_mrc(&self) -> bool {
+        matches!(self, QpTransport::Mrc(_))
+    }
 }
 
 /// The QPs between two NICs that one flow, or one channel of a job's
@@ -135,6 +181,7 @@ pub struct Progress {
 pub struct Simulation {
     scenario: Scenario,
     roce: RoceConfig,
+    mrc: MrcConfig,
     topo: Topology,
     events: EventQueue<Event>,
     pool: PacketPool,

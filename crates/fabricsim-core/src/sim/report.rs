@@ -97,9 +97,9 @@ impl Simulation {
             "slowdown",
             Column::Float(f.iter().zip(&fct).map(|(x, t)| t.map(|t| t / x.ideal.as_secs_f64().max(1e-18))).collect()),
         );
-        flows.push("retransmitted_packets", Column::Int(qp_stat(&|q| q.sender.retransmitted_packets)));
-        flows.push("timeouts", Column::Int(qp_stat(&|q| q.sender.timeouts)));
-        flows.push("qp_errors", Column::Int(qp_stat(&|q| u64::from(q.sender.failed))));
+        flows.push("retransmitted_packets", Column::Int(qp_stat(&|q| q.transport.retransmitted_packets())));
+        flows.push("timeouts", Column::Int(qp_stat(&|q| q.transport.timeouts())));
+        flows.push("qp_errors", Column::Int(qp_stat(&|q| u64::from(q.transport.failed()))));
         flows.push(
             "entropy",
             Column::Int(
@@ -175,6 +175,10 @@ impl Simulation {
             "pauses_sent": sum(&|k| k.pauses_sent),
             "paused_time_s": ps.iter().map(|p| p.paused_time_at(now).as_secs_f64()).sum::<f64>(),
             "qp_errors": self.totals.qp_errors,
+            "retired_evs": self.qps.iter().map(|q| match &q.transport {
+                super::QpTransport::Mrc(m) => m.sender.retired_evs,
+                super::QpTransport::Roce { .. } => 0,
+            }).sum::<u64>(),
             "packet_pool_high_water": self.pool.capacity(),
         });
         let (collectives, steps, transfers, jobs) = self.job_tables();

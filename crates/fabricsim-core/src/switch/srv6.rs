@@ -12,8 +12,9 @@
 //! (1-3 for T0-T2, 0 for a downlink), bits 12-10 the plane, bits 9-0 the
 //! switch's index in its tier and plane (or the downlink's port number).
 //! A path is the destination's template (its T0 and downlink) specialized
-//! by the entropy value: the plane is the sending NIC port's, and the EV's
-//! low bits pick the T0 uplink, the next bits the T1 uplink (3 tiers).
+//! by the entropy value: the plane is the sending NIC port's (MRC keeps it
+//! in the EV's low 3 bits), and the EV's higher bits pick the T0 uplink,
+//! then the T1 uplink (3 tiers).
 //! Packets keep the path as (source, destination, EV, hops done) and the
 //! address is recomputed from them; `address` gives the 128 bits.
 
@@ -156,14 +157,15 @@ impl Srv6 {
             len += 1;
         };
         push(self.usid(src_t0));
+        let choice = (ev >> 3) as usize;
         if src_t0 != dst_t0 {
             let ups = &self.up[src_t0.0 as usize];
-            let t1 = *ups.get(ev as usize % ups.len().max(1))?;
+            let t1 = *ups.get(choice % ups.len().max(1))?;
             push(self.usid(t1));
             let same_pod = self.pod[t1.0 as usize] == self.pod[dst_t0.0 as usize] || self.up[t1.0 as usize].is_empty();
             if !same_pod {
                 let ups1 = &self.up[t1.0 as usize];
-                let t2 = *ups1.get((ev as usize / ups.len().max(1)) % ups1.len().max(1))?;
+                let t2 = *ups1.get((choice / ups.len().max(1)) % ups1.len().max(1))?;
                 push(self.usid(t2));
                 let t1_down = (*self.down_by_pod[t2.0 as usize].get(self.pod[dst_t0.0 as usize] as usize)?)?;
                 push(self.usid(t1_down));

@@ -3,6 +3,7 @@
 //! transport never touches ports or events: it answers "what is the next
 //! packet" and "what does this arrival cause", and `sim` acts on that.
 
+pub mod mrc;
 pub mod rocev2;
 
 use schemars::JsonSchema;
@@ -16,9 +17,12 @@ pub use rocev2::{RoceConfig, RoceReceiver, RoceSender, RxReply};
 pub enum TransportSpec {
     /// RoCEv2 reliable connection: one path per QP, go-back-N, DCQCN.
     Rocev2(RoceConfig),
+    /// MRC: packet spraying over EVs on every plane, SACK, trimming-aware
+    /// selective retransmission, EV retirement (mrc-srv6-multiplane.txt).
+    Mrc(mrc::MrcConfig),
 }
 
-crate::kind_tagged!(TransportSpec { "rocev2" => Rocev2 });
+crate::kind_tagged!(TransportSpec { "rocev2" => Rocev2, "mrc" => Mrc });
 
 impl Default for TransportSpec {
     fn default() -> Self {
@@ -31,6 +35,7 @@ impl TransportSpec {
     pub fn qps(&self) -> u32 {
         match self {
             TransportSpec::Rocev2(c) => c.qps,
+            TransportSpec::Mrc(c) => c.qps,
         }
     }
 }
