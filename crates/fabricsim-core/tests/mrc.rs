@@ -88,3 +88,50 @@ fn planes_carry_equal_shares() {
     let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
     assert!(slowdown < 1.1, "one QP over four planes at {slowdown:.3} of its ideal");
 }
+
+/// Transmit rate samples of `port` as (time, bits per second).
+fn tx_rate(out: &fabricsim_core::RunOutput, port: &str) -> Vec<(f64, f64)> {
+    let (t, e, m, v) = (
+        floats(&out.timeseries, "time_s"),
+        texts(&out.timeseries, "entity"),
+        texts(&out.timeseries, "metric"),
+        floats(&out.timeseries, "value"),
+    );
+    (0..t.len()).filter(|&i| e[i] == port && m[i] == "tx_bps").map(|i| (t[i].unwrap(), v[i].unwrap())).collect()
+}
+
+fn plane_failure(nic: u32, remap_delay: &str) -> fabricsim_core::RunOutput {
+    run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "planes": 4},
+        "switch": mrc_switch(),
+        "nic": {"remap_delay": remap_delay},
+        "transport": {"kind": "mrc"},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 9, "bytes": "8MB"}],
+        "faults": [{"kind": "nic_port_down", "at": "30us", "nic": nic, "port": 1}],
+        "telemetry": {"sample_interval": "5us", "ports": ["nic0:1"]},
+    }))
+}
+
+#[test]
+fn a_dead_local_port_is_left_after_the_remap_delay() {
+    let out = plane_failure(0, "40us");
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    assert_eq!(summary_u64(&out, "qp_errors"), 0);
+    let rate = tx_rate(&out, "nic0:1");
+    assert!(rate.iter().any(|&(t, r)| t < 30e-6 && r > 10e9), "plane 1 carried traffic before the failure");
+    // Until the NIC notices (30 + 40 us) it keeps sending into the dead link.
+    assert!(rate.iter().any(|&(t, r)| t > 35e-6 && t <= 70e-6 && r > 10e9));
+    assert!(rate.iter().filter(|&&(t, _)| t > 75e-6).all(|&(_, r)| r == 0.0), "{rate:?}");
+    assert!(out.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_dead_remote_port_is_left_one_rtt_after_a_sack_says_so() {
+    let out = plane_failure(9, "0us");
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    let rate = tx_rate(&out, "nic0:1");
+    assert!(rate.iter().any(|&(t, r)| t < 30e-6 && r > 10e9));
+    // The receiver's SACKs carry its port bitmap back within about an RTT
+    // (4 hops of 1 us each way plus queueing).
+    assert!(rate.iter().filter(|&&(t, _)| t > 50e-6).all(|&(_, r)| r == 0.0), "{rate:?}");
+}

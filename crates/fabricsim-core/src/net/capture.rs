@@ -249,6 +249,7 @@ mod tests {
             wire: headers::data_wire(IpVersion::Ipv6, payload as u32, first) as u16,
             ingress: 0,
             shifts: 0,
+            ports_up: 0xFF,
         }
     }
 

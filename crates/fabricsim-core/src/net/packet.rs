@@ -67,6 +67,9 @@ pub struct Packet {
     pub ingress: u32,
     /// SRv6: uSIDs shifted out of the destination address so far.
     pub shifts: u8,
+    /// The sending NIC's ports that are up, one bit per port: MRC's port
+    /// state bitmap, which SACKs carry to the other end (s3).
+    pub ports_up: u8,
 }
 
 impl Packet {

@@ -24,11 +24,15 @@ pub struct NicConfig {
     pub ip: IpVersion,
     /// Packets a QP sends per scheduling turn.
     pub batch: u32,
+    /// How long after one of its ports goes down the NIC stops sending on
+    /// it. Zero remaps at once; CX-8 MRC takes a noticeable time to remap
+    /// every QP's EVs, a glitch in throughput (mrc-srv6-multiplane.txt s3).
+    pub remap_delay: Time,
 }
 
 impl Default for NicConfig {
     fn default() -> Self {
-        NicConfig { mtu: Bytes(4096), ip: IpVersion::Ipv6, batch: 1 }
+        NicConfig { mtu: Bytes(4096), ip: IpVersion::Ipv6, batch: 1, remap_delay: Time::ZERO }
     }
 }
 
@@ -41,4 +45,6 @@ pub struct PortScheduler {
     pub batch_used: u32,
     /// A wake-up is scheduled for a paced QP at this time.
     pub wake_at: Option<Time>,
+    /// The NIC knows this port is down and sends nothing on it.
+    pub known_down: bool,
 }

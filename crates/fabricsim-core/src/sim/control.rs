@@ -12,6 +12,11 @@ impl Simulation {
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
                 self.ports[port as usize].up = up;
+                // A NIC notices its own port going down after its remap delay.
+                if self.switches[self.ports[port as usize].node.0 as usize].is_none() {
+                    let delay = if up { crate::units::Time::ZERO } else { self.scenario.nic.remap_delay };
+                    self.events.schedule_in(delay, Event::NicPortState { port: PortId(port), up });
+                }
                 if up {
                     self.try_transmit(PortId(port));
                 } else {

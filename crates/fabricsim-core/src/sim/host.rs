@@ -14,7 +14,7 @@ impl Simulation {
     /// queues it. Schedules a wake-up if every ready QP is paced.
     pub(super) fn next_data_packet(&mut self, port: PortId) -> Option<PacketId> {
         let p = port.0 as usize;
-        if self.ports[p].paused[CLASS_DATA] || !self.ports[p].up {
+        if self.ports[p].paused[CLASS_DATA] || self.sched[p].known_down {
             return None;
         }
         let bit = 1u32 << self.ports[p].index.min(31);
@@ -38,7 +38,17 @@ impl Simulation {
             }
             let id = match self.qps[q].transport {
                 QpTransport::Roce { .. } => self.roce_data_packet(q),
-                QpTransport::Mrc(_) => self.mrc_data_packet(q, port)?,
+                QpTransport::Mrc(_) => match self.mrc_data_packet(q, port) {
+                    Some(id) => id,
+                    None => {
+                        // Nothing for this plane now (the window is full, or
+                        // the remote port of this plane is down).
+                        self.sched[p].ready.pop_front();
+                        self.sched[p].batch_used = 0;
+                        self.qps[q].in_ready_lists &= !bit;
+                        continue;
+                    }
+                },
             };
             self.sched[p].batch_used += 1;
             if self.sched[p].batch_used >= self.scenario.nic.batch {
@@ -129,10 +139,35 @@ impl Simulation {
         }
     }
 
+    /// The bitmap of a NIC's ports it believes up.
+    pub(super) fn ports_up(&self, nic: crate::topology::NodeId) -> u8 {
+        self.node_ports[nic.0 as usize]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !self.sched[p.0 as usize].known_down)
+            .fold(0u8, |bits, (i, _)| bits | 1 << i.min(7))
+    }
+
+    pub(super) fn on_nic_port_state(&mut self, port: PortId, up: bool) {
+        self.sched[port.0 as usize].known_down = !up;
+        let nic = self.ports[port.0 as usize].node;
+        let plane = self.ports[port.0 as usize].index as usize;
+        for q in 0..self.qps.len() {
+            if self.qps[q].src != nic {
+                continue;
+            }
+            if let QpTransport::Mrc(m) = &mut self.qps[q].transport {
+                m.sender.set_plane_up(plane, up);
+            }
+            self.make_ready(q);
+        }
+    }
+
     /// A control packet from the responder back to the requester, sent out
     /// of `port` with the given entropy and flags.
     pub(super) fn send_control(&mut self, q: usize, port: PortId, kind: PacketKind, psn: u32, entropy: u16, flags: u8) {
         let ip = self.scenario.nic.ip;
+        let ports_up = self.ports_up(self.qps[q].dst);
         let qp = &self.qps[q];
         let wire = self.encap
             + match kind {
@@ -152,6 +187,7 @@ impl Simulation {
             wire: wire as u16,
             ingress: NO_PORT,
             shifts: 0,
+            ports_up,
         });
         self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
         self.try_transmit(port);

@@ -53,6 +53,11 @@ enum Event {
     ComputeDone(u32),
     /// An intra-host transfer has arrived.
     IntraHostDone(u32),
+    /// A NIC learns that one of its ports went down or came back up.
+    NicPortState {
+        port: PortId,
+        up: bool,
+    },
     Fault(u32),
     Reconverge,
     Sample,
@@ -305,6 +310,7 @@ impl Simulation {
             Event::JobStart(job) => self.on_job_start(job),
             Event::ComputeDone(phase) => self.phase_part_done(phase),
             Event::IntraHostDone(transfer) => self.transfer_done(transfer),
+            Event::NicPortState { port, up } => self.on_nic_port_state(port, up),
             Event::Fault(i) => self.on_fault(i),
             Event::Reconverge => self.reconverge(),
             Event::Sample => self.on_sample(),

@@ -46,6 +46,7 @@ impl Simulation {
             wire: wire as u16,
             ingress: NO_PORT,
             shifts: 0,
+            ports_up: 0xFF,
         }))
     }
 
@@ -72,6 +73,8 @@ impl Simulation {
             PacketKind::Ack | PacketKind::Nak => {
                 let (avoid, rto) = (self.mrc.ecn_avoid, self.mrc.rto);
                 let QpTransport::Mrc(m) = &mut self.qps[q].transport else { return };
+                // The SACK's port state bitmap: planes down at the other end.
+                m.sender.set_remote_planes(pkt.ports_up);
                 let progressed = if pkt.kind == PacketKind::Ack {
                     m.sender.on_sack(pkt.psn, pkt.has(flag::CE), now, avoid)
                 } else {

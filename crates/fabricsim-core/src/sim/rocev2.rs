@@ -53,6 +53,7 @@ impl Simulation {
             wire: wire as u16,
             ingress: NO_PORT,
             shifts: 0,
+            ports_up: 0xFF,
         })
     }
 

@@ -123,6 +123,9 @@ pub struct MrcSender {
     pub retransmitted_packets: u64,
     pub timeouts: u64,
     pub retired_evs: u64,
+    /// Planes usable at this end and, from SACKs, at the other end.
+    local_up: u8,
+    remote_up: u8,
 }
 
 impl MrcSender {
@@ -161,6 +164,8 @@ impl MrcSender {
             retransmitted_packets: 0,
             timeouts: 0,
             retired_evs: 0,
+            local_up: 0xFF,
+            remote_up: 0xFF,
         }
     }
 
@@ -206,7 +211,7 @@ impl MrcSender {
     /// The next packet for `plane`, on the next EV of that plane that is
     /// not being avoided.
     pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<MrcPacket> {
-        if !self.has_data() {
+        if !self.has_data() || (self.local_up & self.remote_up) & (1 << plane.min(7)) == 0 {
             return None;
         }
         let (psn, retransmission) = loop {
@@ -269,6 +274,39 @@ impl MrcSender {
         }
         self.advance();
         true
+    }
+
+    /// This NIC's port for `plane` went down or came back: remap at once,
+    /// resending what was in flight on it over the other planes.
+    pub fn set_plane_up(&mut self, plane: usize, up: bool) {
+        let bit = 1u8 << plane.min(7);
+        self.local_up = if up { self.local_up | bit } else { self.local_up & !bit };
+        if !up {
+            self.abandon_plane(plane);
+        }
+    }
+
+    /// The other end's port state bitmap, from a SACK.
+    pub fn set_remote_planes(&mut self, bits: u8) {
+        let newly_down = self.remote_up & !bits;
+        self.remote_up = bits;
+        for plane in (0..self.planes.len()).filter(|&p| newly_down & (1 << p.min(7)) != 0) {
+            self.abandon_plane(plane);
+        }
+    }
+
+    /// Resends everything in flight on `plane`; its EVs are not at fault.
+    fn abandon_plane(&mut self, plane: usize) {
+        let Some(evs) = self.planes.get_mut(plane) else { return };
+        let stranded: Vec<u32> = evs.outstanding.iter_mut().flat_map(|q| q.drain(..)).map(|(_, psn)| psn).collect();
+        for psn in stranded {
+            if matches!(self.slot(psn), Some(&mut Slot::InFlight { .. })) {
+                let (payload, _, _) = self.payload_of(psn);
+                self.in_flight_bytes -= payload as u64;
+                *self.slot(psn).expect("slot") = Slot::Pending { again: true };
+                self.resend.push_front(psn);
+            }
+        }
     }
 
     /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
