@@ -35,7 +35,11 @@ pub struct MrcConfig {
     pub evs: u32,
     /// Backup EVs per QP that replace retired ones (s2.4, s4).
     pub backup_evs: u32,
-    /// How long an EV whose packet came back ECN-marked is skipped.
+    /// How long an EV whose packet came back ECN-marked is skipped. The
+    /// paper does not give MRC's value; 5us, about half the base RTT of the
+    /// fabrics modelled here, kept every racks-to-racks flow (Fig 20) within
+    /// 5% of line rate over three seeds, where 20us and 50us let avoided EVs
+    /// pile load onto the others (docs/EXPERIMENTS.md).
     pub ecn_avoid: Time,
     /// Retransmission timer for tail losses. Default 320us, the IRN
     /// RTO_high ConWeave uses (protocols.md s2.6).
@@ -51,7 +55,7 @@ impl Default for MrcConfig {
             qps: 1,
             evs: 128,
             backup_evs: 32,
-            ecn_avoid: Time::from_us(50),
+            ecn_avoid: Time::from_us(5),
             rto: Time::from_us(320),
             window: None,
         }
