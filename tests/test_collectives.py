@@ -351,13 +351,14 @@ def test_bench_all_cases_keeps_the_reference_keys_on_top(
     code, out, err = fabricsim_cli(capsys, "bench", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert set(report) == BENCH_KEYS | {"collective"}
+    assert set(report) == BENCH_KEYS | {"collective", "mrc"}
     assert report["wall_s"] == 1.0
-    assert report["collective"] == dict.fromkeys(BENCH_KEYS, 2.0)
+    assert report["collective"] == report["mrc"] == dict.fromkeys(BENCH_KEYS, 2.0)
     code, out, _ = fabricsim_cli(capsys, "bench")
     assert code == 0
     assert "fabricsim bench: flows" in out
     assert "fabricsim bench: collective" in out
+    assert "fabricsim bench: mrc" in out
 
 
 def test_bench_takes_a_scenario_or_a_case(

@@ -39,9 +39,9 @@ EXIT_SIMULATOR = 3
 EXIT_INTERRUPTED = 130
 
 # The built-in cases of `fabricsim bench`: the flow reference scenario of
-# issue 2 and the collective case of issue 3, both fixed; docs/PERFORMANCE.md
-# compares runs of them over time.
-BENCH_CASES = {"flows": "bench", "collective": "bench_collective"}
+# issue 2, the collective case of issue 3 and the MRC case of issue 4, all
+# fixed; docs/PERFORMANCE.md compares runs of them over time.
+BENCH_CASES = {"flows": "bench", "collective": "bench_collective", "mrc": "bench_mrc"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
         "--case",
         choices=(*BENCH_CASES, "all"),
         help="built-in case: flows (the 1,024-host permutation), collective (a 256-rank 8MB ring all-reduce), "
-        "or all (default; each in a fresh process, so that each peak memory is its own)",
+        "mrc (the permutation over MRC), or all (default; each in a fresh process, so that each peak memory is "
+        "its own)",
     )
     _add_overrides(bench)
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
