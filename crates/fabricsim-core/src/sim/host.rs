@@ -74,13 +74,15 @@ impl Simulation {
         if !self.qps[q].transport.has_data() {
             return;
         }
-        let ports: Vec<PortId> = if self.qps[q].transport.is_mrc() {
-            self.node_ports[self.qps[q].src.0 as usize].clone()
+        let nic = self.qps[q].src.0 as usize;
+        let (first, count) = if self.qps[q].transport.is_mrc() {
+            (0, self.node_ports[nic].len())
         } else {
-            vec![self.qps[q].src_port]
+            (self.ports[self.qps[q].src_port.0 as usize].index as usize, 1)
         };
-        for port in ports {
-            let bit = 1u32 << self.ports[port.0 as usize].index.min(31);
+        for k in first..first + count {
+            let port = self.node_ports[nic][k];
+            let bit = 1u32 << k.min(31);
             if self.qps[q].in_ready_lists & bit == 0 {
                 self.qps[q].in_ready_lists |= bit;
                 self.sched[port.0 as usize].ready.push_back(q as u32);
