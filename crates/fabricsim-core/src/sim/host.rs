@@ -51,7 +51,14 @@ impl Simulation {
                 },
             };
             self.sched[p].batch_used += 1;
-            if self.sched[p].batch_used >= self.scenario.nic.batch {
+            if !self.qps[q].transport.has_data() {
+                // Nothing more for now (all sent, or the window closed):
+                // off the list until a SACK, NAK or new message puts it back,
+                // so that a free link does not wake up for it.
+                self.sched[p].ready.pop_front();
+                self.sched[p].batch_used = 0;
+                self.qps[q].in_ready_lists &= !bit;
+            } else if self.sched[p].batch_used >= self.scenario.nic.batch {
                 self.sched[p].batch_used = 0;
                 self.sched[p].ready.rotate_left(1);
             }
