@@ -4,9 +4,20 @@
 //! each transport does with packets and timers.
 
 use super::{Event, Message, Owner, QpTransport, Simulation};
-use crate::net::{headers, Packet, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
+use crate::net::{flag, headers, Packet, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::units::Time;
 use crate::workload::split_evenly;
+
+/// One RDMA WRITE packet a transport decided to send.
+pub(super) struct Outgoing {
+    pub psn: u32,
+    pub payload: u32,
+    pub first: bool,
+    pub last: bool,
+    pub retransmission: bool,
+    /// UDP source port: the QP's fixed one (RoCE) or the packet's EV (MRC).
+    pub entropy: u16,
+}
 
 impl Simulation {
     /// Picks the next QP with a packet for this NIC port (round robin,
@@ -146,6 +157,38 @@ impl Simulation {
             }
             Owner::Transfer(t) => self.transfer_done(t),
         }
+    }
+
+    /// Wire bytes of a data packet here (with the SRv6 outer header if any).
+    pub(super) fn data_wire(&self, payload: u32, first: bool) -> u32 {
+        headers::data_wire(self.scenario.nic.ip, payload, first) + self.encap
+    }
+
+    /// Allocates the data packet a transport chose to send on QP `q`.
+    pub(super) fn alloc_data_packet(&mut self, q: usize, out: Outgoing) -> PacketId {
+        let mut flags = flag::ECT;
+        for (set, bit) in [(out.first, flag::FIRST), (out.last, flag::LAST), (out.retransmission, flag::RETX)] {
+            if set {
+                flags |= bit;
+            }
+        }
+        self.totals.sent_payload += out.payload as u64;
+        let qp = &self.qps[q];
+        self.pool.alloc(Packet {
+            kind: PacketKind::Data,
+            class: CLASS_DATA as u8,
+            flags,
+            entropy: out.entropy,
+            src: qp.src,
+            dst: qp.dst,
+            qp: q as u32,
+            psn: out.psn,
+            payload: out.payload as u16,
+            wire: self.data_wire(out.payload, out.first) as u16,
+            ingress: NO_PORT,
+            shifts: 0,
+            ports_up: 0xFF,
+        })
     }
 
     /// The bitmap of a NIC's ports it believes up.

@@ -5,15 +5,15 @@
 //! timer resends what a tail loss left outstanding (`transport::mrc` holds
 //! the state machines).
 
+use super::host::Outgoing;
 use super::{Event, QpTransport, Simulation};
-use crate::net::{flag, headers, Packet, PacketId, PacketKind, PortId, CLASS_DATA, NO_PORT};
+use crate::net::{flag, Packet, PacketId, PacketKind, PortId};
 
 impl Simulation {
     /// The next packet of MRC QP `q` for NIC `port` (its plane).
     pub(super) fn mrc_data_packet(&mut self, q: usize, port: PortId) -> Option<PacketId> {
         let now = self.now();
         let plane = self.ports[port.0 as usize].index as usize;
-        let ip = self.scenario.nic.ip;
         let rto = self.mrc.rto;
         let qp = &mut self.qps[q];
         let QpTransport::Mrc(m) = &mut qp.transport else { unreachable!("an MRC QP") };
@@ -25,29 +25,17 @@ impl Simulation {
                 self.events.schedule(now + rto, Event::RtoTimer(q as u32));
             }
         }
-        let wire = headers::data_wire(ip, data.payload, data.first) + self.encap;
-        let mut flags = flag::ECT;
-        for (set, bit) in [(data.first, flag::FIRST), (data.last, flag::LAST), (data.retransmission, flag::RETX)] {
-            if set {
-                flags |= bit;
-            }
-        }
-        self.totals.sent_payload += data.payload as u64;
-        Some(self.pool.alloc(Packet {
-            kind: PacketKind::Data,
-            class: CLASS_DATA as u8,
-            flags,
-            entropy: data.ev,
-            src: qp.src,
-            dst: qp.dst,
-            qp: q as u32,
-            psn: data.psn,
-            payload: data.payload as u16,
-            wire: wire as u16,
-            ingress: NO_PORT,
-            shifts: 0,
-            ports_up: 0xFF,
-        }))
+        Some(self.alloc_data_packet(
+            q,
+            Outgoing {
+                psn: data.psn,
+                payload: data.payload,
+                first: data.first,
+                last: data.last,
+                retransmission: data.retransmission,
+                entropy: data.ev,
+            },
+        ))
     }
 
     pub(super) fn mrc_receive(&mut self, port: PortId, q: usize, pkt: &Packet) {

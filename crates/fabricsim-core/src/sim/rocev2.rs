@@ -3,58 +3,46 @@
 //! retransmission timer that can fail the QP (`transport::rocev2` holds the
 //! state machines).
 
+use super::host::Outgoing;
 use super::{Event, Owner, QpTransport, Simulation};
-use crate::net::{flag, headers, Packet, PacketId, PacketKind, PortId, CLASS_DATA, NO_PORT};
+use crate::net::{flag, Packet, PacketId, PacketKind, PortId};
 
 impl Simulation {
     pub(super) fn roce_data_packet(&mut self, q: usize) -> PacketId {
         let now = self.now();
         let mtu = self.scenario.nic.mtu.0 as u32;
-        let ip = self.scenario.nic.ip;
+        let QpTransport::Roce { sender, .. } = &mut self.qps[q].transport else { unreachable!("a RoCE QP") };
+        let data = sender.next_packet(mtu).expect("the QP has data");
+        let wire = self.data_wire(data.payload, data.first);
+        let rto = self.roce.retransmit_timeout();
+        let line = self.ports[self.qps[q].src_port.0 as usize].rate;
         let qp = &mut self.qps[q];
         let QpTransport::Roce { sender, cc, .. } = &mut qp.transport else { unreachable!("a RoCE QP") };
-        let data = sender.next_packet(mtu).expect("the QP has data");
-        let wire = headers::data_wire(ip, data.payload, data.first) + self.encap;
-        let mut flags = flag::ECT;
-        if data.first {
-            flags |= flag::FIRST;
-        }
-        if data.last {
-            flags |= flag::LAST;
-        }
-        if data.retransmission {
-            flags |= flag::RETX;
-        }
         let dcqcn = &self.roce.dcqcn;
         if dcqcn.enabled {
             cc.on_sent(dcqcn, wire as u64);
-            let line = self.ports[qp.src_port.0 as usize].rate;
             let rate = cc.rate();
             qp.next_send = if rate < line { now + rate.tx_time(wire as u64) } else { now };
         }
         if sender.rto_deadline.is_none() {
-            sender.rto_deadline = Some(now + self.roce.retransmit_timeout());
+            sender.rto_deadline = Some(now + rto);
             if !qp.rto_pending {
                 qp.rto_pending = true;
-                self.events.schedule(now + self.roce.retransmit_timeout(), Event::RtoTimer(q as u32));
+                self.events.schedule(now + rto, Event::RtoTimer(q as u32));
             }
         }
-        self.totals.sent_payload += data.payload as u64;
-        self.pool.alloc(Packet {
-            kind: PacketKind::Data,
-            class: CLASS_DATA as u8,
-            flags,
-            entropy: qp.entropy,
-            src: qp.src,
-            dst: qp.dst,
-            qp: q as u32,
-            psn: data.psn,
-            payload: data.payload as u16,
-            wire: wire as u16,
-            ingress: NO_PORT,
-            shifts: 0,
-            ports_up: 0xFF,
-        })
+        let entropy = qp.entropy;
+        self.alloc_data_packet(
+            q,
+            Outgoing {
+                psn: data.psn,
+                payload: data.payload,
+                first: data.first,
+                last: data.last,
+                retransmission: data.retransmission,
+                entropy,
+            },
+        )
     }
 
     pub(super) fn roce_receive(&mut self, port: PortId, q: usize, pkt: &Packet) {
