@@ -5,19 +5,9 @@
 
 use super::{Event, Message, Owner, QpTransport, Simulation};
 use crate::net::{flag, headers, Packet, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
+use crate::transport::DataPacket;
 use crate::units::Time;
 use crate::workload::split_evenly;
-
-/// One RDMA WRITE packet a transport decided to send.
-pub(super) struct Outgoing {
-    pub psn: u32,
-    pub payload: u32,
-    pub first: bool,
-    pub last: bool,
-    pub retransmission: bool,
-    /// UDP source port: the QP's fixed one (RoCE) or the packet's EV (MRC).
-    pub entropy: u16,
-}
 
 impl Simulation {
     /// Picks the next QP with a packet for this NIC port (round robin,
@@ -164,8 +154,9 @@ impl Simulation {
         headers::data_wire(self.scenario.nic.ip, payload, first) + self.encap
     }
 
-    /// Allocates the data packet a transport chose to send on QP `q`.
-    pub(super) fn alloc_data_packet(&mut self, q: usize, out: Outgoing) -> PacketId {
+    /// Allocates the data packet a transport chose to send on QP `q` with
+    /// UDP source port `entropy` (the QP's own for RoCE, the EV for MRC).
+    pub(super) fn alloc_data_packet(&mut self, q: usize, out: DataPacket, entropy: u16) -> PacketId {
         let mut flags = flag::ECT;
         for (set, bit) in [(out.first, flag::FIRST), (out.last, flag::LAST), (out.retransmission, flag::RETX)] {
             if set {
@@ -178,7 +169,7 @@ impl Simulation {
             kind: PacketKind::Data,
             class: CLASS_DATA as u8,
             flags,
-            entropy: out.entropy,
+            entropy,
             src: qp.src,
             dst: qp.dst,
             qp: q as u32,

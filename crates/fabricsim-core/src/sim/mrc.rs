@@ -5,7 +5,6 @@
 //! timer resends what a tail loss left outstanding (`transport::mrc` holds
 //! the state machines).
 
-use super::host::Outgoing;
 use super::{Event, QpTransport, Simulation};
 use crate::net::{flag, Packet, PacketId, PacketKind, PortId};
 
@@ -17,7 +16,7 @@ impl Simulation {
         let rto = self.mrc.rto;
         let qp = &mut self.qps[q];
         let QpTransport::Mrc(m) = &mut qp.transport else { unreachable!("an MRC QP") };
-        let data = m.sender.next_packet(plane, now)?;
+        let (data, ev) = m.sender.next_packet(plane, now)?;
         if m.sender.rto_deadline.is_none() {
             m.sender.rto_deadline = Some(now + rto);
             if !qp.rto_pending {
@@ -25,17 +24,7 @@ impl Simulation {
                 self.events.schedule(now + rto, Event::RtoTimer(q as u32));
             }
         }
-        Some(self.alloc_data_packet(
-            q,
-            Outgoing {
-                psn: data.psn,
-                payload: data.payload,
-                first: data.first,
-                last: data.last,
-                retransmission: data.retransmission,
-                entropy: data.ev,
-            },
-        ))
+        Some(self.alloc_data_packet(q, data, ev))
     }
 
     pub(super) fn mrc_receive(&mut self, port: PortId, q: usize, pkt: &Packet) {

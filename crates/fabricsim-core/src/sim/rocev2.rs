@@ -3,7 +3,6 @@
 //! retransmission timer that can fail the QP (`transport::rocev2` holds the
 //! state machines).
 
-use super::host::Outgoing;
 use super::{Event, Owner, QpTransport, Simulation};
 use crate::net::{flag, Packet, PacketId, PacketKind, PortId};
 
@@ -32,17 +31,7 @@ impl Simulation {
             }
         }
         let entropy = qp.entropy;
-        self.alloc_data_packet(
-            q,
-            Outgoing {
-                psn: data.psn,
-                payload: data.payload,
-                first: data.first,
-                last: data.last,
-                retransmission: data.retransmission,
-                entropy,
-            },
-        )
+        self.alloc_data_packet(q, data, entropy)
     }
 
     pub(super) fn roce_receive(&mut self, port: PortId, q: usize, pkt: &Packet) {

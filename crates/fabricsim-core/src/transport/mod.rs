@@ -11,6 +11,18 @@ use serde::Serialize;
 
 pub use rocev2::{RoceConfig, RoceReceiver, RoceSender, RxReply};
 
+/// One RDMA WRITE packet a transport's sender chose to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataPacket {
+    pub psn: u32,
+    pub payload: u32,
+    /// First packet of its message (carries the RETH).
+    pub first: bool,
+    /// Last packet of its message.
+    pub last: bool,
+    pub retransmission: bool,
+}
+
 /// Which transport the NICs run, with its parameters.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::DataPacket;
 use crate::engine::Rng;
 use crate::units::{Bytes, Time};
 
@@ -86,17 +87,6 @@ struct PlaneEvs {
     /// Transmissions outstanding on each active EV, oldest first: (seq, PSN).
     outstanding: Vec<VecDeque<(u64, u32)>>,
     cursor: usize,
-}
-
-/// What a data packet to send is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MrcPacket {
-    pub psn: u32,
-    pub payload: u32,
-    pub ev: u16,
-    pub first: bool,
-    pub last: bool,
-    pub retransmission: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -212,9 +202,9 @@ impl MrcSender {
         (if last { m.last_payload } else { self.mtu }, psn == m.first, last)
     }
 
-    /// The next packet for `plane`, on the next EV of that plane that is
-    /// not being avoided.
-    pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<MrcPacket> {
+    /// The next packet for `plane` and the EV it goes on: the next EV of
+    /// that plane that is not being avoided.
+    pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, u16)> {
         if !self.has_data() || (self.local_up & self.remote_up) & (1 << plane.min(7)) == 0 {
             return None;
         }
@@ -245,7 +235,7 @@ impl MrcSender {
         if retransmission {
             self.retransmitted_packets += 1;
         }
-        Some(MrcPacket { psn, payload, ev, first, last, retransmission })
+        Some((DataPacket { psn, payload, first, last, retransmission }, ev))
     }
 
     /// A SACK for `psn`, ECN-marked or not (it echoes the packet's EV, which
@@ -440,7 +430,7 @@ mod tests {
     fn sprays_over_the_evs_of_each_plane_in_turn() {
         let mut s = sender(2);
         s.post(8000);
-        let evs: Vec<u16> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().ev).collect();
+        let evs: Vec<u16> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().1).collect();
         let distinct: std::collections::BTreeSet<u16> = evs.iter().copied().collect();
         assert_eq!(distinct.len(), 8);
         assert_eq!(s.active_evs_per_plane(), [4, 4]);
@@ -450,26 +440,26 @@ mod tests {
     fn a_lost_packet_retires_its_ev_for_a_backup_of_the_same_plane() {
         let mut s = sender(1);
         s.post(40 * 1000);
-        let sent: Vec<MrcPacket> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         // Everything but PSN 0 arrives, including later packets on its EV.
-        for p in &sent[1..] {
+        for (p, _) in &sent[1..] {
             s.on_sack(p.psn, false, Time::ZERO, Time::ZERO);
         }
         assert_eq!(s.retired_evs, 1);
-        let again = s.next_packet(0, Time::ZERO).unwrap();
+        let (again, ev) = s.next_packet(0, Time::ZERO).unwrap();
         assert_eq!((again.psn, again.retransmission), (0, true));
-        assert_ne!(again.ev, sent[0].ev);
+        assert_ne!(ev, sent[0].1);
     }
 
     #[test]
     fn trimmed_packets_are_resent_first_and_shrink_the_window() {
         let mut s = sender(1);
         s.post(5000);
-        let p: Vec<MrcPacket> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let p: Vec<(DataPacket, u16)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         let before = s.window;
-        s.on_nack(p[2].psn);
+        s.on_nack(p[2].0.psn);
         assert!(s.window < before);
-        assert_eq!(s.next_packet(0, Time::ZERO).unwrap().psn, 2);
+        assert_eq!(s.next_packet(0, Time::ZERO).unwrap().0.psn, 2);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use std::collections::VecDeque;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::DataPacket;
 use crate::cc::DcqcnConfig;
 use crate::net::PacketKind;
 use crate::units::{Time, PS_PER_NS};
@@ -60,16 +61,6 @@ struct SendMessage {
     end: u32,
     first: u32,
     last_payload: u32,
-}
-
-/// One data packet the requester wants to send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DataToSend {
-    pub psn: u32,
-    pub payload: u32,
-    pub first: bool,
-    pub last: bool,
-    pub retransmission: bool,
 }
 
 /// Requester side of a QP.
@@ -116,14 +107,14 @@ impl RoceSender {
     }
 
     /// Takes the next packet to send and advances the send pointer.
-    pub fn next_packet(&mut self, mtu: u32) -> Option<DataToSend> {
+    pub fn next_packet(&mut self, mtu: u32) -> Option<DataPacket> {
         if !self.has_data() {
             return None;
         }
         let psn = self.snd_nxt;
         let msg = self.messages.iter().find(|m| psn < m.end)?;
         let last = psn + 1 == msg.end;
-        let packet = DataToSend {
+        let packet = DataPacket {
             psn,
             payload: if last { msg.last_payload } else { mtu },
             first: psn == msg.first,
