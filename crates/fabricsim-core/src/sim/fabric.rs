@@ -119,9 +119,18 @@ impl Simulation {
     }
 
     pub(super) fn on_tx_done(&mut self, port: PortId) {
+        // A packet sent from elsewhere at the very time this event was due
+        // (a switch forwarding into an idle port) moved the port on and
+        // scheduled its own wake-up; this one is stale. Letting it clear the
+        // flag would leave two wake-ups per packet from then on, and they
+        // multiply.
+        if self.ports[port.0 as usize].busy_until > self.now() {
+            return;
+        }
         self.ports[port.0 as usize].tx_done_pending = false;
         self.try_transmit(port);
     }
+
 
     pub(super) fn on_arrive(&mut self, port: PortId) {
         let p = port.0 as usize;
