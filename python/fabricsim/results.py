@@ -35,7 +35,7 @@ __all__ = [
 
 INCOMPLETE_MARKER = "INCOMPLETE"
 PCAP_FILE = "telemetry.pcap"
-TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers")
+TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers", "ev_log")
 
 
 class OutputExistsError(FileExistsError):
@@ -95,6 +95,11 @@ class Results:
     def transfers(self) -> pl.DataFrame:
         """One row per collective transfer, when the scenario's `telemetry.transfers` asks for them."""
         return self._table("transfers")
+
+    @property
+    def ev_log(self) -> pl.DataFrame:
+        """One row per MRC EV state change (active, backup, retired, denied), when `telemetry.ev_log` asks."""
+        return self._table("ev_log")
 
     def _table(self, name: str) -> pl.DataFrame:
         # A table the core did not return (a run without jobs, or without

@@ -117,3 +117,20 @@ fn bad_jobs_are_named() {
         {"op": "all_reduse", "bytes": "1MB"}}]})));
     assert!(e.starts_with("jobs[0].phases[0].collective.op") && e.contains("all_reduse"), "{e}");
 }
+
+#[test]
+fn bad_mrc_path_settings_are_named() {
+    let mut s = base();
+    s["transport"] = json!({"kind": "mrc", "denylist": ["t0.p0.0:2"]});
+    assert!(error_of(s.clone()).starts_with("transport.denylist: "), "{}", error_of(s.clone()));
+    s["switch"] = json!({"forwarding": "srv6"});
+    s["transport"]["denylist"] = json!(["t0.p0.0:99"]);
+    assert!(error_of(s.clone()).starts_with("transport.denylist[0]: 't0.p0.0:99'"), "{}", error_of(s.clone()));
+    let mut s = base();
+    s["transport"] = json!({"kind": "mrc"});
+    s["faults"] = json!([{"kind": "ev_loss", "at": "0us", "nic": 0, "ev": 3, "rate": 0.1}]);
+    assert!(error_of(s.clone()).starts_with("faults[0].ev: 3"), "{}", error_of(s.clone()));
+    s["faults"][0]["ev"] = json!(8);
+    s["faults"][0]["rate"] = json!(1.5);
+    assert!(error_of(s.clone()).starts_with("faults[0].rate: 1.5"), "{}", error_of(s));
+}

@@ -135,3 +135,17 @@ fn a_dead_remote_port_is_left_one_rtt_after_a_sack_says_so() {
     // (4 hops of 1 us each way plus queueing).
     assert!(rate.iter().filter(|&&(t, _)| t > 50e-6).all(|&(_, r)| r == 0.0), "{rate:?}");
 }
+
+#[test]
+fn a_port_wakes_once_per_packet_it_sends() {
+    // Switches forwarding into ports whose wake-up is due at that instant
+    // once made wake-ups pile up (100 events per packet hop on Fig 20).
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "400Gbps"},
+        "switch": mrc_switch(),
+        "transport": {"kind": "mrc"},
+        "traffic": [{"kind": "racks_to_racks", "src_racks": [0, 1], "dst_racks": [2, 3], "bytes": "8MB"}],
+    }));
+    let (events, hops) = (summary_u64(&out, "events"), summary_u64(&out, "packet_hops"));
+    assert!(events < 2 * hops, "{events} events for {hops} packet hops");
+}

@@ -38,6 +38,7 @@ pub enum FaultSpec {
     NicPortDown(NicPortChange),
     NicPortUp(NicPortChange),
     LossRate(LossRate),
+    EvLoss(EvLoss),
     RandomFlaps(RandomFlaps),
 }
 
@@ -50,6 +51,7 @@ crate::kind_tagged!(FaultSpec {
     "nic_port_down" => NicPortDown,
     "nic_port_up" => NicPortUp,
     "loss_rate" => LossRate,
+    "ev_loss" => EvLoss,
     "random_flaps" => RandomFlaps,
 });
 
@@ -115,6 +117,19 @@ pub struct LossRate {
     pub direction: Direction,
 }
 
+/// From `at` on, a NIC drops this fraction of the MRC data packets it
+/// sends on one EV, as the MRC paper injects loss on a single EV with the
+/// NIC's debug capability (s5.2.4, Figs 12-13). The EV's low 3 bits name
+/// its plane, so the NIC port it leaves by.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvLoss {
+    pub at: Time,
+    pub nic: NicRef,
+    pub ev: u16,
+    pub rate: f64,
+}
+
 /// Every switch-to-switch link flaps with exponentially distributed
 /// times between flaps (mean `mtbf`), each lasting `duration`, until
 /// `until`. The control plane does not see these flaps (spectrum-x.txt
@@ -142,6 +157,13 @@ pub enum FaultAction {
     },
     PortLoss {
         port: u32,
+        rate: f64,
+    },
+    /// Data packets on entropy `ev` leaving NIC port `port` are lost with
+    /// probability `rate`.
+    EvLoss {
+        port: u32,
+        ev: u16,
         rate: f64,
     },
     SwitchUp {
@@ -229,6 +251,15 @@ pub fn expand(
                 for p in both(port_of(port)?, *direction) {
                     actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
                 }
+            }
+            FaultSpec::EvLoss(EvLoss { at, nic, ev, rate }) => {
+                if !(0.0..=1.0).contains(rate) {
+                    return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
+                }
+                let port = nic_port(nic, ev & 7).map_err(|_| {
+                    ScenarioError::new(field("ev"), format!("{ev}: its plane ({}) is not a port of the NIC", ev & 7))
+                })?;
+                actions.push((*at, FaultAction::EvLoss { port, ev: *ev, rate: *rate }));
             }
             FaultSpec::RandomFlaps(RandomFlaps { mtbf, duration, until, host_links }) => {
                 if mtbf.0 == 0 {

@@ -27,6 +27,9 @@ pub struct TelemetryConfig {
     /// Record every collective transfer (src and dst rank, chunk, step,
     /// when it became ready and when it completed) in `transfers`.
     pub transfers: bool,
+    /// Record every change of an MRC EV's state (active, backup, retired,
+    /// denied) with its time and QP in `ev_log` (the paper's Figs 13, 14).
+    pub ev_log: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

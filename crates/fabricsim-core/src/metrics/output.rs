@@ -60,13 +60,15 @@ pub struct RunOutput {
     pub steps: Table,
     /// One row per collective transfer, when telemetry asks for them.
     pub transfers: Table,
+    /// One row per MRC EV state change, when telemetry asks for them.
+    pub ev_log: Table,
     /// A pcap file of the captured ports, when telemetry asks for one.
     pub pcap: Option<Vec<u8>>,
 }
 
 impl RunOutput {
     /// The tables by name, in output order.
-    pub fn tables(&self) -> [(&'static str, &Table); 6] {
+    pub fn tables(&self) -> [(&'static str, &Table); 7] {
         [
             ("flows", &self.flows),
             ("ports", &self.ports),
@@ -74,6 +76,7 @@ impl RunOutput {
             ("collectives", &self.collectives),
             ("steps", &self.steps),
             ("transfers", &self.transfers),
+            ("ev_log", &self.ev_log),
         ]
     }
 

@@ -112,7 +112,9 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
             };
             (op, packet.has(flag::LAST))
         }
-        PacketKind::Ack | PacketKind::Nak => (opcode::ACKNOWLEDGE, false),
+        // MRC's probe format is not published: probes travel as RoCE
+        // acknowledgements naming the probed EV in the PSN field.
+        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply => (opcode::ACKNOWLEDGE, false),
         PacketKind::Cnp => (opcode::CNP, false),
     };
     let payload = packet.payload() as usize;
@@ -133,10 +135,10 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
             transport.extend_from_slice(&packet.qp.to_be_bytes());
             transport.extend_from_slice(&(message_len as u32).to_be_bytes());
         }
-        PacketKind::Ack | PacketKind::Nak => {
+        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply => {
             // AETH: syndrome (ACK with unlimited credits, or NAK "PSN
             // sequence error"), MSN.
-            transport.push(if packet.kind == PacketKind::Ack { 0x1F } else { 0x60 });
+            transport.push(if packet.kind == PacketKind::Nak { 0x60 } else { 0x1F });
             transport.extend_from_slice(&[0, 0, 0]);
         }
         PacketKind::Cnp => transport.extend_from_slice(&[0; 16]),

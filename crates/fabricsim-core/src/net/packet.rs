@@ -25,6 +25,10 @@ pub enum PacketKind {
     Nak,
     /// Congestion notification packet (RoCEv2 BTH opcode 0x81).
     Cnp,
+    /// MRC EV probe: tests the path of the EV named in `psn`.
+    Probe,
+    /// The answer to an EV probe, naming the probed EV in `psn`.
+    ProbeReply,
 }
 
 /// Flag bits of `Packet::flags`.

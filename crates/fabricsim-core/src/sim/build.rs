@@ -211,6 +211,20 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         events.schedule(Time::ZERO, Event::Sample);
     }
 
+    let mut denied_links = Vec::new();
+    if let TransportSpec::Mrc(cfg) = &scenario.transport {
+        if !cfg.denylist.is_empty() && srv6.is_none() {
+            return invalid(
+                "transport.denylist",
+                "a denylist names links, and only SRv6 tells which EVs cross them: set switch.forwarding: srv6",
+            );
+        }
+        for (i, text) in cfg.denylist.iter().enumerate() {
+            let port = faults::resolve_port(&topo, &raw_node_ports, text, &format!("transport.denylist[{i}]"))?;
+            denied_links.resize(topo.links.len(), false);
+            denied_links[port as usize / 2] = true;
+        }
+    }
     let n_ports = ports.len();
     let n_nodes = topo.nodes.len();
     let mut sim = Simulation {
@@ -239,6 +253,9 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         telemetry_ports,
         telemetry_hosts,
         capture,
+        ev_log: None,
+        ev_loss: Vec::new(),
+        denied_links,
         node_ports,
         ports,
         topo,
@@ -250,6 +267,10 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     for c in 0..sim.jobs.program.collectives.len() {
         sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
     }
+    if sim.scenario.telemetry.ev_log {
+        sim.start_ev_log();
+    }
+    sim.apply_denylist();
     Ok(sim)
 }
 
@@ -296,9 +317,11 @@ impl Links {
                     let nic_rate: u64 = src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum();
                     let window = cfg.window.map_or((nic_rate as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
                     let mut rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE5]);
+                    let reverse_rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE6]);
                     QpTransport::Mrc(Box::new(MrcQp {
                         sender: MrcSender::new(cfg, src_ports.len(), self.mtu, window, &mut rng),
-                        receiver: MrcReceiver::default(),
+                        receiver: MrcReceiver::new(dst_ports.len(), reverse_rng),
+                        probe_pending: false,
                     }))
                 }
             };

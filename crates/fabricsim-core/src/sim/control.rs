@@ -28,6 +28,13 @@ impl Simulation {
                 self.ports[port as usize].loss = rate;
                 false
             }
+            FaultAction::EvLoss { port, ev, rate } => {
+                self.ev_loss.retain(|&(p, e, _)| (p, e) != (port, ev));
+                if rate > 0.0 {
+                    self.ev_loss.push((port, ev, rate));
+                }
+                false
+            }
             FaultAction::SwitchUp { node, up, gray } => {
                 if let Some(sw) = self.switches[node.0 as usize].as_mut() {
                     sw.up = up;

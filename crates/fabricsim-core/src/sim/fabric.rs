@@ -67,7 +67,9 @@ impl Simulation {
         self.totals.packet_hops += 1;
         if !self.ports[p].up {
             self.drop_packet(port, id, DropCause::LinkDown);
-        } else if self.ports[p].loss > 0.0 && self.port_rng[p].chance(self.ports[p].loss) {
+        } else if (self.ports[p].loss > 0.0 && self.port_rng[p].chance(self.ports[p].loss))
+            || (!self.ev_loss.is_empty() && self.ev_lost(port, id))
+        {
             self.drop_packet(port, id, DropCause::LinkLoss);
         } else {
             let arrival = done + self.ports[p].delay;
@@ -76,6 +78,18 @@ impl Simulation {
             }
             self.ports[p].wire.push_back((arrival, id));
         }
+    }
+
+    /// Whether injected EV loss takes this packet leaving `port`: data and
+    /// the probes that test the EV are lost alike.
+    fn ev_lost(&mut self, port: PortId, id: PacketId) -> bool {
+        let pkt = self.pool.get(id);
+        if !matches!(pkt.kind, crate::net::PacketKind::Data | crate::net::PacketKind::Probe) {
+            return false;
+        }
+        let ev = pkt.entropy;
+        let rate = self.ev_loss.iter().find(|&&(p, e, _)| p == port.0 && e == ev).map(|&(_, _, r)| r);
+        rate.is_some_and(|r| self.port_rng[port.0 as usize].chance(r))
     }
 
     /// Buffer release, PFC resume and ECN marking when a switch dequeues.
@@ -130,7 +144,6 @@ impl Simulation {
         self.ports[port.0 as usize].tx_done_pending = false;
         self.try_transmit(port);
     }
-
 
     pub(super) fn on_arrive(&mut self, port: PortId) {
         let p = port.0 as usize;
@@ -272,8 +285,8 @@ impl Simulation {
         let qp = &self.qps[pkt.qp as usize];
         let (from, to) = if qp.transport.is_mrc() {
             // An MRC EV names its plane in its low bits (s2.3).
-            let plane = pkt.entropy as usize % self.node_ports[pkt.src.0 as usize].len();
-            (self.node_ports[pkt.src.0 as usize][plane], *self.node_ports[pkt.dst.0 as usize].get(plane)?)
+            let plane = (pkt.entropy & 7) as usize;
+            (*self.node_ports[pkt.src.0 as usize].get(plane)?, *self.node_ports[pkt.dst.0 as usize].get(plane)?)
         } else if pkt.kind == crate::net::PacketKind::Data {
             (qp.src_port, qp.dst_port)
         } else {

@@ -206,12 +206,15 @@ impl Simulation {
         }
     }
 
-    /// A control packet from the responder back to the requester, sent out
-    /// of `port` with the given entropy and flags.
+    /// A control packet of QP `q` sent out of NIC `port` to the other end
+    /// of the QP (from the responder to the requester for ACKs, NAKs and
+    /// CNPs; either way for MRC's probes), with the given entropy and flags.
     pub(super) fn send_control(&mut self, q: usize, port: PortId, kind: PacketKind, psn: u32, entropy: u16, flags: u8) {
         let ip = self.scenario.nic.ip;
-        let ports_up = self.ports_up(self.qps[q].dst);
+        let from = self.ports[port.0 as usize].node;
         let qp = &self.qps[q];
+        let to = if from == qp.dst { qp.src } else { qp.dst };
+        let ports_up = self.ports_up(from);
         let wire = self.encap
             + match kind {
                 PacketKind::Cnp => headers::cnp_wire(ip),
@@ -222,8 +225,8 @@ impl Simulation {
             class: CLASS_CONTROL as u8,
             flags,
             entropy,
-            src: qp.dst,
-            dst: qp.src,
+            src: from,
+            dst: to,
             qp: q as u32,
             psn,
             payload: 0,

@@ -27,7 +27,7 @@ use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, Topology};
-use crate::transport::mrc::{MrcConfig, MrcReceiver, MrcSender};
+use crate::transport::mrc::{EvChange, MrcConfig, MrcReceiver, MrcSender};
 use crate::transport::{RoceConfig, RoceReceiver, RoceSender};
 use crate::units::Time;
 
@@ -47,6 +47,8 @@ enum Event {
     NicWake(PortId),
     RtoTimer(u32),
     CcTimer(u32),
+    /// An MRC QP probes its retired EVs.
+    ProbeTimer(u32),
     FlowStart(u32),
     JobStart(u32),
     /// A compute phase ends.
@@ -102,6 +104,7 @@ enum QpTransport {
 struct MrcQp {
     sender: MrcSender,
     receiver: MrcReceiver,
+    probe_pending: bool,
 }
 
 impl QpTransport {
@@ -217,6 +220,12 @@ pub struct Simulation {
     capture: Option<(crate::net::capture::Capture, Vec<bool>)>,
     telemetry_hosts: Vec<NodeId>,
     samples: report::Samples,
+    /// MRC EV state changes (time, QP, change), when telemetry asks.
+    ev_log: Option<Vec<(Time, u32, EvChange)>>,
+    /// Injected per-EV loss: (NIC port, EV, probability).
+    ev_loss: Vec<(u32, u16, f64)>,
+    /// Links (by index) on the MRC denylist; empty when there is none.
+    denied_links: Vec<bool>,
 }
 
 impl Simulation {
@@ -306,6 +315,7 @@ impl Simulation {
             }
             Event::RtoTimer(qp) => self.on_rto(qp),
             Event::CcTimer(qp) => self.on_cc_timer(qp),
+            Event::ProbeTimer(qp) => self.mrc_probe_timer(qp),
             Event::FlowStart(flow) => self.on_flow_start(flow),
             Event::JobStart(job) => self.on_job_start(job),
             Event::ComputeDone(phase) => self.phase_part_done(phase),

@@ -175,10 +175,8 @@ impl Simulation {
             "pauses_sent": sum(&|k| k.pauses_sent),
             "paused_time_s": ps.iter().map(|p| p.paused_time_at(now).as_secs_f64()).sum::<f64>(),
             "qp_errors": self.totals.qp_errors,
-            "retired_evs": self.qps.iter().map(|q| match &q.transport {
-                super::QpTransport::Mrc(m) => m.sender.retired_evs,
-                super::QpTransport::Roce { .. } => 0,
-            }).sum::<u64>(),
+            "retired_evs": self.mrc_sum(|m| m.sender.retired_evs),
+            "resurrected_evs": self.mrc_sum(|m| m.sender.resurrected_evs),
             "packet_pool_high_water": self.pool.capacity(),
         });
         let (collectives, steps, transfers, jobs) = self.job_tables();
@@ -188,7 +186,31 @@ impl Simulation {
             summary["captured_packets"] = json!(capture.packets());
             capture.into_bytes()
         });
-        RunOutput { complete, summary, flows, ports, timeseries, collectives, steps, transfers, pcap }
+        let ev_log = self.ev_log_table();
+        RunOutput { complete, summary, flows, ports, timeseries, collectives, steps, transfers, ev_log, pcap }
+    }
+
+    fn mrc_sum(&self, count: impl Fn(&super::MrcQp) -> u64) -> u64 {
+        let mrc = self.qps.iter().filter_map(|q| match &q.transport {
+            super::QpTransport::Mrc(m) => Some(count(m)),
+            super::QpTransport::Roce { .. } => None,
+        });
+        mrc.sum()
+    }
+
+    /// The EV log: one row per EV state change, when telemetry asks.
+    fn ev_log_table(&mut self) -> Table {
+        let mut table = Table::default();
+        let Some(log) = self.ev_log.take() else { return table };
+        let qp = |q: u32| &self.qps[q as usize];
+        table.push("time_s", Column::Float(log.iter().map(|(t, _, _)| Some(t.as_secs_f64())).collect()));
+        table.push("qp", Column::Int(log.iter().map(|&(_, q, _)| q as u64).collect()));
+        table.push("src", Column::Text(log.iter().map(|&(_, q, _)| self.topo.name(qp(q).src)).collect()));
+        table.push("dst", Column::Text(log.iter().map(|&(_, q, _)| self.topo.name(qp(q).dst)).collect()));
+        table.push("plane", Column::Int(log.iter().map(|(_, _, c)| (c.ev & 7) as u64).collect()));
+        table.push("ev", Column::Int(log.iter().map(|(_, _, c)| c.ev as u64).collect()));
+        table.push("state", Column::Text(log.iter().map(|(_, _, c)| c.state.name().to_string()).collect()));
+        table
     }
 
     /// Payload still in queues or on wires.

@@ -54,6 +54,8 @@ impl Simulation {
                     self.make_ready(q);
                 }
             }
+            // RoCE does not probe.
+            PacketKind::Probe | PacketKind::ProbeReply => {}
             PacketKind::Cnp => {
                 let now = self.now();
                 let dcqcn = &self.roce.dcqcn;

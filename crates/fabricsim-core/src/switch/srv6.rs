@@ -176,6 +176,20 @@ impl Srv6 {
         Some(Path { usids, len: len as u8 })
     }
 
+    /// The links (by index: a port's id over 2) a packet sent from NIC port
+    /// `from` on `path` crosses, walking the static tables; `peer_node`
+    /// gives the node at the far end of a port.
+    pub fn links(&self, from: PortId, path: &Path, peer_node: impl Fn(PortId) -> NodeId) -> Vec<usize> {
+        let mut links = vec![from.0 as usize / 2];
+        let mut node = peer_node(from);
+        for &usid in &path.usids[1..path.len as usize] {
+            let Some(port) = self.lookup(node, usid) else { break };
+            links.push(port.0 as usize / 2);
+            node = peer_node(port);
+        }
+        links
+    }
+
     /// Whether `node` is a switch that takes part in SRv6 forwarding.
     pub fn is_switch(&self, node: NodeId) -> bool {
         self.tier[node.0 as usize] > 0

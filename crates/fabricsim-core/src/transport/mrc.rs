@@ -42,12 +42,40 @@ pub struct MrcConfig {
     /// 5% of line rate over three seeds, where 20us and 50us let avoided EVs
     /// pile load onto the others (docs/EXPERIMENTS.md).
     pub ecn_avoid: Time,
+    /// How much later than a lost packet another packet, on any EV, must
+    /// have been sent and acknowledged for the loss to be declared
+    /// (RACK's reordering window, RFC 8985). Paths differ only by their
+    /// queueing; 50us is above the queueing difference ECN-guided spraying
+    /// leaves between the paths of the fabrics modelled here, and detects a
+    /// dead path in one RTT plus that, not after the RTO.
+    pub reorder_window: Time,
     /// Retransmission timer for tail losses. Default 320us, the IRN
     /// RTO_high ConWeave uses (protocols.md s2.6).
     pub rto: Time,
     /// Maximum (and initial) window: unset means 1.5 x the NIC's rate x
     /// 12us, NSCC's 1.5 BDP at its reference RTT (protocols.md s5.5).
     pub window: Option<Bytes>,
+    /// Restricts each plane to this many distinct paths (EV path choices
+    /// 0..n, active EVs first, then backups), as the paper's packet-drop
+    /// experiment restricts the system to 2 paths per plane (s5.2.4).
+    /// Unset draws every EV at random.
+    pub paths_per_plane: Option<u32>,
+    /// How often a QP probes each of its retired EVs (s2.4: background path
+    /// probes). The paper gives no period; 100us is about ten base RTTs
+    /// here, so a repaired path is back within a millisecond while probes
+    /// cost one header-sized packet per retired EV per period.
+    pub probe_interval: Time,
+    /// Consecutive answered probes that resurrect a retired EV ("if enough
+    /// probes succeed", s2.4; the number is not published).
+    pub resurrect_after: u32,
+    /// How often a receiver that sends nothing on the QP probes a random EV
+    /// to refresh its reverse EV set ("each RTT", s2.4 Reverse Paths). The
+    /// receiver does not measure the RTT; 12us is NSCC's reference RTT
+    /// (protocols.md s5.5).
+    pub reverse_probe_interval: Time,
+    /// Links (`node:port`) whose paths are never used: the denylist
+    /// (s2.4, s3). Needs SRv6, under which an EV names its path.
+    pub denylist: Vec<String>,
 }
 
 impl Default for MrcConfig {
@@ -57,10 +85,60 @@ impl Default for MrcConfig {
             evs: 128,
             backup_evs: 32,
             ecn_avoid: Time::from_us(5),
+            reorder_window: Time::from_us(50),
             rto: Time::from_us(320),
             window: None,
+            paths_per_plane: None,
+            probe_interval: Time::from_us(100),
+            resurrect_after: 3,
+            reverse_probe_interval: Time::from_us(12),
+            denylist: Vec::new(),
         }
     }
+}
+
+/// An empty active slot: its EV was retired and no backup was left.
+const NO_EV: u16 = u16::MAX;
+
+/// Where an EV stands in its QP's sets (s2.4, s4; Figs 12-14 plot these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EvState {
+    /// In the active set: packets are sprayed on it.
+    Active,
+    /// In the backup set: replaces the next retired EV of its plane.
+    Backup,
+    /// Retired after a loss; probed until enough probes succeed.
+    Retired,
+    /// On the denylist: never used, never probed.
+    Denied,
+}
+
+impl EvState {
+    pub fn name(self) -> &'static str {
+        match self {
+            EvState::Active => "active",
+            EvState::Backup => "backup",
+            EvState::Retired => "retired",
+            EvState::Denied => "denied",
+        }
+    }
+}
+
+/// One change of an EV's state, for the EV log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvChange {
+    pub ev: u16,
+    pub state: EvState,
+}
+
+/// A retired EV and how its probes have gone.
+#[derive(Clone, Copy, Debug)]
+struct Retired {
+    ev: u16,
+    /// Consecutive probes answered.
+    successes: u32,
+    /// A probe is out and not yet answered.
+    awaiting: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,11 +147,12 @@ enum Slot {
     Pending {
         again: bool,
     },
-    /// Sent on EV slot `slot` of `plane` as transmission `seq`.
+    /// Sent on EV slot `slot` of `plane` as transmission `seq` at `sent`.
     InFlight {
         plane: u8,
         slot: u16,
         seq: u64,
+        sent: Time,
     },
     Acked,
 }
@@ -81,8 +160,11 @@ enum Slot {
 /// The EVs of one plane.
 #[derive(Clone, Debug, Default)]
 struct PlaneEvs {
+    /// Active EVs by slot; `NO_EV` for a slot left empty.
     active: Vec<u16>,
     backup: Vec<u16>,
+    retired: Vec<Retired>,
+    denied: Vec<u16>,
     avoid_until: Vec<Time>,
     /// Transmissions outstanding on each active EV, oldest first: (seq, PSN).
     outstanding: Vec<VecDeque<(u64, u32)>>,
@@ -105,6 +187,11 @@ pub struct MrcSender {
     /// PSN of `slots[0]`.
     base: u32,
     slots: VecDeque<Slot>,
+    /// Transmissions in sending order (seq, PSN, time), for loss detection
+    /// across EVs; entries no longer in flight are dropped lazily.
+    sent: VecDeque<(u64, u32, Time)>,
+    reorder_window: Time,
+    lost_scratch: Vec<u32>,
     /// PSNs to resend, oldest first.
     resend: VecDeque<u32>,
     next_seq: u64,
@@ -117,6 +204,10 @@ pub struct MrcSender {
     pub retransmitted_packets: u64,
     pub timeouts: u64,
     pub retired_evs: u64,
+    pub resurrected_evs: u64,
+    resurrect_after: u32,
+    /// EV state changes since the last `take_ev_changes`, when logging.
+    ev_log: Option<Vec<EvChange>>,
     /// Planes usable at this end and, from SACKs, at the other end.
     local_up: u8,
     remote_up: u8,
@@ -131,11 +222,16 @@ impl MrcSender {
         let backup = cfg.backup_evs as usize / planes;
         let planes = (0..planes)
             .map(|plane| {
-                let mut draw =
-                    |n: usize| (0..n).map(|_| (rng.next_u64() as u16 & !7) | plane as u16).collect::<Vec<u16>>();
+                let mut evs = (0..per_plane + backup).map(|k| match cfg.paths_per_plane {
+                    Some(paths) => ((k as u32 % paths.max(1)) as u16) << 3 | plane as u16,
+                    None => random_ev(rng, plane),
+                });
+                let active: Vec<u16> = evs.by_ref().take(per_plane).collect();
                 PlaneEvs {
-                    active: draw(per_plane),
-                    backup: draw(backup),
+                    active,
+                    backup: evs.rev().collect(),
+                    retired: Vec::new(),
+                    denied: Vec::new(),
                     avoid_until: vec![Time::ZERO; per_plane],
                     outstanding: vec![VecDeque::new(); per_plane],
                     cursor: 0,
@@ -148,6 +244,9 @@ impl MrcSender {
             posted_end: 0,
             base: 0,
             slots: VecDeque::new(),
+            sent: VecDeque::new(),
+            reorder_window: cfg.reorder_window,
+            lost_scratch: Vec::new(),
             resend: VecDeque::new(),
             next_seq: 0,
             in_flight_bytes: 0,
@@ -158,8 +257,32 @@ impl MrcSender {
             retransmitted_packets: 0,
             timeouts: 0,
             retired_evs: 0,
+            resurrected_evs: 0,
+            resurrect_after: cfg.resurrect_after.max(1),
+            ev_log: None,
             local_up: 0xFF,
             remote_up: 0xFF,
+        }
+    }
+
+    /// Starts logging EV state changes, beginning with the initial sets.
+    pub fn log_evs(&mut self) {
+        let mut log = Vec::new();
+        for plane in &self.planes {
+            log.extend(plane.active.iter().map(|&ev| EvChange { ev, state: EvState::Active }));
+            log.extend(plane.backup.iter().map(|&ev| EvChange { ev, state: EvState::Backup }));
+        }
+        self.ev_log = Some(log);
+    }
+
+    /// EV state changes since the last call (empty unless logging).
+    pub fn take_ev_changes(&mut self) -> Vec<EvChange> {
+        self.ev_log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn logged(&mut self, ev: u16, state: EvState) {
+        if let Some(log) = self.ev_log.as_mut() {
+            log.push(EvChange { ev, state });
         }
     }
 
@@ -203,11 +326,13 @@ impl MrcSender {
     }
 
     /// The next packet for `plane` and the EV it goes on: the next EV of
-    /// that plane that is not being avoided.
+    /// that plane that is not being avoided (or the next at all, when every
+    /// one is).
     pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, u16)> {
         if !self.has_data() || (self.local_up & self.remote_up) & (1 << plane.min(7)) == 0 {
             return None;
         }
+        let pick = self.pick_slot(plane, now)?;
         let (psn, retransmission) = loop {
             let psn = self.resend.pop_front()?;
             if let Some(&mut Slot::Pending { again }) = self.slot(psn) {
@@ -215,22 +340,14 @@ impl MrcSender {
             }
         };
         let evs = &mut self.planes[plane];
-        let n = evs.active.len();
-        let mut pick = evs.cursor % n;
-        for k in 0..n {
-            let i = (evs.cursor + k) % n;
-            if evs.avoid_until[i] <= now {
-                pick = i;
-                break;
-            }
-        }
         evs.cursor = pick + 1;
         let ev = evs.active[pick];
         let (payload, first, last) = self.payload_of(psn);
         let seq = self.next_seq;
         self.next_seq += 1;
         self.planes[plane].outstanding[pick].push_back((seq, psn));
-        *self.slot(psn).expect("slot") = Slot::InFlight { plane: plane as u8, slot: pick as u16, seq };
+        *self.slot(psn).expect("slot") = Slot::InFlight { plane: plane as u8, slot: pick as u16, seq, sent: now };
+        self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += payload as u64;
         if retransmission {
             self.retransmitted_packets += 1;
@@ -238,11 +355,29 @@ impl MrcSender {
         Some((DataPacket { psn, payload, first, last, retransmission }, ev))
     }
 
+    /// The active slot of `plane` the next packet goes on.
+    fn pick_slot(&self, plane: usize, now: Time) -> Option<usize> {
+        let evs = self.planes.get(plane)?;
+        let n = evs.active.len();
+        let mut fallback = None;
+        for k in 0..n {
+            let i = (evs.cursor + k) % n;
+            if evs.active[i] == NO_EV {
+                continue;
+            }
+            if evs.avoid_until[i] <= now {
+                return Some(i);
+            }
+            fallback.get_or_insert(i);
+        }
+        fallback
+    }
+
     /// A SACK for `psn`, ECN-marked or not (it echoes the packet's EV, which
     /// the sender also recorded). Returns whether it acknowledged
     /// something new.
     pub fn on_sack(&mut self, psn: u32, ecn: bool, now: Time, ecn_avoid: Time) -> bool {
-        let Some(&mut Slot::InFlight { plane, slot, seq }) = self.slot(psn) else { return false };
+        let Some(&mut Slot::InFlight { plane, slot, seq, sent }) = self.slot(psn) else { return false };
         let (plane, slot) = (plane as usize, slot as usize);
         *self.slot(psn).expect("slot") = Slot::Acked;
         let (payload, _, _) = self.payload_of(psn);
@@ -251,23 +386,45 @@ impl MrcSender {
         if ecn {
             self.planes[plane].avoid_until[slot] = now + ecn_avoid;
         }
+        let mut lost = std::mem::take(&mut self.lost_scratch);
         // Earlier packets on the same EV took the same path: still missing
         // means lost.
-        let mut lost = Vec::new();
         while let Some(&(s, p)) = self.planes[plane].outstanding[slot].front() {
             if s > seq {
                 break;
             }
             self.planes[plane].outstanding[slot].pop_front();
-            if s < seq && matches!(self.slot(p), Some(&mut Slot::InFlight { seq: sent, .. }) if sent == s) {
+            if s < seq && self.in_flight_as(p, s) {
                 lost.push(p);
             }
         }
-        for p in lost {
+        // Across EVs, paths reorder by their queueing differences only: a
+        // packet sent more than the reordering window before one that
+        // arrived is lost (RACK's rule, RFC 8985 s6.2), which is how a
+        // path that went dead is noticed without a timeout.
+        let horizon = sent.saturating_sub(self.reorder_window);
+        while let Some(&(s, p, at)) = self.sent.front() {
+            let still = self.in_flight_as(p, s);
+            if still && at >= horizon {
+                break;
+            }
+            self.sent.pop_front();
+            if still {
+                lost.push(p);
+            }
+        }
+        for &p in &lost {
             self.lose(p);
         }
+        lost.clear();
+        self.lost_scratch = lost;
         self.advance();
         true
+    }
+
+    /// Whether `psn` is in flight as transmission `seq`.
+    fn in_flight_as(&mut self, psn: u32, seq: u64) -> bool {
+        matches!(self.slot(psn), Some(&mut Slot::InFlight { seq: s, .. }) if s == seq)
     }
 
     /// This NIC's port for `plane` went down or came back: remap at once,
@@ -314,8 +471,8 @@ impl MrcSender {
         }
     }
 
-    /// A lost packet: retire its EV for a backup of the same plane (when
-    /// one is left), resend the packet.
+    /// A lost packet: retire its EV for a backup of the same plane (or
+    /// leave its slot empty when none is left), resend the packet.
     fn lose(&mut self, psn: u32) {
         let Some(&mut Slot::InFlight { plane, slot, .. }) = self.slot(psn) else { return };
         let (plane, slot) = (plane as usize, slot as usize);
@@ -323,15 +480,112 @@ impl MrcSender {
         self.in_flight_bytes -= payload as u64;
         *self.slot(psn).expect("slot") = Slot::Pending { again: true };
         self.resend.push_front(psn);
-        let evs = &mut self.planes[plane];
-        if let Some(fresh) = evs.backup.pop() {
-            evs.active[slot] = fresh;
-            evs.avoid_until[slot] = Time::ZERO;
-            // What is still outstanding on the old EV is on another path:
-            // it cannot be ordered against the new EV's packets.
-            evs.outstanding[slot].clear();
-            self.retired_evs += 1;
+        let old = self.planes[plane].active[slot];
+        if old == NO_EV {
+            return;
         }
+        self.planes[plane].retired.push(Retired { ev: old, successes: 0, awaiting: false });
+        self.retired_evs += 1;
+        self.logged(old, EvState::Retired);
+        let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
+        self.fill_slot(plane, slot, fresh);
+    }
+
+    /// Puts `ev` (or nothing) into an active slot. What is still
+    /// outstanding on the old EV went by another path: it cannot be
+    /// ordered against the new EV's packets.
+    fn fill_slot(&mut self, plane: usize, slot: usize, ev: u16) {
+        let evs = &mut self.planes[plane];
+        evs.active[slot] = ev;
+        evs.avoid_until[slot] = Time::ZERO;
+        evs.outstanding[slot].clear();
+        if ev != NO_EV {
+            self.logged(ev, EvState::Active);
+        }
+    }
+
+    /// Whether some EV is retired and waiting to be probed.
+    pub fn has_retired(&self) -> bool {
+        self.planes.iter().any(|p| !p.retired.is_empty())
+    }
+
+    /// The retired EVs to probe now. A probe still unanswered from the
+    /// previous round counts as failed and restarts that EV's count.
+    pub fn probe_retired(&mut self) -> Vec<u16> {
+        let mut out = Vec::new();
+        for plane in &mut self.planes {
+            for r in &mut plane.retired {
+                if r.awaiting {
+                    r.successes = 0;
+                }
+                r.awaiting = true;
+                out.push(r.ev);
+            }
+        }
+        out
+    }
+
+    /// A probe of retired EV `ev` came back. After enough in a row the EV
+    /// is resurrected: into an empty active slot of its plane if there is
+    /// one, else into the backup set.
+    pub fn on_probe_reply(&mut self, ev: u16) {
+        let plane = ev as usize & 7;
+        let Some(evs) = self.planes.get_mut(plane) else { return };
+        let Some(i) = evs.retired.iter().position(|r| r.ev == ev && r.awaiting) else { return };
+        evs.retired[i].awaiting = false;
+        evs.retired[i].successes += 1;
+        if evs.retired[i].successes < self.resurrect_after {
+            return;
+        }
+        evs.retired.swap_remove(i);
+        self.resurrected_evs += 1;
+        match evs.active.iter().position(|&a| a == NO_EV) {
+            Some(slot) => self.fill_slot(plane, slot, ev),
+            None => {
+                evs.backup.insert(0, ev);
+                self.logged(ev, EvState::Backup);
+            }
+        }
+    }
+
+    /// Applies a denylist: every EV for which `denied` says so leaves the
+    /// active, backup and retired sets for good (its active slot takes a
+    /// backup); EVs no longer denied are retired, to be probed back.
+    pub fn set_denied(&mut self, denied: impl Fn(u16) -> bool) {
+        for plane in 0..self.planes.len() {
+            let evs = &mut self.planes[plane];
+            let (still, freed): (Vec<u16>, Vec<u16>) = evs.denied.drain(..).partition(|&ev| denied(ev));
+            evs.denied = still;
+            let (backup, denied_backup): (Vec<u16>, Vec<u16>) = evs.backup.drain(..).partition(|&ev| !denied(ev));
+            evs.backup = backup;
+            let (retired, denied_retired): (Vec<Retired>, Vec<Retired>) =
+                evs.retired.drain(..).partition(|r| !denied(r.ev));
+            evs.retired = retired;
+            let mut newly: Vec<u16> =
+                denied_backup.into_iter().chain(denied_retired.into_iter().map(|r| r.ev)).collect();
+            for &ev in &freed {
+                self.planes[plane].retired.push(Retired { ev, successes: 0, awaiting: false });
+                self.logged(ev, EvState::Retired);
+            }
+            for slot in 0..self.planes[plane].active.len() {
+                let ev = self.planes[plane].active[slot];
+                if ev != NO_EV && denied(ev) {
+                    newly.push(ev);
+                    let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
+                    self.fill_slot(plane, slot, fresh);
+                }
+            }
+            for &ev in &newly {
+                self.logged(ev, EvState::Denied);
+            }
+            self.planes[plane].denied.extend(newly);
+        }
+    }
+
+    /// A working EV of `plane` (for answering the other end's probes).
+    pub fn working_ev(&self, plane: usize) -> Option<u16> {
+        let evs = self.planes.get(plane)?;
+        evs.active.iter().copied().find(|&ev| ev != NO_EV)
     }
 
     /// The timer expired: resend everything still in flight.
@@ -346,6 +600,7 @@ impl MrcSender {
         for psn in lost.into_iter().rev() {
             self.lose(psn);
         }
+        self.sent.clear();
     }
 
     /// Drops acknowledged PSNs from the front and finished messages.
@@ -359,19 +614,26 @@ impl MrcSender {
         }
     }
 
+    /// Active (non-empty) EV slots of each plane.
     pub fn active_evs_per_plane(&self) -> Vec<usize> {
-        self.planes.iter().map(|p| p.active.len()).collect()
+        self.planes.iter().map(|p| p.active.iter().filter(|&&ev| ev != NO_EV).count()).collect()
     }
 }
 
 /// Receiver side: places packets in any order, completes messages when all
-/// their packets have arrived.
-#[derive(Clone, Debug, Default)]
+/// their packets have arrived, and keeps the reverse EV set its SACKs and
+/// NACKs go on: one EV per plane, refreshed by EV probes (s2.4 Reverse
+/// Paths), since a QP that only receives learns nothing from SACKs.
+#[derive(Clone, Debug)]
 pub struct MrcReceiver {
     base: u32,
     received: VecDeque<bool>,
     /// Messages by PSN range, with packets still missing.
     messages: VecDeque<(u32, u32, u32)>,
+    reverse: Vec<u16>,
+    next_reverse_probe: Time,
+    probe_plane: usize,
+    rng: Rng,
 }
 
 /// What a data packet's arrival means at the receiver.
@@ -385,6 +647,45 @@ pub struct MrcArrival {
 }
 
 impl MrcReceiver {
+    /// A receiver with a random reverse EV on each of `planes` planes.
+    pub fn new(planes: usize, mut rng: Rng) -> MrcReceiver {
+        let reverse = (0..planes).map(|plane| random_ev(&mut rng, plane)).collect();
+        MrcReceiver {
+            base: 0,
+            received: VecDeque::new(),
+            messages: VecDeque::new(),
+            reverse,
+            next_reverse_probe: Time::ZERO,
+            probe_plane: 0,
+            rng,
+        }
+    }
+
+    /// The EV control packets leaving on `plane` use.
+    pub fn reverse_ev(&self, plane: usize) -> u16 {
+        self.reverse.get(plane).copied().unwrap_or(plane as u16)
+    }
+
+    /// An EV probe to send now, if one is due: a random EV of the next
+    /// plane in turn, at most one per `interval`.
+    pub fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<u16> {
+        if now < self.next_reverse_probe || self.reverse.is_empty() {
+            return None;
+        }
+        self.next_reverse_probe = now + interval;
+        let plane = self.probe_plane % self.reverse.len();
+        self.probe_plane += 1;
+        Some(random_ev(&mut self.rng, plane))
+    }
+
+    /// An EV probe came back: its EV works, so control packets of its plane
+    /// take it.
+    pub fn on_probe_reply(&mut self, ev: u16) {
+        if let Some(slot) = self.reverse.get_mut(ev as usize & 7) {
+            *slot = ev;
+        }
+    }
+
     /// The sender posted a message of `packets` packets from `first`.
     pub fn expect(&mut self, first: u32, packets: u32) {
         self.messages.push_back((first, first + packets, packets));
@@ -415,6 +716,11 @@ impl MrcReceiver {
         }
         out
     }
+}
+
+/// A random EV of `plane`: the path choice above the plane's 3 bits.
+fn random_ev(rng: &mut Rng, plane: usize) -> u16 {
+    (rng.next_u64() as u16 >> 3) << 3 | plane as u16
 }
 
 #[cfg(test)]
@@ -464,7 +770,7 @@ mod tests {
 
     #[test]
     fn receiver_places_out_of_order_and_completes_whole_messages() {
-        let mut r = MrcReceiver::default();
+        let mut r = MrcReceiver::new(1, Rng::stream(1, &[]));
         r.expect(0, 3);
         r.expect(3, 2);
         assert_eq!(r.on_data(4, 10).completed, 0);
@@ -473,5 +779,101 @@ mod tests {
         assert!(r.on_data(2, 10).duplicate);
         assert_eq!(r.on_data(1, 10).completed, 1);
         assert_eq!(r.on_data(3, 10).completed, 1);
+    }
+
+    /// Loses the first packet sent on plane 0 (later ones on its EV are
+    /// acknowledged), retiring its EV; returns that EV.
+    fn retire_one(s: &mut MrcSender) -> u16 {
+        s.post(40 * 1000);
+        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        for (p, _) in &sent[1..] {
+            s.on_sack(p.psn, false, Time::ZERO, Time::ZERO);
+        }
+        assert_eq!(s.retired_evs, 1);
+        sent[0].1
+    }
+
+    #[test]
+    fn enough_answered_probes_resurrect_a_retired_ev_into_the_backup_set() {
+        let mut s = sender(1);
+        let ev = retire_one(&mut s);
+        s.log_evs();
+        s.take_ev_changes();
+        for round in 0..3 {
+            assert_eq!(s.probe_retired(), [ev], "round {round}");
+            s.on_probe_reply(ev);
+        }
+        assert!(!s.has_retired());
+        assert_eq!(s.resurrected_evs, 1);
+        assert_eq!(s.take_ev_changes(), [EvChange { ev, state: EvState::Backup }]);
+    }
+
+    #[test]
+    fn an_unanswered_probe_restarts_the_count() {
+        let mut s = sender(1);
+        let ev = retire_one(&mut s);
+        s.probe_retired();
+        s.on_probe_reply(ev);
+        s.probe_retired();
+        s.on_probe_reply(ev);
+        s.probe_retired(); // lost
+        s.probe_retired();
+        s.on_probe_reply(ev);
+        s.probe_retired();
+        s.on_probe_reply(ev);
+        assert!(s.has_retired());
+        s.probe_retired();
+        s.on_probe_reply(ev);
+        assert!(!s.has_retired());
+    }
+
+    #[test]
+    fn with_no_backup_left_a_retired_slot_stays_empty_until_a_resurrection_fills_it() {
+        let cfg = MrcConfig { evs: 4, backup_evs: 0, resurrect_after: 1, ..Default::default() };
+        let mut s = MrcSender::new(&cfg, 1, 1000, 1_000_000, &mut Rng::stream(1, &[]));
+        let ev = retire_one(&mut s);
+        assert_eq!(s.active_evs_per_plane(), [3]);
+        s.post(1000);
+        assert!((0..8).all(|_| s.next_packet(0, Time::ZERO).is_none_or(|(_, e)| e != ev)));
+        s.probe_retired();
+        s.on_probe_reply(ev);
+        assert_eq!(s.active_evs_per_plane(), [4]);
+    }
+
+    #[test]
+    fn denied_evs_leave_every_set_and_backups_keep_the_planes_equal() {
+        let mut s = sender(2);
+        // Deny one active EV of plane 1 (its path choice is its bits above 3).
+        let victim = s.planes[1].active[0];
+        s.set_denied(|ev| ev == victim);
+        assert_eq!(s.active_evs_per_plane(), [4, 4]);
+        assert!(!s.planes[1].active.contains(&victim));
+        assert_eq!(s.planes[1].denied, [victim]);
+        // Lifting the denial returns it to probing, not to use.
+        s.set_denied(|_| false);
+        assert!(s.planes[1].denied.is_empty());
+        assert_eq!(s.probe_retired(), [victim]);
+    }
+
+    #[test]
+    fn paths_per_plane_restricts_evs_to_that_many_paths() {
+        let cfg = MrcConfig { evs: 8, backup_evs: 8, paths_per_plane: Some(2), ..Default::default() };
+        let s = MrcSender::new(&cfg, 8, 1000, 1_000_000, &mut Rng::stream(1, &[]));
+        for (plane, evs) in s.planes.iter().enumerate() {
+            assert_eq!(evs.active, [plane as u16]);
+            assert_eq!(evs.backup, [1 << 3 | plane as u16]);
+        }
+    }
+
+    #[test]
+    fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
+        let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
+        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10)).unwrap();
+        assert_eq!(probe & 7, 0);
+        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10)), None);
+        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10)).unwrap();
+        assert_eq!(next & 7, 1, "planes are probed in turn");
+        r.on_probe_reply(probe);
+        assert_eq!(r.reverse_ev(0), probe);
     }
 }

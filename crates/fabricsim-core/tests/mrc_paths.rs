@@ -1,0 +1,103 @@
+//! MRC's path lifecycle: an EV that loses a packet is retired and its
+//! backup takes over, background probes bring repaired paths back, and a
+//! denylist keeps EVs off links known to be bad (mrc-srv6-multiplane.txt
+//! s2.4, s3, s5.2.4).
+
+mod common;
+
+use common::{floats, ints, run, summary_u64, texts};
+use serde_json::{json, Value};
+
+fn mrc_switch() -> Value {
+    json!({"pfc": {"enabled": false}, "trimming": {"enabled": true}, "ecn": {"last_hop": false}, "forwarding": "srv6"})
+}
+
+fn topology(planes: u32) -> Value {
+    json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "planes": planes})
+}
+
+/// Transmit rate samples of `port` as (time, bits per second).
+fn tx_rate(out: &fabricsim_core::RunOutput, port: &str) -> Vec<(f64, f64)> {
+    let (t, e, m, v) = (
+        floats(&out.timeseries, "time_s"),
+        texts(&out.timeseries, "entity"),
+        texts(&out.timeseries, "metric"),
+        floats(&out.timeseries, "value"),
+    );
+    (0..t.len()).filter(|&i| e[i] == port && m[i] == "tx_bps").map(|i| (t[i].unwrap(), v[i].unwrap())).collect()
+}
+
+/// The EV log as (time, ev, state) rows.
+fn ev_log(out: &fabricsim_core::RunOutput) -> Vec<(f64, u64, String)> {
+    let (t, ev, state) = (floats(&out.ev_log, "time_s"), ints(&out.ev_log, "ev"), texts(&out.ev_log, "state"));
+    (0..t.len()).map(|i| (t[i].unwrap(), ev[i], state[i].clone())).collect()
+}
+
+#[test]
+fn a_repaired_uplink_is_probed_back_into_use() {
+    // No backups: the slots of the EVs that cross the failed uplink stay
+    // empty until probes show the path works again.
+    let out = run(json!({
+        "topology": topology(1), "switch": mrc_switch(),
+        "transport": {"kind": "mrc", "backup_evs": 0},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "16MB"}],
+        "faults": [{"kind": "link_flap", "at": "50us", "port": "t0.p0.0:4", "duration": "250us"}],
+        "telemetry": {"sample_interval": "50us", "ports": ["t0.p0.0:4"], "ev_log": true},
+    }));
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    let retired = summary_u64(&out, "retired_evs");
+    assert!(retired > 10, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "resurrected_evs"), retired);
+    let rate = tx_rate(&out, "t0.p0.0:4");
+    let at = |lo: f64, hi: f64| rate.iter().filter(|&&(t, _)| t > lo && t <= hi).map(|&(_, r)| r).collect::<Vec<_>>();
+    assert!(at(0.0, 50e-6).iter().all(|&r| r > 10e9), "{rate:?}");
+    assert!(at(100e-6, 300e-6).iter().all(|&r| r == 0.0), "{rate:?}");
+    // Three answered probes 100us apart bring the EVs back.
+    assert!(at(700e-6, 1e-3).iter().all(|&r| r > 10e9), "{rate:?}");
+    // Each retired EV is logged retired, then active again.
+    let log = ev_log(&out);
+    for &(t, ev, _) in log.iter().filter(|(_, _, s)| s == "retired") {
+        assert!(t >= 50e-6);
+        assert!(log.iter().any(|&(t2, e2, ref s2)| e2 == ev && t2 > t + 250e-6 && s2 == "active"), "EV {ev}");
+    }
+}
+
+#[test]
+fn one_lossy_ev_is_replaced_by_its_backup_at_line_rate() {
+    // The paper's Fig 12-13 setup: 8 planes, one active and one backup EV
+    // per plane over two paths, 20% loss injected on one EV.
+    let out = run(json!({
+        "topology": topology(8), "switch": mrc_switch(),
+        "transport": {"kind": "mrc", "evs": 8, "backup_evs": 8, "paths_per_plane": 2},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "32MB"}],
+        "faults": [{"kind": "ev_loss", "at": "100us", "nic": 0, "ev": 0, "rate": 0.2}],
+        "telemetry": {"ev_log": true},
+    }));
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    let log = ev_log(&out);
+    let first = |ev: u64, state: &str| log.iter().find(|(_, e, s)| *e == ev && s == state).map(|&(t, _, _)| t);
+    assert_eq!(first(0, "active"), Some(0.0));
+    assert_eq!(first(8, "backup"), Some(0.0));
+    let retired = first(0, "retired").expect("EV 0 retired");
+    assert!((100e-6..130e-6).contains(&retired), "retired at {retired}");
+    assert_eq!(first(8, "active"), Some(retired), "its backup, same plane, takes over at once");
+    // EV 0 stays out of the active set: resurrected only as a backup.
+    assert_eq!(log.iter().filter(|(_, e, s)| *e == 0 && s == "active").count(), 1);
+    let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
+    assert!(slowdown < 1.1, "the flow keeps line rate: slowdown {slowdown:.3}");
+}
+
+#[test]
+fn a_denied_uplink_carries_nothing() {
+    let out = run(json!({
+        "topology": topology(1), "switch": mrc_switch(),
+        "transport": {"kind": "mrc", "denylist": ["t0.p0.0:4"]},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "4MB"}],
+    }));
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    assert_eq!(summary_u64(&out, "retired_evs"), 0);
+    let (node, port, tx) = (texts(&out.ports, "node"), ints(&out.ports, "port"), ints(&out.ports, "tx_bytes"));
+    let uplinks: Vec<u64> = (0..node.len()).filter(|&i| node[i] == "t0.p0.0" && port[i] >= 4).map(|i| tx[i]).collect();
+    assert_eq!(uplinks[0], 0, "denied uplink {uplinks:?}");
+    assert!(uplinks[1..].iter().all(|&b| b > 1_000_000), "{uplinks:?}");
+}
