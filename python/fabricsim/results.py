@@ -35,7 +35,7 @@ __all__ = [
 
 INCOMPLETE_MARKER = "INCOMPLETE"
 PCAP_FILE = "telemetry.pcap"
-TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers", "ev_log")
+TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers", "ev_log", "clustermapper")
 
 
 class OutputExistsError(FileExistsError):
@@ -100,6 +100,11 @@ class Results:
     def ev_log(self) -> pl.DataFrame:
         """One row per MRC EV state change (active, backup, retired, denied), when `telemetry.ev_log` asks."""
         return self._table("ev_log")
+
+    @property
+    def clustermapper(self) -> pl.DataFrame:
+        """Clustermapper's verdicts: when an element (link or switch) turned healthy, lossy or down."""
+        return self._table("clustermapper")
 
     def _table(self, name: str) -> pl.DataFrame:
         # A table the core did not return (a run without jobs, or without

@@ -7,8 +7,9 @@
 //! - `net`, `cc`, `metrics`, `scenario`: packets, ports, queues, buffers,
 //!   ECN, PFC and trimming; congestion controllers; counters and samples;
 //!   the scenario schema.
-//! - `topology`, `transport`, `faults`: the graph and its generators; the
-//!   RoCEv2 transport; failure schedules.
+//! - `topology`, `transport`, `faults`, `clustermapper`: the graph and its
+//!   generators; the RoCEv2 and MRC transports; failure schedules; the
+//!   probe-based fault map.
 //! - `switch`, `nic`: forwarding (routes, ECMP); NIC ports and QP scheduling.
 //! - `workload`, `control`: flows and traffic generators; routing
 //!   reconvergence.
@@ -25,6 +26,7 @@ pub mod topology;
 pub mod cc;
 pub mod metrics;
 
+pub mod clustermapper;
 pub mod faults;
 pub mod transport;
 pub mod workload;

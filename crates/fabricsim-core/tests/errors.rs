@@ -134,3 +134,13 @@ fn bad_mrc_path_settings_are_named() {
     s["faults"][0]["rate"] = json!(1.5);
     assert!(error_of(s.clone()).starts_with("faults[0].rate: 1.5"), "{}", error_of(s));
 }
+
+#[test]
+fn clustermapper_needs_srv6_and_a_timeout_inside_its_period() {
+    let mut s = base();
+    s["clustermapper"] = json!({});
+    assert!(error_of(s.clone()).starts_with("clustermapper: "), "{}", error_of(s.clone()));
+    s["switch"] = json!({"forwarding": "srv6"});
+    s["clustermapper"] = json!({"period": "100us", "timeout": "200us"});
+    assert!(error_of(s.clone()).starts_with("clustermapper.timeout: 200us"), "{}", error_of(s));
+}

@@ -62,13 +62,15 @@ pub struct RunOutput {
     pub transfers: Table,
     /// One row per MRC EV state change, when telemetry asks for them.
     pub ev_log: Table,
+    /// Clustermapper's verdicts, when the scenario runs it.
+    pub clustermapper: Table,
     /// A pcap file of the captured ports, when telemetry asks for one.
     pub pcap: Option<Vec<u8>>,
 }
 
 impl RunOutput {
     /// The tables by name, in output order.
-    pub fn tables(&self) -> [(&'static str, &Table); 7] {
+    pub fn tables(&self) -> [(&'static str, &Table); 8] {
         [
             ("flows", &self.flows),
             ("ports", &self.ports),
@@ -77,6 +79,7 @@ impl RunOutput {
             ("steps", &self.steps),
             ("transfers", &self.transfers),
             ("ev_log", &self.ev_log),
+            ("clustermapper", &self.clustermapper),
         ]
     }
 

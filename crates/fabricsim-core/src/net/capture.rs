@@ -114,7 +114,9 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
         }
         // MRC's probe format is not published: probes travel as RoCE
         // acknowledgements naming the probed EV in the PSN field.
-        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply => (opcode::ACKNOWLEDGE, false),
+        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {
+            (opcode::ACKNOWLEDGE, false)
+        }
         PacketKind::Cnp => (opcode::CNP, false),
     };
     let payload = packet.payload() as usize;
@@ -135,7 +137,7 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
             transport.extend_from_slice(&packet.qp.to_be_bytes());
             transport.extend_from_slice(&(message_len as u32).to_be_bytes());
         }
-        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply => {
+        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {
             // AETH: syndrome (ACK with unlimited credits, or NAK "PSN
             // sequence error"), MSN.
             transport.push(if packet.kind == PacketKind::Nak { 0x60 } else { 0x1F });

@@ -29,6 +29,9 @@ pub enum PacketKind {
     Probe,
     /// The answer to an EV probe, naming the probed EV in `psn`.
     ProbeReply,
+    /// A Clustermapper probe, source-routed from a NIC port back to itself
+    /// (`qp` holds the probe round, `psn` the probe's index << 8 | target).
+    MapProbe,
 }
 
 /// Flag bits of `Packet::flags`.

@@ -5,6 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::clustermapper::ClustermapperConfig;
 use crate::error::ScenarioError;
 use crate::faults::FaultSpec;
 use crate::metrics::TelemetryConfig;
@@ -51,6 +52,9 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// Clustermapper agents on every node, probing the fabric (needs SRv6).
+    #[serde(default)]
+    pub clustermapper: Option<ClustermapperConfig>,
     /// Runs this scenario once per value of one field. Expanded by
     /// `fabricsim run` (the Python face), not by the core, which ignores it.
     #[serde(default)]

@@ -227,6 +227,28 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     }
     let n_ports = ports.len();
     let n_nodes = topo.nodes.len();
+    let mapper = match &scenario.clustermapper {
+        None => None,
+        Some(_) if srv6.is_none() => {
+            return invalid(
+                "clustermapper",
+                "its probes are source-routed to a switch and back: set switch.forwarding: srv6",
+            )
+        }
+        Some(cfg) if cfg.timeout >= cfg.period || cfg.timeout.0 == 0 => {
+            return invalid(
+                "clustermapper.timeout",
+                format!(
+                    "{}: a probe's timeout must be positive and shorter than the period ({})",
+                    cfg.timeout, cfg.period
+                ),
+            )
+        }
+        Some(cfg) => {
+            events.schedule(Time::ZERO, Event::MapperRound);
+            Some(super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes))
+        }
+    };
     let mut sim = Simulation {
         roce,
         mrc: mrc.unwrap_or_default(),
@@ -255,6 +277,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         capture,
         ev_log: None,
         ev_loss: Vec::new(),
+        mapper,
         denied_links,
         node_ports,
         ports,

@@ -282,6 +282,12 @@ impl Simulation {
     /// The SRv6 path a packet follows: from its QP's sending NIC port to the
     /// receiving one (reversed for control packets), picked by its EV.
     fn srv6_path(&self, pkt: &crate::net::Packet) -> Option<crate::switch::srv6::Path> {
+        if pkt.kind == crate::net::PacketKind::MapProbe {
+            // Out of the NIC port named by the entropy and back to it.
+            let from = *self.node_ports[pkt.src.0 as usize].get(pkt.entropy as usize)?;
+            let target = (pkt.psn & 0xFF) as usize;
+            return self.srv6.as_ref()?.loop_path(from, target.checked_sub(1));
+        }
         let qp = &self.qps[pkt.qp as usize];
         let (from, to) = if qp.transport.is_mrc() {
             // An MRC EV names its plane in its low bits (s2.3).

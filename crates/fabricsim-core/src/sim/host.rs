@@ -242,6 +242,10 @@ impl Simulation {
     pub(super) fn nic_receive(&mut self, port: PortId, id: PacketId) {
         let pkt = *self.pool.get(id);
         self.pool.free(id);
+        if pkt.kind == PacketKind::MapProbe {
+            self.mapper_receive(&pkt);
+            return;
+        }
         let q = pkt.qp as usize;
         if self.qps[q].transport.is_mrc() {
             self.mrc_receive(port, q, &pkt);

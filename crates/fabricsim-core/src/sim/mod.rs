@@ -9,6 +9,7 @@
 //! schedules what happens next.
 
 mod build;
+mod clustermapper;
 mod control;
 mod fabric;
 mod host;
@@ -49,6 +50,10 @@ enum Event {
     CcTimer(u32),
     /// An MRC QP probes its retired EVs.
     ProbeTimer(u32),
+    /// Clustermapper agents send a round of probes.
+    MapperRound,
+    /// Clustermapper scores the round it sent (by number).
+    MapperScore(u32),
     FlowStart(u32),
     JobStart(u32),
     /// A compute phase ends.
@@ -226,6 +231,8 @@ pub struct Simulation {
     ev_loss: Vec<(u32, u16, f64)>,
     /// Links (by index) on the MRC denylist; empty when there is none.
     denied_links: Vec<bool>,
+    /// Clustermapper agents and their fault map, when the scenario has them.
+    mapper: Option<clustermapper::Mapper>,
 }
 
 impl Simulation {
@@ -316,6 +323,8 @@ impl Simulation {
             Event::RtoTimer(qp) => self.on_rto(qp),
             Event::CcTimer(qp) => self.on_cc_timer(qp),
             Event::ProbeTimer(qp) => self.mrc_probe_timer(qp),
+            Event::MapperRound => self.mapper_round(),
+            Event::MapperScore(round) => self.mapper_score(round),
             Event::FlowStart(flow) => self.on_flow_start(flow),
             Event::JobStart(job) => self.on_job_start(job),
             Event::ComputeDone(phase) => self.phase_part_done(phase),

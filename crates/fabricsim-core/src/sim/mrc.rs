@@ -92,7 +92,7 @@ impl Simulation {
                     m.receiver.on_probe_reply(probed);
                 }
             }
-            PacketKind::Cnp => {}
+            PacketKind::Cnp | PacketKind::MapProbe => {}
         }
     }
 

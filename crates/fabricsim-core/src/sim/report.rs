@@ -41,7 +41,7 @@ impl Samples {
 }
 
 impl Simulation {
-    fn port_name(&self, port: PortId) -> String {
+    pub(super) fn port_name(&self, port: PortId) -> String {
         let p = &self.ports[port.0 as usize];
         format!("{}:{}", self.topo.name(p.node), p.index)
     }
@@ -187,7 +187,37 @@ impl Simulation {
             capture.into_bytes()
         });
         let ev_log = self.ev_log_table();
-        RunOutput { complete, summary, flows, ports, timeseries, collectives, steps, transfers, ev_log, pcap }
+        let clustermapper = self.clustermapper_table();
+        if let Some(mapper) = &self.mapper {
+            summary["clustermapper_probes"] = json!(mapper.sent);
+        }
+        RunOutput {
+            complete,
+            summary,
+            flows,
+            ports,
+            timeseries,
+            collectives,
+            steps,
+            transfers,
+            ev_log,
+            clustermapper,
+            pcap,
+        }
+    }
+
+    /// Clustermapper's verdicts: one row each time an element's health
+    /// changes.
+    fn clustermapper_table(&self) -> Table {
+        let mut table = Table::default();
+        let Some(mapper) = &self.mapper else { return table };
+        let v = &mapper.verdicts;
+        table.push("time_s", Column::Float(v.iter().map(|(t, ..)| Some(t.as_secs_f64())).collect()));
+        table.push("element", Column::Text(v.iter().map(|(_, e, ..)| e.clone()).collect()));
+        table.push("kind", Column::Text(v.iter().map(|(_, _, k, ..)| k.to_string()).collect()));
+        table.push("health", Column::Text(v.iter().map(|(_, _, _, h, _)| h.name().to_string()).collect()));
+        table.push("probe_loss", Column::Float(v.iter().map(|(.., l)| Some(*l)).collect()));
+        table
     }
 
     fn mrc_sum(&self, count: impl Fn(&super::MrcQp) -> u64) -> u64 {

@@ -55,7 +55,7 @@ impl Simulation {
                 }
             }
             // RoCE does not probe.
-            PacketKind::Probe | PacketKind::ProbeReply => {}
+            PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {}
             PacketKind::Cnp => {
                 let now = self.now();
                 let dcqcn = &self.roce.dcqcn;

@@ -176,6 +176,33 @@ impl Srv6 {
         Some(Path { usids, len: len as u8 })
     }
 
+    /// Uplinks of the T0 that NIC port `from` attaches to.
+    pub fn t0_uplinks(&self, from: PortId) -> usize {
+        self.attach.get(from.0 as usize).copied().flatten().map_or(0, |(t0, _)| self.up[t0.0 as usize].len())
+    }
+
+    /// A Clustermapper probe's path from NIC port `from` back to itself: to
+    /// its T0 and back, or with `uplink` through that T0 uplink's T1 and
+    /// back (s3).
+    pub fn loop_path(&self, from: PortId, uplink: Option<usize>) -> Option<Path> {
+        let (t0, down) = (*self.attach.get(from.0 as usize)?)?;
+        let mut usids = [0u16; MAX_USIDS];
+        usids[0] = self.usid(t0);
+        let len = match uplink {
+            None => {
+                usids[1] = down;
+                2
+            }
+            Some(k) => {
+                usids[1] = self.usid(*self.up[t0.0 as usize].get(k)?);
+                usids[2] = self.usid(t0);
+                usids[3] = down;
+                4
+            }
+        };
+        Some(Path { usids, len })
+    }
+
     /// The links (by index: a port's id over 2) a packet sent from NIC port
     /// `from` on `path` crosses, walking the static tables; `peer_node`
     /// gives the node at the far end of a port.
