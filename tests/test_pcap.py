@@ -75,3 +75,19 @@ def test_srv6_frames_carry_the_micro_sid_path_in_an_outer_ipv6_header(tmp_path: 
     assert after[2:5] == first[3:6]
     # One outer IPv6 header more on the wire than without SRv6.
     assert at_nic[0].wirelen == 14 + 40 + 40 + 8 + 12 + 16 + 4096 + 4 + 4
+
+
+def test_mrc_packets_each_carry_their_address_and_the_last_its_immediate(tmp_path: Path) -> None:
+    scenario = _scenario()
+    scenario["switch"] = {"pfc": {"enabled": False}, "trimming": {"enabled": True}}
+    scenario["transport"] = {"kind": "mrc"}
+    scenario["traffic"][0]["op"] = "write_with_imm"
+    path = fabricsim.run(scenario).write(tmp_path / "run")
+    packets = [p for p in scapy_all.rdpcap(str(path / "telemetry.pcap")) if p.haslayer(roce.BTH)]
+    data = [p for p in packets if p[roce.BTH].opcode in (0x0A, 0x0B)]
+    assert len(data) == 10
+    # Every packet is an RDMA WRITE Only with its own RETH (4096 B each,
+    # the last 40000 - 9 * 4096 B) and the last carries the immediate.
+    assert [p[roce.BTH].opcode for p in data] == [0x0A] * 9 + [0x0B]
+    assert [p.wirelen for p in data[:9]] == [14 + 40 + 8 + 12 + 16 + 4096 + 4 + 4] * 9
+    assert data[-1].wirelen == 14 + 40 + 8 + 12 + 16 + 4 + (40000 - 9 * 4096) + 4 + 4

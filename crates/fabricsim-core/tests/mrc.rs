@@ -149,3 +149,23 @@ fn a_port_wakes_once_per_packet_it_sends() {
     let (events, hops) = (summary_u64(&out, "events"), summary_u64(&out, "packet_hops"));
     assert!(events < 2 * hops, "{events} events for {hops} packet hops");
 }
+
+#[test]
+fn a_write_with_immediate_completes_once_per_part_after_every_byte_is_in() {
+    let flow = |op: &str| {
+        run(json!({
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"},
+            "switch": mrc_switch(),
+            "transport": {"kind": "mrc"},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "1MB", "qps": 2, "op": op}],
+            "faults": [{"kind": "loss_rate", "at": "0us", "port": "nic4:0", "rate": 0.01, "direction": "ingress"}],
+        }))
+    };
+    let (imm, plain) = (flow("write_with_imm"), flow("write"));
+    assert_eq!(summary_u64(&imm, "imm_completions"), 2, "one per QP's part");
+    assert_eq!(summary_u64(&plain, "imm_completions"), 0);
+    assert_eq!(summary_u64(&imm, "delivered_payload_bytes"), 1_000_000);
+    // The immediate costs 4 bytes on the last packet of each part, no more.
+    let sent = |out: &fabricsim_core::RunOutput| ints(&out.ports, "tx_bytes")[..].iter().sum::<u64>();
+    assert!(sent(&imm) > sent(&plain));
+}

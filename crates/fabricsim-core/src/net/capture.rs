@@ -29,7 +29,9 @@ mod opcode {
     pub const WRITE_FIRST: u8 = 0x06;
     pub const WRITE_MIDDLE: u8 = 0x07;
     pub const WRITE_LAST: u8 = 0x08;
+    pub const WRITE_LAST_WITH_IMM: u8 = 0x09;
     pub const WRITE_ONLY: u8 = 0x0A;
+    pub const WRITE_ONLY_WITH_IMM: u8 = 0x0B;
     pub const ACKNOWLEDGE: u8 = 0x11;
     pub const CNP: u8 = 0x81;
 }
@@ -97,6 +99,18 @@ fn mac(node: u32) -> [u8; 6] {
     [0x02, 0x00, n[0], n[1], n[2], n[3]]
 }
 
+/// Whether a data packet is coded as the first and the last of its
+/// message. An MRC packet carries its own address and length, so each is
+/// an RDMA WRITE Only that standard decoders read whole (with immediate on
+/// the message's last packet, if any).
+fn data_position(packet: &Packet) -> (bool, bool) {
+    if packet.has(flag::ADDRESSED) {
+        (true, true)
+    } else {
+        (packet.has(flag::FIRST), packet.has(flag::LAST))
+    }
+}
+
 /// The frame's bytes, from the Ethernet header through the FCS. With an
 /// SRv6 `outer` destination, the IP packet is carried in an outer IPv6
 /// header from the source NIC to that address (IPv6 in IPv6, next header 41).
@@ -104,11 +118,14 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
     let mut transport = Vec::with_capacity(64);
     let (op, ack_req) = match packet.kind {
         PacketKind::Data => {
-            let op = match (packet.has(flag::FIRST), packet.has(flag::LAST)) {
-                (true, true) => opcode::WRITE_ONLY,
-                (true, false) => opcode::WRITE_FIRST,
-                (false, true) => opcode::WRITE_LAST,
-                (false, false) => opcode::WRITE_MIDDLE,
+            let (first, last) = data_position(packet);
+            let op = match (first, last, packet.has(flag::IMM)) {
+                (true, true, false) => opcode::WRITE_ONLY,
+                (true, true, true) => opcode::WRITE_ONLY_WITH_IMM,
+                (true, false, _) => opcode::WRITE_FIRST,
+                (false, true, false) => opcode::WRITE_LAST,
+                (false, true, true) => opcode::WRITE_LAST_WITH_IMM,
+                (false, false, _) => opcode::WRITE_MIDDLE,
             };
             (op, packet.has(flag::LAST))
         }
@@ -131,11 +148,19 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
     transport.push(if ack_req { 0x80 } else { 0 });
     transport.extend_from_slice(&(packet.psn & 0x00FF_FFFF).to_be_bytes()[1..]);
     match packet.kind {
-        PacketKind::Data if packet.has(flag::FIRST) => {
-            // RETH: virtual address, R_Key, DMA length.
-            transport.extend_from_slice(&(packet.psn as u64 * 4096).to_be_bytes());
-            transport.extend_from_slice(&packet.qp.to_be_bytes());
-            transport.extend_from_slice(&(message_len as u32).to_be_bytes());
+        PacketKind::Data => {
+            if data_position(packet).0 {
+                // RETH: virtual address, R_Key, DMA length (the message's,
+                // or the packet's own when every packet is addressed).
+                let length = if packet.has(flag::ADDRESSED) { packet.payload() as u64 } else { message_len };
+                transport.extend_from_slice(&(packet.psn as u64 * 4096).to_be_bytes());
+                transport.extend_from_slice(&packet.qp.to_be_bytes());
+                transport.extend_from_slice(&(length as u32).to_be_bytes());
+            }
+            if packet.has(flag::IMM) {
+                // ImmDt: the immediate the responder's completion carries.
+                transport.extend_from_slice(&packet.psn.to_be_bytes());
+            }
         }
         PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {
             // AETH: syndrome (ACK with unlimited credits, or NAK "PSN
@@ -144,7 +169,6 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
             transport.extend_from_slice(&[0, 0, 0]);
         }
         PacketKind::Cnp => transport.extend_from_slice(&[0; 16]),
-        PacketKind::Data => {}
     }
     transport.resize(transport.len() + payload + pad, 0);
     transport.extend_from_slice(&[0; 4]); // ICRC
@@ -264,6 +288,24 @@ mod tests {
             let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
         }
+    }
+
+    #[test]
+    fn addressed_and_immediate_frames_match_their_wire_sizes() {
+        for (first, last) in [(true, false), (false, false), (false, true)] {
+            let mut p = data(first, last, 4096);
+            p.flags |= flag::ADDRESSED;
+            p.wire = headers::data_wire(IpVersion::Ipv6, 4096, true) as u16;
+            let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
+            assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
+            assert_eq!(f[62], opcode::WRITE_ONLY);
+        }
+        let mut p = data(false, true, 100);
+        p.flags |= flag::IMM;
+        p.wire = (headers::data_wire(IpVersion::Ipv6, 100, false) + headers::IMM_DT) as u16;
+        let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
+        assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire());
+        assert_eq!(f[62], opcode::WRITE_LAST_WITH_IMM);
     }
 
     #[test]

@@ -15,6 +15,8 @@ const UDP: u32 = 8;
 const BTH: u32 = 12;
 const RETH: u32 = 16;
 const AETH: u32 = 4;
+/// Immediate data of a write with immediate (IBTA ImmDt).
+pub const IMM_DT: u32 = 4;
 const ICRC: u32 = 4;
 /// Preamble + SFD + minimum inter-frame gap: wire time but not frame bytes.
 pub const WIRE_OVERHEAD: u32 = 8 + 12;
@@ -44,9 +46,10 @@ fn on_wire(frame: u32) -> u32 {
 }
 
 /// Wire bytes of a WRITE packet carrying `payload` bytes (padded to a
-/// multiple of 4, the BTH PadCnt).
-pub fn data_wire(ip: IpVersion, payload: u32, first: bool) -> u32 {
-    on_wire(ETH + ip.header() + UDP + BTH + if first { RETH } else { 0 } + payload.next_multiple_of(4) + ICRC)
+/// multiple of 4, the BTH PadCnt), with a RETH when `reth` (the first
+/// packet of a message; every MRC packet).
+pub fn data_wire(ip: IpVersion, payload: u32, reth: bool) -> u32 {
+    on_wire(ETH + ip.header() + UDP + BTH + if reth { RETH } else { 0 } + payload.next_multiple_of(4) + ICRC)
 }
 
 /// Wire bytes of an ACK or NAK.

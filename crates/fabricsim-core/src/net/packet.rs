@@ -48,6 +48,11 @@ pub mod flag {
     pub const LAST: u8 = 1 << 4;
     /// A retransmission.
     pub const RETX: u8 = 1 << 5;
+    /// Carries the immediate data of a write with immediate (ImmDt).
+    pub const IMM: u8 = 1 << 6;
+    /// Carries its own RDMA address and length (RETH), as every MRC packet
+    /// does so that it can be placed in any order (s2.1).
+    pub const ADDRESSED: u8 = 1 << 7;
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -129,6 +129,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
             end: None,
             ideal: Time::ZERO,
             failed: false,
+            imm: spec.imm,
         });
     }
 
@@ -391,12 +392,14 @@ impl Simulation {
             let packets = share.div_ceil(mtu as u64);
             let last = share - (packets - 1) * mtu as u64;
             let encap = self.encap as u64;
-            let per_qp = (headers::data_wire(ip, mtu, false) as u64 + encap) * (packets - 1)
-                + headers::data_wire(ip, last as u32, packets == 1) as u64
-                + encap
-                + if packets > 1 { 16 } else { 0 };
+            // Every MRC packet carries a RETH; RoCE's first only.
+            let addressed = qp.transport.is_mrc();
+            let tail = headers::data_wire(ip, last as u32, packets == 1 || addressed) as u64 + encap;
+            let per_qp = (headers::data_wire(ip, mtu, addressed) as u64 + encap) * (packets - 1)
+                + tail
+                + if packets > 1 && !addressed { 16 } else { 0 };
             wire_total += per_qp;
-            last_wire = last_wire.max(headers::data_wire(ip, last as u32, packets == 1) as u64 + encap);
+            last_wire = last_wire.max(tail);
         }
         let Some(&first) = conn.first() else { return Time::ZERO };
         let hops = self.path(self.qps[first as usize].src_port, flow.dst);
@@ -462,7 +465,11 @@ impl Simulation {
         let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
         let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true) + self.encap;
         let intra = &self.scenario.intra_host;
-        let efficiency = headers::payload_efficiency(ip, mtu as u32);
+        // Payload per wire byte of a full packet, as this fabric carries it
+        // (every MRC packet with a RETH, every packet with any SRv6 outer
+        // header).
+        let addressed = matches!(self.scenario.transport, crate::transport::TransportSpec::Mrc(_));
+        let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + self.encap) as f64;
         let mut alpha_of_conn: HashMap<u32, Time> = HashMap::new();
         // Latest finish of a chain ending with each transfer.
         let mut chain_end = vec![Time::ZERO; count];

@@ -101,24 +101,24 @@ impl Simulation {
 
     pub(super) fn on_flow_start(&mut self, f: u32) {
         let flow = &self.flows[f as usize];
-        self.post_message(flow.conn, flow.bytes, Owner::Flow(f));
+        self.post_message(flow.conn, flow.bytes, Owner::Flow(f), flow.imm);
     }
 
     /// Posts an RDMA WRITE of `bytes` on a connection, striped evenly over
     /// its QPs (QP scaling). A zero-byte write still sends one packet, as
     /// NCCL still signals every step of a tiny collective.
-    pub(super) fn post_message(&mut self, conn: u32, bytes: u64, owner: Owner) {
+    pub(super) fn post_message(&mut self, conn: u32, bytes: u64, owner: Owner, imm: bool) {
         let mtu = self.scenario.nic.mtu.0 as u32;
         let id = self.messages.len() as u32;
         let qps = self.connections[conn as usize].qps.len() as u64;
         let parts = bytes.clamp(1, qps) as u32;
-        self.messages.push(Message { owner, parts_left: parts });
+        self.messages.push(Message { owner, parts_left: parts, imm });
         for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
             let q = self.connections[conn as usize].qps[k] as usize;
             match &mut self.qps[q].transport {
-                QpTransport::Roce { sender, .. } => sender.post(share, mtu),
+                QpTransport::Roce { sender, .. } => sender.post(share, mtu, imm),
                 QpTransport::Mrc(m) => {
-                    let (first, packets) = m.sender.post(share);
+                    let (first, packets) = m.sender.post(share, imm);
                     m.receiver.expect(first, packets);
                 }
             }
@@ -131,6 +131,11 @@ impl Simulation {
     pub(super) fn messages_arrived(&mut self, q: usize, count: u32) {
         for _ in 0..count {
             let m = self.qps[q].messages.pop_front().expect("a completed message was posted") as usize;
+            // A write with immediate raises its completion at the responder
+            // only now that every byte of it has been placed.
+            if self.messages[m].imm {
+                self.totals.imm_completions += 1;
+            }
             self.messages[m].parts_left -= 1;
             if self.messages[m].parts_left == 0 {
                 self.message_done(self.messages[m].owner);
@@ -149,16 +154,24 @@ impl Simulation {
         }
     }
 
-    /// Wire bytes of a data packet here (with the SRv6 outer header if any).
-    pub(super) fn data_wire(&self, payload: u32, first: bool) -> u32 {
-        headers::data_wire(self.scenario.nic.ip, payload, first) + self.encap
+    /// Wire bytes of a data packet here (with the SRv6 outer header if any,
+    /// the RETH when `reth`, the immediate when `imm`).
+    pub(super) fn data_wire(&self, payload: u32, reth: bool, imm: bool) -> u32 {
+        headers::data_wire(self.scenario.nic.ip, payload, reth) + if imm { headers::IMM_DT } else { 0 } + self.encap
     }
 
     /// Allocates the data packet a transport chose to send on QP `q` with
     /// UDP source port `entropy` (the QP's own for RoCE, the EV for MRC).
     pub(super) fn alloc_data_packet(&mut self, q: usize, out: DataPacket, entropy: u16) -> PacketId {
+        let addressed = self.qps[q].transport.is_mrc();
         let mut flags = flag::ECT;
-        for (set, bit) in [(out.first, flag::FIRST), (out.last, flag::LAST), (out.retransmission, flag::RETX)] {
+        for (set, bit) in [
+            (out.first, flag::FIRST),
+            (out.last, flag::LAST),
+            (out.retransmission, flag::RETX),
+            (out.imm, flag::IMM),
+            (addressed, flag::ADDRESSED),
+        ] {
             if set {
                 flags |= bit;
             }
@@ -175,7 +188,7 @@ impl Simulation {
             qp: q as u32,
             psn: out.psn,
             payload: out.payload as u16,
-            wire: self.data_wire(out.payload, out.first) as u16,
+            wire: self.data_wire(out.payload, out.first || addressed, out.imm) as u16,
             ingress: NO_PORT,
             shifts: 0,
             ports_up: 0xFF,

@@ -150,7 +150,7 @@ impl Simulation {
             if self.jobs.conn_in_flight[conn as usize] < credits {
                 self.jobs.conn_in_flight[conn as usize] += 1;
                 self.jobs.posted[t as usize] = Some(now);
-                self.post_message(conn, transfer.bytes, Owner::Transfer(t));
+                self.post_message(conn, transfer.bytes, Owner::Transfer(t), true);
             } else {
                 self.jobs.conn_waiting[conn as usize].push_back(t);
             }
@@ -178,7 +178,7 @@ impl Simulation {
                 self.jobs.conn_in_flight[conn as usize] += 1;
                 self.jobs.posted[next as usize] = Some(self.now());
                 let bytes = self.jobs.program.transfers[next as usize].bytes;
-                self.post_message(conn, bytes, Owner::Transfer(next));
+                self.post_message(conn, bytes, Owner::Transfer(next), true);
             }
         }
         let (from, to) = (self.jobs.dep_start[t as usize], self.jobs.dep_start[t as usize + 1]);

@@ -160,6 +160,8 @@ enum Owner {
 struct Message {
     owner: Owner,
     parts_left: u32,
+    /// Each part is a write with immediate.
+    imm: bool,
 }
 
 struct Flow {
@@ -171,6 +173,8 @@ struct Flow {
     end: Option<Time>,
     ideal: Time,
     failed: bool,
+    /// Posted as a write with immediate.
+    imm: bool,
 }
 
 #[derive(Default)]
@@ -181,6 +185,7 @@ struct Totals {
     discarded_payload: u64,
     trimmed_received: u64,
     qp_errors: u64,
+    imm_completions: u64,
 }
 
 /// What the caller's progress hook is told.

@@ -175,6 +175,7 @@ impl Simulation {
             "pauses_sent": sum(&|k| k.pauses_sent),
             "paused_time_s": ps.iter().map(|p| p.paused_time_at(now).as_secs_f64()).sum::<f64>(),
             "qp_errors": self.totals.qp_errors,
+            "imm_completions": self.totals.imm_completions,
             "retired_evs": self.mrc_sum(|m| m.sender.retired_evs),
             "resurrected_evs": self.mrc_sum(|m| m.sender.resurrected_evs),
             "packet_pool_high_water": self.pool.capacity(),

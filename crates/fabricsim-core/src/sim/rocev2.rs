@@ -12,7 +12,7 @@ impl Simulation {
         let mtu = self.scenario.nic.mtu.0 as u32;
         let QpTransport::Roce { sender, .. } = &mut self.qps[q].transport else { unreachable!("a RoCE QP") };
         let data = sender.next_packet(mtu).expect("the QP has data");
-        let wire = self.data_wire(data.payload, data.first);
+        let wire = self.data_wire(data.payload, data.first, data.imm);
         let rto = self.roce.retransmit_timeout();
         let line = self.ports[self.qps[q].src_port.0 as usize].rate;
         let qp = &mut self.qps[q];

@@ -20,6 +20,9 @@ pub struct DataPacket {
     pub first: bool,
     /// Last packet of its message.
     pub last: bool,
+    /// Last packet of a write with immediate: it carries the immediate
+    /// data (ImmDt), which raises a completion at the responder.
+    pub imm: bool,
     pub retransmission: bool,
 }
 

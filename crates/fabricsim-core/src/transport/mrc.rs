@@ -176,6 +176,7 @@ struct Message {
     first: u32,
     end: u32,
     last_payload: u32,
+    imm: bool,
 }
 
 /// Sender side of an MRC QP.
@@ -286,13 +287,14 @@ impl MrcSender {
         }
     }
 
-    /// Posts a message; returns its first PSN and packet count.
-    pub fn post(&mut self, bytes: u64) -> (u32, u32) {
+    /// Posts a write (with immediate when `imm`); returns its first PSN and
+    /// packet count.
+    pub fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
         let packets = bytes.div_ceil(self.mtu as u64).max(1) as u32;
         let last_payload = (bytes - (packets as u64 - 1) * self.mtu as u64) as u32;
         let first = self.posted_end;
         self.posted_end += packets;
-        self.messages.push_back(Message { first, end: self.posted_end, last_payload });
+        self.messages.push_back(Message { first, end: self.posted_end, last_payload, imm });
         self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false }, packets as usize));
         self.resend.extend(first..self.posted_end);
         (first, packets)
@@ -319,10 +321,11 @@ impl MrcSender {
         psn.checked_sub(self.base).and_then(|i| self.slots.get_mut(i as usize))
     }
 
-    fn payload_of(&self, psn: u32) -> (u32, bool, bool) {
+    /// Payload, first, last and immediate of packet `psn`.
+    fn payload_of(&self, psn: u32) -> (u32, bool, bool, bool) {
         let m = self.messages.iter().find(|m| psn >= m.first && psn < m.end).expect("a posted PSN");
         let last = psn + 1 == m.end;
-        (if last { m.last_payload } else { self.mtu }, psn == m.first, last)
+        (if last { m.last_payload } else { self.mtu }, psn == m.first, last, last && m.imm)
     }
 
     /// The next packet for `plane` and the EV it goes on: the next EV of
@@ -342,7 +345,7 @@ impl MrcSender {
         let evs = &mut self.planes[plane];
         evs.cursor = pick + 1;
         let ev = evs.active[pick];
-        let (payload, first, last) = self.payload_of(psn);
+        let (payload, first, last, imm) = self.payload_of(psn);
         let seq = self.next_seq;
         self.next_seq += 1;
         self.planes[plane].outstanding[pick].push_back((seq, psn));
@@ -352,7 +355,7 @@ impl MrcSender {
         if retransmission {
             self.retransmitted_packets += 1;
         }
-        Some((DataPacket { psn, payload, first, last, retransmission }, ev))
+        Some((DataPacket { psn, payload, first, last, imm, retransmission }, ev))
     }
 
     /// The active slot of `plane` the next packet goes on.
@@ -380,7 +383,7 @@ impl MrcSender {
         let Some(&mut Slot::InFlight { plane, slot, seq, sent }) = self.slot(psn) else { return false };
         let (plane, slot) = (plane as usize, slot as usize);
         *self.slot(psn).expect("slot") = Slot::Acked;
-        let (payload, _, _) = self.payload_of(psn);
+        let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         self.window = (self.window + self.mtu as f64 * payload as f64 / self.window).min(self.max_window);
         if ecn {
@@ -452,7 +455,7 @@ impl MrcSender {
         let stranded: Vec<u32> = evs.outstanding.iter_mut().flat_map(|q| q.drain(..)).map(|(_, psn)| psn).collect();
         for psn in stranded {
             if matches!(self.slot(psn), Some(&mut Slot::InFlight { .. })) {
-                let (payload, _, _) = self.payload_of(psn);
+                let (payload, ..) = self.payload_of(psn);
                 self.in_flight_bytes -= payload as u64;
                 *self.slot(psn).expect("slot") = Slot::Pending { again: true };
                 self.resend.push_front(psn);
@@ -463,7 +466,7 @@ impl MrcSender {
     /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
     pub fn on_nack(&mut self, psn: u32) {
         if let Some(Slot::InFlight { .. }) = self.slot(psn).copied() {
-            let (payload, _, _) = self.payload_of(psn);
+            let (payload, ..) = self.payload_of(psn);
             self.in_flight_bytes -= payload as u64;
             *self.slot(psn).expect("slot") = Slot::Pending { again: true };
             self.resend.push_front(psn);
@@ -476,7 +479,7 @@ impl MrcSender {
     fn lose(&mut self, psn: u32) {
         let Some(&mut Slot::InFlight { plane, slot, .. }) = self.slot(psn) else { return };
         let (plane, slot) = (plane as usize, slot as usize);
-        let (payload, _, _) = self.payload_of(psn);
+        let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         *self.slot(psn).expect("slot") = Slot::Pending { again: true };
         self.resend.push_front(psn);
@@ -735,7 +738,7 @@ mod tests {
     #[test]
     fn sprays_over_the_evs_of_each_plane_in_turn() {
         let mut s = sender(2);
-        s.post(8000);
+        s.post(8000, false);
         let evs: Vec<u16> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().1).collect();
         let distinct: std::collections::BTreeSet<u16> = evs.iter().copied().collect();
         assert_eq!(distinct.len(), 8);
@@ -745,7 +748,7 @@ mod tests {
     #[test]
     fn a_lost_packet_retires_its_ev_for_a_backup_of_the_same_plane() {
         let mut s = sender(1);
-        s.post(40 * 1000);
+        s.post(40 * 1000, false);
         let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         // Everything but PSN 0 arrives, including later packets on its EV.
         for (p, _) in &sent[1..] {
@@ -760,7 +763,7 @@ mod tests {
     #[test]
     fn trimmed_packets_are_resent_first_and_shrink_the_window() {
         let mut s = sender(1);
-        s.post(5000);
+        s.post(5000, false);
         let p: Vec<(DataPacket, u16)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         let before = s.window;
         s.on_nack(p[2].0.psn);
@@ -784,7 +787,7 @@ mod tests {
     /// Loses the first packet sent on plane 0 (later ones on its EV are
     /// acknowledged), retiring its EV; returns that EV.
     fn retire_one(s: &mut MrcSender) -> u16 {
-        s.post(40 * 1000);
+        s.post(40 * 1000, false);
         let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         for (p, _) in &sent[1..] {
             s.on_sack(p.psn, false, Time::ZERO, Time::ZERO);
@@ -833,7 +836,7 @@ mod tests {
         let mut s = MrcSender::new(&cfg, 1, 1000, 1_000_000, &mut Rng::stream(1, &[]));
         let ev = retire_one(&mut s);
         assert_eq!(s.active_evs_per_plane(), [3]);
-        s.post(1000);
+        s.post(1000, false);
         assert!((0..8).all(|_| s.next_packet(0, Time::ZERO).is_none_or(|(_, e)| e != ev)));
         s.probe_retired();
         s.on_probe_reply(ev);

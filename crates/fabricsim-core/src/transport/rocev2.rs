@@ -61,6 +61,7 @@ struct SendMessage {
     end: u32,
     first: u32,
     last_payload: u32,
+    imm: bool,
 }
 
 /// Requester side of a QP.
@@ -81,13 +82,14 @@ pub struct RoceSender {
 }
 
 impl RoceSender {
-    /// Posts an RDMA WRITE of `bytes` (at least one byte) cut at `mtu`.
-    pub fn post(&mut self, bytes: u64, mtu: u32) {
+    /// Posts an RDMA WRITE (with immediate when `imm`) of `bytes` (at least
+    /// one byte) cut at `mtu`.
+    pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) {
         let packets = bytes.div_ceil(mtu as u64).max(1) as u32;
         let last_payload = (bytes - (packets as u64 - 1) * mtu as u64) as u32;
         let first = self.posted_end;
         self.posted_end += packets;
-        self.messages.push_back(SendMessage { first, end: self.posted_end, last_payload });
+        self.messages.push_back(SendMessage { first, end: self.posted_end, last_payload, imm });
     }
 
     /// Length of the message that `psn` belongs to (for the RETH).
@@ -119,6 +121,7 @@ impl RoceSender {
             payload: if last { msg.last_payload } else { mtu },
             first: psn == msg.first,
             last,
+            imm: last && msg.imm,
             retransmission: psn < self.high_water,
         };
         self.snd_nxt += 1;
@@ -219,7 +222,7 @@ mod tests {
     fn go_back_n_after_a_gap() {
         let mut tx = RoceSender::default();
         let mut rx = RoceReceiver::default();
-        tx.post(4 * 1000, 1000);
+        tx.post(4 * 1000, 1000, false);
         let p: Vec<_> = (0..4).map(|_| tx.next_packet(1000).unwrap()).collect();
         assert!(p[0].first && p[3].last);
         assert_eq!(rx.on_data(0, 1000, false, false, 1).reply, Some((PacketKind::Ack, 1)));
@@ -235,7 +238,7 @@ mod tests {
     #[test]
     fn retries_exhausted_fail_the_qp() {
         let mut tx = RoceSender::default();
-        tx.post(1, 4096);
+        tx.post(1, 4096, false);
         tx.next_packet(4096);
         for _ in 0..8 {
             tx.on_timeout(7);

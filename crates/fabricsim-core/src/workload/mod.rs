@@ -55,6 +55,19 @@ pub struct Flow {
     pub start: Time,
     /// QPs for this flow (default: the transport's `qps`).
     pub qps: Option<u32>,
+    /// The RDMA operation: `write`, or `write_with_imm`, whose immediate
+    /// raises a completion at the responder once the whole message is in.
+    #[serde(default)]
+    pub op: WriteOp,
+}
+
+/// The two RDMA operations MRC supports (s2.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteOp {
+    #[default]
+    Write,
+    WriteWithImm,
 }
 
 /// Every NIC sends to exactly one other NIC and receives from one: a random
@@ -133,6 +146,8 @@ pub struct FlowSpec {
     pub bytes: u64,
     pub start: Time,
     pub qps: u32,
+    /// A write with immediate.
+    pub imm: bool,
 }
 
 impl NicRef {
@@ -201,12 +216,19 @@ pub fn expand(
             return invalid(field("kind"), "traffic needs at least two NICs");
         }
         match spec {
-            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps }) => {
+            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps, op }) => {
                 let (s, d) = (src.resolve(topo, &nics, &field("src"))?, dst.resolve(topo, &nics, &field("dst"))?);
                 if s == d {
                     return invalid(field("dst"), "a flow's source and destination must differ");
                 }
-                flows.push(FlowSpec { src: s, dst: d, bytes: check_bytes(*bytes)?, start: *start, qps: qps_of(qps)? });
+                flows.push(FlowSpec {
+                    src: s,
+                    dst: d,
+                    bytes: check_bytes(*bytes)?,
+                    start: *start,
+                    qps: qps_of(qps)?,
+                    imm: *op == WriteOp::WriteWithImm,
+                });
             }
             TrafficSpec::Permutation(Permutation { bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
@@ -218,7 +240,7 @@ pub fn expand(
                     order.swap(k, j);
                 }
                 for (k, &src) in nics.iter().enumerate() {
-                    flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps });
+                    flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps, imm: false });
                 }
             }
             TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps }) => {
@@ -244,13 +266,13 @@ pub fn expand(
                 if let Some(k) = srcs.iter().position(|&s| s == dst) {
                     return invalid(field(&format!("senders[{k}]")), "the receiver cannot send to itself");
                 }
-                flows.extend(srcs.into_iter().map(|src| FlowSpec { src, dst, bytes, start: *start, qps }));
+                flows.extend(srcs.into_iter().map(|src| FlowSpec { src, dst, bytes, start: *start, qps, imm: false }));
             }
             TrafficSpec::AllToAll(AllToAll { bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for &src in &nics {
                     for &dst in nics.iter().filter(|&&d| d != src) {
-                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps });
+                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false });
                     }
                 }
             }
@@ -263,7 +285,7 @@ pub fn expand(
                         dst = nics[rng.below(nics.len() as u64) as usize];
                     }
                     let offset = if window.0 > 0 { Time(rng.below(window.0)) } else { Time::ZERO };
-                    flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps });
+                    flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps, imm: false });
                 }
             }
             TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps }) => {
@@ -286,7 +308,7 @@ pub fn expand(
                 for (&a, &b) in src_racks.iter().zip(dst_racks) {
                     let (srcs, dsts) = (members(a, "src_racks")?, members(b, "dst_racks")?);
                     for (&src, &dst) in srcs.iter().zip(&dsts) {
-                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps });
+                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false });
                     }
                 }
             }
