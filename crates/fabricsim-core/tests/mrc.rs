@@ -169,3 +169,14 @@ fn a_write_with_immediate_completes_once_per_part_after_every_byte_is_in() {
     let sent = |out: &fabricsim_core::RunOutput| ints(&out.ports, "tx_bytes")[..].iter().sum::<u64>();
     assert!(sent(&imm) > sent(&plain));
 }
+
+#[test]
+fn the_transports_qp_count_applies_to_every_flow() {
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"},
+        "switch": mrc_switch(),
+        "transport": {"kind": "mrc", "qps": 4},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "1MB", "op": "write_with_imm"}],
+    }));
+    assert_eq!(summary_u64(&out, "imm_completions"), 4, "one write per QP");
+}

@@ -111,7 +111,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     };
     let encap = if srv6.is_some() { headers::SRV6_OUTER } else { 0 };
 
-    let flow_specs = workload::expand(&scenario.traffic, &topo, roce.qps, seed)?;
+    let flow_specs = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
     let mut links =
         Links { qps: Vec::new(), connections: Vec::new(), seed, mrc: mrc.clone(), mtu: scenario.nic.mtu.0 as u32 };
     let mut flows = Vec::with_capacity(flow_specs.len());
@@ -133,7 +133,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         });
     }
 
-    let program = program::expand(&scenario.jobs, &topo, roce.qps, seed)?;
+    let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
     // One connection per (job, channel, QP count, source NIC, destination
     // NIC): NCCL opens connections per communicator and channel.
     let mut by_key: HashMap<(u32, u32, u32, NodeId, NodeId), u32> = HashMap::new();
@@ -346,6 +346,7 @@ impl Links {
                         sender: MrcSender::new(cfg, src_ports.len(), self.mtu, window, &mut rng),
                         receiver: MrcReceiver::new(dst_ports.len(), reverse_rng),
                         probe_pending: false,
+                        timer_at: None,
                     }))
                 }
             };

@@ -110,6 +110,8 @@ struct MrcQp {
     sender: MrcSender,
     receiver: MrcReceiver,
     probe_pending: bool,
+    /// When the earliest retransmission-timer event still queued fires.
+    timer_at: Option<Time>,
 }
 
 impl QpTransport {

@@ -15,16 +15,10 @@ impl Simulation {
     pub(super) fn mrc_data_packet(&mut self, q: usize, port: PortId) -> Option<PacketId> {
         let now = self.now();
         let plane = self.ports[port.0 as usize].index as usize;
-        let rto = self.mrc.rto;
-        let qp = &mut self.qps[q];
-        let QpTransport::Mrc(m) = &mut qp.transport else { unreachable!("an MRC QP") };
+        let QpTransport::Mrc(m) = &mut self.qps[q].transport else { unreachable!("an MRC QP") };
         let (data, ev) = m.sender.next_packet(plane, now)?;
         if m.sender.rto_deadline.is_none() {
-            m.sender.rto_deadline = Some(now + rto);
-            if !qp.rto_pending {
-                qp.rto_pending = true;
-                self.events.schedule(now + rto, Event::RtoTimer(q as u32));
-            }
+            self.mrc_arm_timer(q);
         }
         Some(self.alloc_data_packet(q, data, ev))
     }
@@ -59,17 +53,17 @@ impl Simulation {
                 }
             }
             PacketKind::Ack | PacketKind::Nak => {
-                let (avoid, rto) = (self.mrc.ecn_avoid, self.mrc.rto);
+                let avoid = self.mrc.ecn_avoid;
                 // The SACK's port state bitmap: planes down at the other end.
                 m.sender.set_remote_planes(pkt.ports_up);
                 let progressed = if pkt.kind == PacketKind::Ack {
                     m.sender.on_sack(pkt.psn, pkt.has(flag::CE), now, avoid)
                 } else {
-                    m.sender.on_nack(pkt.psn);
+                    m.sender.on_nack(pkt.psn, now);
                     true
                 };
                 if progressed {
-                    m.sender.rto_deadline = m.sender.outstanding().then_some(now + rto);
+                    self.mrc_arm_timer(q);
                 }
                 self.after_ev_changes(q);
                 self.make_ready(q);
@@ -135,22 +129,37 @@ impl Simulation {
         self.after_ev_changes(q);
     }
 
+    /// Restarts the retransmission timer from now (or stops it when nothing
+    /// is outstanding). A timer event is queued only when the deadline comes
+    /// before the one already queued; a later one re-arms when it fires.
+    fn mrc_arm_timer(&mut self, q: usize) {
+        let now = self.now();
+        let QpTransport::Mrc(m) = &mut self.qps[q].transport else { return };
+        let deadline = m.sender.outstanding().then(|| now + m.sender.rto());
+        m.sender.rto_deadline = deadline;
+        if let Some(d) = deadline {
+            if m.timer_at.is_none_or(|t| d < t) {
+                m.timer_at = Some(d);
+                self.events.schedule(d, Event::RtoTimer(q as u32));
+            }
+        }
+    }
+
     pub(super) fn mrc_timeout(&mut self, q: u32) {
         let now = self.now();
-        let rto = self.mrc.rto;
-        let qp = &mut self.qps[q as usize];
-        qp.rto_pending = false;
-        let QpTransport::Mrc(m) = &mut qp.transport else { return };
+        let QpTransport::Mrc(m) = &mut self.qps[q as usize].transport else { return };
+        if m.timer_at != Some(now) {
+            return; // superseded by an earlier deadline
+        }
+        m.timer_at = None;
         let Some(deadline) = m.sender.rto_deadline else { return };
         if deadline > now {
-            qp.rto_pending = true;
+            m.timer_at = Some(deadline);
             self.events.schedule(deadline, Event::RtoTimer(q));
             return;
         }
         m.sender.on_timeout();
-        m.sender.rto_deadline = Some(now + rto);
-        qp.rto_pending = true;
-        self.events.schedule(now + rto, Event::RtoTimer(q));
+        self.mrc_arm_timer(q as usize);
         self.after_ev_changes(q as usize);
         self.make_ready(q as usize);
     }

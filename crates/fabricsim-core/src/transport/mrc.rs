@@ -12,10 +12,9 @@
 //! load-balancing signal, since the last hop does not mark). A timer
 //! resends what is still outstanding after a tail loss.
 //!
-//! The paper does not publish MRC's congestion control; this sender keeps
-//! a window shaped like UET's NSCC (protocols.md s5.5): it starts at the
-//! maximum (1.5 BDP), shrinks by the trimmed bytes on every NACK and grows
-//! by about one MTU per window of acknowledged data.
+//! The paper does not publish MRC's congestion control; the sender's
+//! window follows UET's NSCC (`cc::nscc`): delay and ECN per SACK, trims
+//! per NACK.
 
 use std::collections::VecDeque;
 
@@ -23,6 +22,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::DataPacket;
+use crate::cc::{Nscc, NsccConfig};
 use crate::engine::Rng;
 use crate::units::{Bytes, Time};
 
@@ -52,6 +52,13 @@ pub struct MrcConfig {
     /// Retransmission timer for tail losses. Default 320us, the IRN
     /// RTO_high ConWeave uses (protocols.md s2.6).
     pub rto: Time,
+    /// The timer when at most 3 packets are in flight, the tail of a
+    /// message where no later SACK can reveal a loss. Default 100us, IRN's
+    /// RTO_low (protocols.md s2.6).
+    pub rto_low: Time,
+    /// Congestion control (NSCC's structure; the paper does not publish
+    /// MRC's).
+    pub cc: NsccConfig,
     /// Maximum (and initial) window: unset means 1.5 x the NIC's rate x
     /// 12us, NSCC's 1.5 BDP at its reference RTT (protocols.md s5.5).
     pub window: Option<Bytes>,
@@ -87,6 +94,8 @@ impl Default for MrcConfig {
             ecn_avoid: Time::from_us(5),
             reorder_window: Time::from_us(50),
             rto: Time::from_us(320),
+            rto_low: Time::from_us(100),
+            cc: NsccConfig::default(),
             window: None,
             paths_per_plane: None,
             probe_interval: Time::from_us(100),
@@ -193,12 +202,13 @@ pub struct MrcSender {
     sent: VecDeque<(u64, u32, Time)>,
     reorder_window: Time,
     lost_scratch: Vec<u32>,
+    rto: Time,
+    rto_low: Time,
     /// PSNs to resend, oldest first.
     resend: VecDeque<u32>,
     next_seq: u64,
     in_flight_bytes: u64,
-    window: f64,
-    max_window: f64,
+    cc: Nscc,
     mtu: u32,
     /// Deadline of the retransmission timer.
     pub rto_deadline: Option<Time>,
@@ -248,11 +258,12 @@ impl MrcSender {
             sent: VecDeque::new(),
             reorder_window: cfg.reorder_window,
             lost_scratch: Vec::new(),
+            rto: cfg.rto,
+            rto_low: cfg.rto_low,
             resend: VecDeque::new(),
             next_seq: 0,
             in_flight_bytes: 0,
-            window: max_window as f64,
-            max_window: max_window as f64,
+            cc: Nscc::new(&cfg.cc, mtu, max_window),
             mtu,
             rto_deadline: None,
             retransmitted_packets: 0,
@@ -310,7 +321,18 @@ impl MrcSender {
 
     /// Whether a packet could go now (data waiting and room in the window).
     pub fn has_data(&self) -> bool {
-        !self.resend.is_empty() && (self.in_flight_bytes as f64) < self.window
+        !self.resend.is_empty() && (self.in_flight_bytes as f64) < self.cc.window()
+    }
+
+    /// The retransmission timeout now: IRN's low one when at most three
+    /// packets are in flight (no later SACK will reveal their loss), else
+    /// the high one.
+    pub fn rto(&self) -> Time {
+        if self.in_flight_bytes <= 3 * self.mtu as u64 {
+            self.rto_low
+        } else {
+            self.rto
+        }
     }
 
     pub fn outstanding(&self) -> bool {
@@ -385,7 +407,7 @@ impl MrcSender {
         *self.slot(psn).expect("slot") = Slot::Acked;
         let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
-        self.window = (self.window + self.mtu as f64 * payload as f64 / self.window).min(self.max_window);
+        self.cc.on_ack(payload, sent, now, ecn);
         if ecn {
             self.planes[plane].avoid_until[slot] = now + ecn_avoid;
         }
@@ -464,13 +486,13 @@ impl MrcSender {
     }
 
     /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
-    pub fn on_nack(&mut self, psn: u32) {
+    pub fn on_nack(&mut self, psn: u32, now: Time) {
         if let Some(Slot::InFlight { .. }) = self.slot(psn).copied() {
             let (payload, ..) = self.payload_of(psn);
             self.in_flight_bytes -= payload as u64;
             *self.slot(psn).expect("slot") = Slot::Pending { again: true };
             self.resend.push_front(psn);
-            self.window = (self.window - payload as f64).max(self.mtu as f64);
+            self.cc.on_trim(payload, now);
         }
     }
 
@@ -765,9 +787,9 @@ mod tests {
         let mut s = sender(1);
         s.post(5000, false);
         let p: Vec<(DataPacket, u16)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-        let before = s.window;
-        s.on_nack(p[2].0.psn);
-        assert!(s.window < before);
+        let before = s.cc.window();
+        s.on_nack(p[2].0.psn, Time::ZERO);
+        assert!(s.cc.window() < before);
         assert_eq!(s.next_packet(0, Time::ZERO).unwrap().0.psn, 2);
     }
 
