@@ -1,4 +1,4 @@
-"""The `fabricsim` command: run (a scenario, or each value of its sweep), topo, bench, schema.
+"""The `fabricsim` command: run (a scenario, or each value of its sweep), topo, bench, schema, reproduce.
 
 Bad input (a scenario the core rejects, a missing or malformed file, an
 output directory that exists) is reported as one line `error: ...` on stderr
@@ -97,6 +97,19 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print the JSON Schema of scenarios")
     schema.set_defaults(command=_cmd_schema)
+
+    reproduce = commands.add_parser(
+        "reproduce", help="rerun a paper's experiments and print the paper's numbers beside ours"
+    )
+    reproduce.add_argument("paper", choices=("mrc",), help="which paper: mrc (mrc-srv6-multiplane.txt)")
+    reproduce.add_argument("--quick", action="store_true", help="the quick version of every experiment")
+    reproduce.add_argument(
+        "--out", type=Path, default=Path("reproduce-out"), help="output directory (default: reproduce-out)"
+    )
+    reproduce.add_argument(
+        "--only", action="append", default=[], metavar="KEY", help="run only this experiment (e.g. fig16); repeatable"
+    )
+    reproduce.set_defaults(command=_cmd_reproduce)
     return parser
 
 
@@ -259,6 +272,37 @@ def _bench_in_child(case: str, overrides: Sequence[str]) -> dict[str, Any] | int
 
 def _cmd_schema(args: argparse.Namespace) -> int:
     print(_core.schema().rstrip("\n"))
+    return 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .reproduce import REGISTRIES, Experiment, Row, Run, reproduce
+
+    keys = {e.key for e in REGISTRIES[args.paper]}
+    unknown = sorted(set(args.only) - keys)
+    if unknown:
+        known = ", ".join(sorted(keys))
+        raise _core.ScenarioError(f"--only: unknown experiment(s) {', '.join(unknown)}; known: {known}")
+    # Wide enough for the comparison tables when the output is not a terminal.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    start = time.perf_counter()
+
+    def ran(run: Run, wall_s: float) -> None:
+        console.print(f"  {run.scenario} ({wall_s:.1f} s)", markup=False)
+
+    def done(exp: Experiment, rows: list[Row], wall_s: float) -> None:
+        table = Table(title=f"{exp.figure}: {exp.title} ({wall_s:.1f} s)", title_justify="left")
+        table.add_column("metric")
+        table.add_column("paper")
+        table.add_column("fabricsim", justify="right")
+        for row in rows:
+            table.add_row(row.metric, row.paper, row.ours)
+        console.print(table)
+        if exp.note:
+            console.print(f"note: {exp.note}", markup=False)
+
+    reproduce(args.paper, args.out, quick=args.quick, only=args.only, on_experiment=done, on_run=ran)
+    console.print(f"total wall time {time.perf_counter() - start:.1f} s; results: {args.out}", markup=False)
     return 0
 
 
