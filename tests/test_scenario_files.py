@@ -14,9 +14,7 @@ from fabricsim.scenario import builtin_scenario
 from fabricsim.sweep import is_sweep, prepare
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-# Fragments under an `include/` directory (fault lists) are only included by
-# other scenarios, which this test loads.
-FILES = sorted(p for p in SCENARIOS.rglob("*.yaml") if "include" not in p.relative_to(SCENARIOS).parts)
+FILES = sorted(SCENARIOS.rglob("*.yaml"))
 COLLECTIVES = {
     "all_reduce",
     "all_gather",

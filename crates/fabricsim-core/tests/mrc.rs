@@ -180,3 +180,18 @@ fn the_transports_qp_count_applies_to_every_flow() {
     }));
     assert_eq!(summary_u64(&out, "imm_completions"), 4, "one write per QP");
 }
+
+#[test]
+fn a_sprayed_collective_is_never_faster_than_its_ideal() {
+    // The ideal counts every plane a sprayed connection uses, and the
+    // headers MRC adds (a RETH per packet, the SRv6 outer header).
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "planes": 4, "link_rate": "100Gbps"},
+        "switch": {"forwarding": "srv6", "pfc": {"enabled": false}, "trimming": {"enabled": true}},
+        "transport": {"kind": "mrc"},
+        "jobs": [{"name": "ar", "ranks": 16, "placement": "cross_t1", "phases": [
+            {"name": "ar", "collective": {"op": "all_reduce", "algorithm": "ring", "bytes": "4MiB"}}]}],
+    }));
+    let slowdown = floats(&out.collectives, "slowdown")[0].unwrap();
+    assert!((1.0..1.5).contains(&slowdown), "slowdown {slowdown:.3}");
+}

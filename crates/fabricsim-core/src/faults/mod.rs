@@ -38,6 +38,7 @@ pub enum FaultSpec {
     NicPortDown(NicPortChange),
     NicPortUp(NicPortChange),
     LossRate(LossRate),
+    NicLoss(NicLoss),
     EvLoss(EvLoss),
     RandomFlaps(RandomFlaps),
 }
@@ -51,6 +52,7 @@ crate::kind_tagged!(FaultSpec {
     "nic_port_down" => NicPortDown,
     "nic_port_up" => NicPortUp,
     "loss_rate" => LossRate,
+    "nic_loss" => NicLoss,
     "ev_loss" => EvLoss,
     "random_flaps" => RandomFlaps,
 });
@@ -115,6 +117,24 @@ pub struct LossRate {
     pub rate: f64,
     #[serde(default)]
     pub direction: Direction,
+}
+
+/// Random loss on the links of every NIC port, from `at` on: the MRC
+/// paper's loss experiments drop packets at random at every NIC with an
+/// inline P4 program (s5.2.7). By default the packets arriving at the NICs
+/// are lost.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicLoss {
+    pub at: Time,
+    pub rate: f64,
+    /// Seen from the NIC port: `ingress` (default), `egress` or `both`.
+    #[serde(default = "ingress")]
+    pub direction: Direction,
+}
+
+fn ingress() -> Direction {
+    Direction::Ingress
 }
 
 /// From `at` on, a NIC drops this fraction of the MRC data packets it
@@ -250,6 +270,18 @@ pub fn expand(
                 }
                 for p in both(port_of(port)?, *direction) {
                     actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
+                }
+            }
+            FaultSpec::NicLoss(NicLoss { at, rate, direction }) => {
+                if !(0.0..=1.0).contains(rate) {
+                    return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
+                }
+                for nic in &nics {
+                    for &port in &node_ports[nic.0 as usize] {
+                        for p in both(port, *direction) {
+                            actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
+                        }
+                    }
                 }
             }
             FaultSpec::EvLoss(EvLoss { at, nic, ev, rate }) => {

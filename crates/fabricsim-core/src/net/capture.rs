@@ -278,6 +278,7 @@ mod tests {
             ingress: 0,
             shifts: 0,
             ports_up: 0xFF,
+            ack: 0,
         }
     }
 

@@ -82,6 +82,9 @@ pub struct Packet {
     /// The sending NIC's ports that are up, one bit per port: MRC's port
     /// state bitmap, which SACKs carry to the other end (s3).
     pub ports_up: u8,
+    /// An MRC SACK's cumulative acknowledgement: every PSN below it has
+    /// arrived, so a lost SACK is made up for by the next one.
+    pub ack: u32,
 }
 
 impl Packet {

@@ -499,8 +499,7 @@ impl Simulation {
             let rest = Time::from_secs_f64(if conn == INTRA_HOST {
                 rest / intra.rate.0 as f64
             } else {
-                let first_hop = self.qps[self.connections[conn as usize].qps[0] as usize].src_port;
-                rest / (self.ports[first_hop.0 as usize].rate.0 as f64 * efficiency)
+                rest / (self.connection_rate(conn) as f64 * efficiency)
             });
             // Dependencies come earlier in the list, within this collective.
             let ready = transfer.deps.iter().map(|&d| chain_end[d as usize - first]).max().unwrap_or(Time::ZERO);
@@ -518,5 +517,20 @@ impl Simulation {
             })
             .fold(0.0, f64::max);
         latency.max(Time::from_secs_f64(busiest) + max_alpha)
+    }
+
+    /// The rate a connection can send at: every NIC port for a sprayed
+    /// (MRC) connection, else the ports its QPs are bound to.
+    fn connection_rate(&self, conn: u32) -> u64 {
+        let qps = &self.connections[conn as usize].qps;
+        let first = &self.qps[qps[0] as usize];
+        let mut ports: Vec<PortId> = if first.transport.is_mrc() {
+            self.node_ports[first.src.0 as usize].clone()
+        } else {
+            qps.iter().map(|&q| self.qps[q as usize].src_port).collect()
+        };
+        ports.sort_unstable_by_key(|p| p.0);
+        ports.dedup();
+        ports.iter().map(|p| self.ports[p.0 as usize].rate.0).sum()
     }
 }

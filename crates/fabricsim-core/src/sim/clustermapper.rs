@@ -106,6 +106,7 @@ impl Simulation {
             ingress: NO_PORT,
             shifts: 0,
             ports_up,
+            ack: 0,
         });
         self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
         self.try_transmit(port);

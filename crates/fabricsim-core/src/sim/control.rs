@@ -40,6 +40,18 @@ impl Simulation {
                     sw.up = up;
                     sw.advertised = up || gray;
                 }
+                if !gray {
+                    // A switch that dies takes the light off its links: the
+                    // NICs attached to it see their ports go down (after
+                    // their remap delay) and come back with it.
+                    let delay = if up { crate::units::Time::ZERO } else { self.scenario.nic.remap_delay };
+                    for k in 0..self.node_ports[node.0 as usize].len() {
+                        let peer = self.node_ports[node.0 as usize][k].peer();
+                        if self.switches[self.ports[peer.0 as usize].node.0 as usize].is_none() {
+                            self.events.schedule_in(delay, Event::NicPortState { port: peer, up });
+                        }
+                    }
+                }
                 !gray
             }
         };

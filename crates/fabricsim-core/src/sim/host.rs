@@ -192,6 +192,7 @@ impl Simulation {
             ingress: NO_PORT,
             shifts: 0,
             ports_up: 0xFF,
+            ack: 0,
         })
     }
 
@@ -221,8 +222,19 @@ impl Simulation {
 
     /// A control packet of QP `q` sent out of NIC `port` to the other end
     /// of the QP (from the responder to the requester for ACKs, NAKs and
-    /// CNPs; either way for MRC's probes), with the given entropy and flags.
-    pub(super) fn send_control(&mut self, q: usize, port: PortId, kind: PacketKind, psn: u32, entropy: u16, flags: u8) {
+    /// CNPs; either way for MRC's probes), with the given entropy and flags,
+    /// and for an MRC SACK its cumulative acknowledgement.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn send_control(
+        &mut self,
+        q: usize,
+        port: PortId,
+        kind: PacketKind,
+        psn: u32,
+        entropy: u16,
+        flags: u8,
+        ack: u32,
+    ) {
         let ip = self.scenario.nic.ip;
         let from = self.ports[port.0 as usize].node;
         let qp = &self.qps[q];
@@ -247,6 +259,7 @@ impl Simulation {
             ingress: NO_PORT,
             shifts: 0,
             ports_up,
+            ack,
         });
         self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
         self.try_transmit(port);

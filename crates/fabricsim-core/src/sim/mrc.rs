@@ -31,12 +31,12 @@ impl Simulation {
         match pkt.kind {
             PacketKind::Data if pkt.has(flag::TRIMMED) => {
                 self.totals.trimmed_received += 1;
-                let ev = m.receiver.reverse_ev(plane);
-                self.send_control(q, port, PacketKind::Nak, pkt.psn, ev, 0);
+                let (ev, ack) = (m.receiver.reverse_ev(plane), m.receiver.cumulative());
+                self.send_control(q, port, PacketKind::Nak, pkt.psn, ev, 0, ack);
             }
             PacketKind::Data => {
                 let arrival = m.receiver.on_data(pkt.psn, pkt.payload());
-                let ev = m.receiver.reverse_ev(plane);
+                let (ev, ack) = (m.receiver.reverse_ev(plane), m.receiver.cumulative());
                 let probe = m.receiver.reverse_probe(now, self.mrc.reverse_probe_interval);
                 if arrival.duplicate {
                     self.totals.discarded_payload += pkt.payload() as u64;
@@ -47,7 +47,7 @@ impl Simulation {
                 // The SACK names the packet (the sender knows its EV) and
                 // echoes its ECN mark.
                 let echo = if pkt.has(flag::CE) { flag::CE } else { 0 };
-                self.send_control(q, port, PacketKind::Ack, pkt.psn, ev, echo);
+                self.send_control(q, port, PacketKind::Ack, pkt.psn, ev, echo, ack);
                 if let Some(probe_ev) = probe {
                     self.send_probe(q, false, probe_ev);
                 }
@@ -62,6 +62,7 @@ impl Simulation {
                     m.sender.on_nack(pkt.psn, now);
                     true
                 };
+                let progressed = m.sender.on_cumulative_ack(pkt.ack) || progressed;
                 if progressed {
                     self.mrc_arm_timer(q);
                 }
@@ -73,7 +74,7 @@ impl Simulation {
             PacketKind::Probe => {
                 let ev = if at_sender { m.sender.working_ev(plane) } else { Some(m.receiver.reverse_ev(plane)) };
                 if let Some(ev) = ev {
-                    self.send_control(q, port, PacketKind::ProbeReply, pkt.psn, ev, 0);
+                    self.send_control(q, port, PacketKind::ProbeReply, pkt.psn, ev, 0, 0);
                 }
             }
             PacketKind::ProbeReply => {
@@ -100,7 +101,7 @@ impl Simulation {
         if self.sched[port.0 as usize].known_down {
             return;
         }
-        self.send_control(q, port, PacketKind::Probe, ev as u32, ev, 0);
+        self.send_control(q, port, PacketKind::Probe, ev as u32, ev, 0, 0);
     }
 
     /// Keeps the retired-EV probe timer running while the QP has retired

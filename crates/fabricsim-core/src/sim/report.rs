@@ -178,6 +178,9 @@ impl Simulation {
             "imm_completions": self.totals.imm_completions,
             "retired_evs": self.mrc_sum(|m| m.sender.retired_evs),
             "resurrected_evs": self.mrc_sum(|m| m.sender.resurrected_evs),
+            "spurious_losses": self.mrc_sum(|m| m.sender.spurious_losses),
+            "timeouts": self.qps.iter().map(|q| q.transport.timeouts()).sum::<u64>(),
+            "retransmitted_packets": self.qps.iter().map(|q| q.transport.retransmitted_packets()).sum::<u64>(),
             "packet_pool_high_water": self.pool.capacity(),
         });
         let (collectives, steps, transfers, jobs) = self.job_tables();

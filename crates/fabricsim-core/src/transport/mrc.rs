@@ -54,7 +54,8 @@ pub struct MrcConfig {
     pub rto: Time,
     /// The timer when at most 3 packets are in flight, the tail of a
     /// message where no later SACK can reveal a loss. Default 100us, IRN's
-    /// RTO_low (protocols.md s2.6).
+    /// RTO_low (protocols.md s2.6); once RTTs are measured, the timer is
+    /// RFC 6298's SRTT + 4 RTTVAR when that is shorter.
     pub rto_low: Time,
     /// Congestion control (NSCC's structure; the paper does not publish
     /// MRC's).
@@ -156,10 +157,12 @@ enum Slot {
     Pending {
         again: bool,
     },
-    /// Sent on EV slot `slot` of `plane` as transmission `seq` at `sent`.
+    /// Sent on EV slot `slot` of `plane` as transmission `seq` at `sent`;
+    /// `again` if it was sent before.
     InFlight {
         plane: u8,
         slot: u16,
+        again: bool,
         seq: u64,
         sent: Time,
     },
@@ -188,6 +191,14 @@ struct Message {
     imm: bool,
 }
 
+/// Round-trip times measured from SACKs, in picoseconds.
+#[derive(Clone, Copy, Debug)]
+struct RttEstimate {
+    srtt: f64,
+    rttvar: f64,
+    min: Time,
+}
+
 /// Sender side of an MRC QP.
 #[derive(Clone, Debug)]
 pub struct MrcSender {
@@ -201,9 +212,12 @@ pub struct MrcSender {
     /// across EVs; entries no longer in flight are dropped lazily.
     sent: VecDeque<(u64, u32, Time)>,
     reorder_window: Time,
+    /// Packets declared lost that had arrived (reordered beyond the window).
+    pub spurious_losses: u64,
     lost_scratch: Vec<u32>,
     rto: Time,
     rto_low: Time,
+    rtt: Option<RttEstimate>,
     /// PSNs to resend, oldest first.
     resend: VecDeque<u32>,
     next_seq: u64,
@@ -257,9 +271,11 @@ impl MrcSender {
             slots: VecDeque::new(),
             sent: VecDeque::new(),
             reorder_window: cfg.reorder_window,
+            spurious_losses: 0,
             lost_scratch: Vec::new(),
             rto: cfg.rto,
             rto_low: cfg.rto_low,
+            rtt: None,
             resend: VecDeque::new(),
             next_seq: 0,
             in_flight_bytes: 0,
@@ -324,14 +340,21 @@ impl MrcSender {
         !self.resend.is_empty() && (self.in_flight_bytes as f64) < self.cc.window()
     }
 
-    /// The retransmission timeout now: IRN's low one when at most three
-    /// packets are in flight (no later SACK will reveal their loss), else
-    /// the high one.
+    /// The retransmission timeout now. With at most three packets in
+    /// flight (the tail of a message, where no later SACK will reveal a
+    /// loss), IRN's low timeout, shortened to RFC 6298's SRTT + 4 RTTVAR
+    /// once RTTs have been measured (never below two of the smallest RTT
+    /// seen); else the high one.
     pub fn rto(&self) -> Time {
-        if self.in_flight_bytes <= 3 * self.mtu as u64 {
-            self.rto_low
-        } else {
-            self.rto
+        if self.in_flight_bytes > 3 * self.mtu as u64 {
+            return self.rto;
+        }
+        match self.rtt {
+            Some(rtt) => {
+                let estimate = Time((rtt.srtt + 4.0 * rtt.rttvar) as u64);
+                estimate.max(rtt.min + rtt.min).min(self.rto_low)
+            }
+            None => self.rto_low,
         }
     }
 
@@ -371,7 +394,8 @@ impl MrcSender {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.planes[plane].outstanding[pick].push_back((seq, psn));
-        *self.slot(psn).expect("slot") = Slot::InFlight { plane: plane as u8, slot: pick as u16, seq, sent: now };
+        *self.slot(psn).expect("slot") =
+            Slot::InFlight { plane: plane as u8, slot: pick as u16, again: retransmission, seq, sent: now };
         self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += payload as u64;
         if retransmission {
@@ -402,12 +426,29 @@ impl MrcSender {
     /// the sender also recorded). Returns whether it acknowledged
     /// something new.
     pub fn on_sack(&mut self, psn: u32, ecn: bool, now: Time, ecn_avoid: Time) -> bool {
-        let Some(&mut Slot::InFlight { plane, slot, seq, sent }) = self.slot(psn) else { return false };
-        let (plane, slot) = (plane as usize, slot as usize);
+        let (plane, slot, again, seq, sent) = match self.slot(psn).copied() {
+            Some(Slot::InFlight { plane, slot, again, seq, sent }) => (plane as usize, slot as usize, again, seq, sent),
+            Some(Slot::Pending { again: true }) => {
+                // Declared lost, not yet resent, and here it is: the loss
+                // was reordering.
+                *self.slot(psn).expect("slot") = Slot::Acked;
+                self.spurious_loss();
+                self.advance();
+                return true;
+            }
+            _ => return false,
+        };
+        let rtt = now.saturating_sub(sent);
+        // A SACK of a resent packet sooner after the resend than any RTT
+        // ever seen answers the original transmission.
+        if again && self.rtt.is_some_and(|r| rtt < r.min) {
+            self.spurious_loss();
+        }
         *self.slot(psn).expect("slot") = Slot::Acked;
         let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         self.cc.on_ack(payload, sent, now, ecn);
+        self.measure_rtt(rtt);
         if ecn {
             self.planes[plane].avoid_until[slot] = now + ecn_avoid;
         }
@@ -447,9 +488,49 @@ impl MrcSender {
         true
     }
 
+    /// A packet declared lost had arrived after all: paths reordered it by
+    /// more than the reordering window.
+    fn spurious_loss(&mut self) {
+        self.spurious_losses += 1;
+    }
+
+    /// RFC 6298's smoothed RTT and its variation (gains 1/8 and 1/4).
+    fn measure_rtt(&mut self, sample: Time) {
+        let x = sample.0 as f64;
+        match self.rtt.as_mut() {
+            None => self.rtt = Some(RttEstimate { srtt: x, rttvar: x / 2.0, min: sample }),
+            Some(r) => {
+                r.rttvar += 0.25 * ((r.srtt - x).abs() - r.rttvar);
+                r.srtt += 0.125 * (x - r.srtt);
+                r.min = r.min.min(sample);
+            }
+        }
+    }
+
     /// Whether `psn` is in flight as transmission `seq`.
     fn in_flight_as(&mut self, psn: u32, seq: u64) -> bool {
         matches!(self.slot(psn), Some(&mut Slot::InFlight { seq: s, .. }) if s == seq)
+    }
+
+    /// The SACK's cumulative acknowledgement: every PSN below `ack` has
+    /// arrived, including any whose own SACK was lost. Returns whether it
+    /// acknowledged something new.
+    pub fn on_cumulative_ack(&mut self, ack: u32) -> bool {
+        let mut progressed = false;
+        while self.base < ack {
+            let Some(&front) = self.slots.front() else { break };
+            match front {
+                Slot::InFlight { .. } => {
+                    let (payload, ..) = self.payload_of(self.base);
+                    self.in_flight_bytes -= payload as u64;
+                }
+                Slot::Pending { .. } | Slot::Acked => {}
+            }
+            progressed |= front != Slot::Acked;
+            self.slots[0] = Slot::Acked;
+            self.advance();
+        }
+        progressed
     }
 
     /// This NIC's port for `plane` went down or came back: remap at once,
@@ -689,6 +770,11 @@ impl MrcReceiver {
     /// The EV control packets leaving on `plane` use.
     pub fn reverse_ev(&self, plane: usize) -> u16 {
         self.reverse.get(plane).copied().unwrap_or(plane as u16)
+    }
+
+    /// The next PSN expected in order: every one below it has arrived.
+    pub fn cumulative(&self) -> u32 {
+        self.base
     }
 
     /// An EV probe to send now, if one is due: a random EV of the next
