@@ -144,3 +144,19 @@ fn clustermapper_needs_srv6_and_a_timeout_inside_its_period() {
     s["clustermapper"] = json!({"period": "100us", "timeout": "200us"});
     assert!(error_of(s.clone()).starts_with("clustermapper.timeout: 200us"), "{}", error_of(s));
 }
+
+#[test]
+fn bad_ev_sets_are_named() {
+    let mut s = base();
+    s["transport"] = json!({"kind": "mrc"});
+    s["traffic"] = json!([{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB", "ev_set": {"active": []}}]);
+    assert!(error_of(s.clone()).starts_with("traffic[0].ev_set.active: []"), "{}", error_of(s.clone()));
+    s["traffic"][0]["ev_set"] = json!({"active": [8, 9]});
+    assert!(error_of(s.clone()).starts_with("traffic[0].ev_set: EV 9 names plane 1"), "{}", error_of(s.clone()));
+    s["traffic"][0]["ev_set"] = json!({"active": [8]});
+    s["transport"] = json!({"kind": "rocev2"});
+    assert!(error_of(s.clone()).contains("ev_set pins MRC EVs"), "{}", error_of(s.clone()));
+    s["transport"] = json!({"kind": "mrc"});
+    s["telemetry"] = json!({"ev_activity": true});
+    assert!(error_of(s.clone()).starts_with("telemetry.ev_activity: "), "{}", error_of(s));
+}

@@ -30,6 +30,10 @@ pub struct TelemetryConfig {
     /// Record every change of an MRC EV's state (active, backup, retired,
     /// denied) with its time and QP in `ev_log` (the paper's Figs 13, 14).
     pub ev_log: bool,
+    /// Count the packets each MRC QP sends on each EV in every sample
+    /// interval (time series metric `ev_packets`, entity `qp<N>/ev<EV>`;
+    /// needs `sample_interval`): the paper's per-EV activity (Fig 14).
+    pub ev_activity: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

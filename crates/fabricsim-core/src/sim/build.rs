@@ -17,7 +17,7 @@ use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, NodeRole};
-use crate::transport::mrc::{MrcConfig, MrcReceiver, MrcSender};
+use crate::transport::mrc::{EvSet, MrcConfig, MrcReceiver, MrcSender};
 use crate::transport::{RoceConfig, RoceReceiver, RoceSender, TransportSpec};
 use crate::units::Time;
 use crate::workload::{self, program, split_evenly};
@@ -120,6 +120,9 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
             return invalid("traffic", format!("flow {f} uses a NIC without ports"));
         }
         let conn = links.connect(&ports, &node_ports, spec.src, spec.dst, spec.qps, f);
+        if let Some(set) = &spec.ev_set {
+            links.pin_evs(conn, set)?;
+        }
         flows.push(Flow {
             src: spec.src,
             dst: spec.dst,
@@ -212,6 +215,9 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         events.schedule(Time::ZERO, Event::Sample);
     }
 
+    if scenario.telemetry.ev_activity && scenario.telemetry.sample_interval.is_none() {
+        return invalid("telemetry.ev_activity", "true: per-EV counts are sampled; set telemetry.sample_interval");
+    }
     let mut denied_links = Vec::new();
     if let TransportSpec::Mrc(cfg) = &scenario.transport {
         if !cfg.denylist.is_empty() && srv6.is_none() {
@@ -277,6 +283,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         telemetry_hosts,
         capture,
         ev_log: None,
+        ev_packets: scenario.telemetry.ev_activity.then(Default::default),
         ev_loss: Vec::new(),
         mapper,
         denied_links,
@@ -309,6 +316,19 @@ struct Links {
 }
 
 impl Links {
+    /// Gives every QP of MRC connection `conn` the hand-picked EVs `set`.
+    fn pin_evs(&mut self, conn: u32, set: &EvSet) -> Result<(), ScenarioError> {
+        if self.mrc.is_none() {
+            return invalid("traffic", "a flow's ev_set pins MRC EVs: set transport.kind: mrc");
+        }
+        for &q in &self.connections[conn as usize].qps {
+            if let QpTransport::Mrc(m) = &mut self.qps[q as usize].transport {
+                m.sender.set_evs(set);
+            }
+        }
+        Ok(())
+    }
+
     /// A connection of `count` QPs from `src` to `dst`. QP k uses NIC port
     /// (offset + k) mod ports, spreading connections over the planes; the
     /// responder uses the port of the same index (the same plane). Each QP

@@ -232,6 +232,9 @@ pub struct Simulation {
     capture: Option<(crate::net::capture::Capture, Vec<bool>)>,
     telemetry_hosts: Vec<NodeId>,
     samples: report::Samples,
+    /// Packets sent per (MRC QP, EV) since the last sample, when telemetry
+    /// asks.
+    ev_packets: Option<std::collections::BTreeMap<(u32, u16), u64>>,
     /// MRC EV state changes (time, QP, change), when telemetry asks.
     ev_log: Option<Vec<(Time, u32, EvChange)>>,
     /// Injected per-EV loss: (NIC port, EV, probability).

@@ -67,6 +67,11 @@ impl Simulation {
             let name = self.topo.name(nic);
             self.samples.push(now, &name, "rx_goodput_bps", rate);
         }
+        if let Some(counts) = self.ev_packets.as_mut() {
+            for ((q, ev), packets) in std::mem::take(counts) {
+                self.samples.push(now, &format!("qp{q}/ev{ev}"), "ev_packets", packets as f64);
+            }
+        }
         self.samples.last_time = now;
         let more_work = self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d);
         if more_work {

@@ -107,6 +107,17 @@ impl Default for MrcConfig {
     }
 }
 
+/// EVs chosen by hand instead of drawn, as the paper's experiments pin
+/// flows to given paths (s5.2.5, Fig 14). Each EV's low 3 bits name its
+/// plane.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvSet {
+    pub active: Vec<u16>,
+    #[serde(default)]
+    pub backup: Vec<u16>,
+}
+
 /// An empty active slot: its EV was retired and no backup was left.
 const NO_EV: u16 = u16::MAX;
 
@@ -290,6 +301,20 @@ impl MrcSender {
             ev_log: None,
             local_up: 0xFF,
             remote_up: 0xFF,
+        }
+    }
+
+    /// Replaces the drawn EVs with `set`, each EV in its plane's sets.
+    pub fn set_evs(&mut self, set: &EvSet) {
+        for (plane, evs) in self.planes.iter_mut().enumerate() {
+            let of_plane =
+                |list: &[u16]| list.iter().copied().filter(|&ev| ev as usize & 7 == plane).collect::<Vec<_>>();
+            evs.active = of_plane(&set.active);
+            evs.backup = of_plane(&set.backup);
+            evs.backup.reverse();
+            evs.avoid_until = vec![Time::ZERO; evs.active.len()];
+            evs.outstanding = vec![VecDeque::new(); evs.active.len()];
+            evs.cursor = 0;
         }
     }
 

@@ -59,6 +59,8 @@ pub struct Flow {
     /// raises a completion at the responder once the whole message is in.
     #[serde(default)]
     pub op: WriteOp,
+    /// MRC only: the EVs this flow's QPs spray over, instead of drawn ones.
+    pub ev_set: Option<crate::transport::mrc::EvSet>,
 }
 
 /// The two RDMA operations MRC supports (s2.1).
@@ -148,6 +150,8 @@ pub struct FlowSpec {
     pub qps: u32,
     /// A write with immediate.
     pub imm: bool,
+    /// Hand-picked MRC EVs.
+    pub ev_set: Option<crate::transport::mrc::EvSet>,
 }
 
 impl NicRef {
@@ -216,10 +220,22 @@ pub fn expand(
             return invalid(field("kind"), "traffic needs at least two NICs");
         }
         match spec {
-            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps, op }) => {
+            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps, op, ev_set }) => {
                 let (s, d) = (src.resolve(topo, &nics, &field("src"))?, dst.resolve(topo, &nics, &field("dst"))?);
                 if s == d {
                     return invalid(field("dst"), "a flow's source and destination must differ");
+                }
+                if let Some(set) = ev_set {
+                    let planes = topo.links.iter().filter(|l| l.a == s || l.b == s).count();
+                    if set.active.is_empty() {
+                        return invalid(field("ev_set.active"), "[]: a QP needs at least one active EV");
+                    }
+                    if let Some(ev) = set.active.iter().chain(&set.backup).find(|&&ev| ev as usize & 7 >= planes) {
+                        return invalid(
+                            field("ev_set"),
+                            format!("EV {ev} names plane {}, the NIC has {planes}", ev & 7),
+                        );
+                    }
                 }
                 flows.push(FlowSpec {
                     src: s,
@@ -228,6 +244,7 @@ pub fn expand(
                     start: *start,
                     qps: qps_of(qps)?,
                     imm: *op == WriteOp::WriteWithImm,
+                    ev_set: ev_set.clone(),
                 });
             }
             TrafficSpec::Permutation(Permutation { bytes, start, qps }) => {
@@ -240,7 +257,7 @@ pub fn expand(
                     order.swap(k, j);
                 }
                 for (k, &src) in nics.iter().enumerate() {
-                    flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps, imm: false });
+                    flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps, imm: false, ev_set: None });
                 }
             }
             TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps }) => {
@@ -266,13 +283,21 @@ pub fn expand(
                 if let Some(k) = srcs.iter().position(|&s| s == dst) {
                     return invalid(field(&format!("senders[{k}]")), "the receiver cannot send to itself");
                 }
-                flows.extend(srcs.into_iter().map(|src| FlowSpec { src, dst, bytes, start: *start, qps, imm: false }));
+                flows.extend(srcs.into_iter().map(|src| FlowSpec {
+                    src,
+                    dst,
+                    bytes,
+                    start: *start,
+                    qps,
+                    imm: false,
+                    ev_set: None,
+                }));
             }
             TrafficSpec::AllToAll(AllToAll { bytes, start, qps }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for &src in &nics {
                     for &dst in nics.iter().filter(|&&d| d != src) {
-                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false });
+                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false, ev_set: None });
                     }
                 }
             }
@@ -285,7 +310,7 @@ pub fn expand(
                         dst = nics[rng.below(nics.len() as u64) as usize];
                     }
                     let offset = if window.0 > 0 { Time(rng.below(window.0)) } else { Time::ZERO };
-                    flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps, imm: false });
+                    flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps, imm: false, ev_set: None });
                 }
             }
             TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps }) => {
@@ -308,7 +333,7 @@ pub fn expand(
                 for (&a, &b) in src_racks.iter().zip(dst_racks) {
                     let (srcs, dsts) = (members(a, "src_racks")?, members(b, "dst_racks")?);
                     for (&src, &dst) in srcs.iter().zip(&dsts) {
-                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false });
+                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false, ev_set: None });
                     }
                 }
             }
