@@ -42,3 +42,14 @@ pub fn summary_u64(out: &RunOutput, key: &str) -> u64 {
 pub fn summary_f64(out: &RunOutput, key: &str) -> f64 {
     out.summary[key].as_f64().unwrap_or_else(|| panic!("summary has no number {key}"))
 }
+
+/// Transmit rate samples of `port` as (time, bits per second).
+pub fn tx_rate(out: &fabricsim_core::RunOutput, port: &str) -> Vec<(f64, f64)> {
+    let (t, e, m, v) = (
+        floats(&out.timeseries, "time_s"),
+        texts(&out.timeseries, "entity"),
+        texts(&out.timeseries, "metric"),
+        floats(&out.timeseries, "value"),
+    );
+    (0..t.len()).filter(|&i| e[i] == port && m[i] == "tx_bps").map(|i| (t[i].unwrap(), v[i].unwrap())).collect()
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{floats, ints, run, summary_u64, texts};
+use common::{floats, ints, run, summary_u64, texts, tx_rate};
 use serde_json::{json, Value};
 
 /// MRC's fabric: lossy (no PFC), trimming, no ECN on the last hop.
@@ -87,17 +87,6 @@ fn planes_carry_equal_shares() {
     assert!(hi - lo < hi / 50, "per-plane bytes {nic:?}");
     let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
     assert!(slowdown < 1.1, "one QP over four planes at {slowdown:.3} of its ideal");
-}
-
-/// Transmit rate samples of `port` as (time, bits per second).
-fn tx_rate(out: &fabricsim_core::RunOutput, port: &str) -> Vec<(f64, f64)> {
-    let (t, e, m, v) = (
-        floats(&out.timeseries, "time_s"),
-        texts(&out.timeseries, "entity"),
-        texts(&out.timeseries, "metric"),
-        floats(&out.timeseries, "value"),
-    );
-    (0..t.len()).filter(|&i| e[i] == port && m[i] == "tx_bps").map(|i| (t[i].unwrap(), v[i].unwrap())).collect()
 }
 
 fn plane_failure(nic: u32, remap_delay: &str) -> fabricsim_core::RunOutput {

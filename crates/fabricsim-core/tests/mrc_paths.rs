@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{floats, ints, run, summary_u64, texts};
+use common::{floats, ints, run, summary_u64, texts, tx_rate};
 use serde_json::{json, Value};
 
 fn mrc_switch() -> Value {
@@ -14,17 +14,6 @@ fn mrc_switch() -> Value {
 
 fn topology(planes: u32) -> Value {
     json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "planes": planes})
-}
-
-/// Transmit rate samples of `port` as (time, bits per second).
-fn tx_rate(out: &fabricsim_core::RunOutput, port: &str) -> Vec<(f64, f64)> {
-    let (t, e, m, v) = (
-        floats(&out.timeseries, "time_s"),
-        texts(&out.timeseries, "entity"),
-        texts(&out.timeseries, "metric"),
-        floats(&out.timeseries, "value"),
-    );
-    (0..t.len()).filter(|&i| e[i] == port && m[i] == "tx_bps").map(|i| (t[i].unwrap(), v[i].unwrap())).collect()
 }
 
 /// The EV log as (time, ev, state) rows.

@@ -88,6 +88,27 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// A header-only control packet in the high class, `wire` bytes on the
+    /// wire, with no flags, no port bitmap and no cumulative ack.
+    pub fn control(kind: PacketKind, src: NodeId, dst: NodeId, qp: u32, psn: u32, entropy: u16, wire: u32) -> Packet {
+        Packet {
+            kind,
+            class: CLASS_CONTROL as u8,
+            flags: 0,
+            entropy,
+            src,
+            dst,
+            qp,
+            psn,
+            payload: 0,
+            wire: wire as u16,
+            ingress: NO_PORT,
+            shifts: 0,
+            ports_up: 0,
+            ack: 0,
+        }
+    }
+
     pub fn payload(&self) -> u32 {
         self.payload as u32
     }

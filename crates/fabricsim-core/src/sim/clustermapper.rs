@@ -6,7 +6,7 @@
 
 use super::{Event, Simulation};
 use crate::clustermapper::{switch_health, ClustermapperConfig, Health, History};
-use crate::net::{headers, Packet, PacketKind, PortId, CLASS_CONTROL, NO_PORT};
+use crate::net::{headers, Packet, PacketKind, PortId};
 use crate::topology::NodeId;
 use crate::units::Time;
 
@@ -92,24 +92,8 @@ impl Simulation {
     fn send_map_probe(&mut self, nic: NodeId, port: PortId, plane: u16, round: u32, psn: u32) {
         let wire = self.encap + headers::ack_wire(self.scenario.nic.ip);
         let ports_up = self.ports_up(nic);
-        let id = self.pool.alloc(Packet {
-            kind: PacketKind::MapProbe,
-            class: CLASS_CONTROL as u8,
-            flags: 0,
-            entropy: plane,
-            src: nic,
-            dst: nic,
-            qp: round,
-            psn,
-            payload: 0,
-            wire: wire as u16,
-            ingress: NO_PORT,
-            shifts: 0,
-            ports_up,
-            ack: 0,
-        });
-        self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
-        self.try_transmit(port);
+        let probe = Packet::control(PacketKind::MapProbe, nic, nic, round, psn, plane, wire);
+        self.send_control_packet(port, Packet { ports_up, ..probe });
     }
 
     /// A probe came back to its NIC.

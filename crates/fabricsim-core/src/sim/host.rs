@@ -245,22 +245,14 @@ impl Simulation {
                 PacketKind::Cnp => headers::cnp_wire(ip),
                 _ => headers::ack_wire(ip),
             };
-        let id = self.pool.alloc(Packet {
-            kind,
-            class: CLASS_CONTROL as u8,
-            flags,
-            entropy,
-            src: from,
-            dst: to,
-            qp: q as u32,
-            psn,
-            payload: 0,
-            wire: wire as u16,
-            ingress: NO_PORT,
-            shifts: 0,
-            ports_up,
-            ack,
-        });
+        let packet = Packet { flags, ports_up, ack, ..Packet::control(kind, from, to, q as u32, psn, entropy, wire) };
+        self.send_control_packet(port, packet);
+    }
+
+    /// Queues a control packet on NIC `port` (high class) and kicks it.
+    pub(super) fn send_control_packet(&mut self, port: PortId, packet: Packet) {
+        let wire = packet.wire();
+        let id = self.pool.alloc(packet);
         self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
         self.try_transmit(port);
     }
