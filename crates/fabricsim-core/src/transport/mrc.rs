@@ -168,12 +168,12 @@ enum Slot {
     Pending {
         again: bool,
     },
-    /// Sent on EV slot `slot` of `plane` as transmission `seq` at `sent`;
-    /// `again` if it was sent before.
+    /// Sent on EV `ev`, in slot `slot` of `plane`, as transmission `seq`
+    /// at `sent`.
     InFlight {
         plane: u8,
         slot: u16,
-        again: bool,
+        ev: u16,
         seq: u64,
         sent: Time,
     },
@@ -419,8 +419,7 @@ impl MrcSender {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.planes[plane].outstanding[pick].push_back((seq, psn));
-        *self.slot(psn).expect("slot") =
-            Slot::InFlight { plane: plane as u8, slot: pick as u16, again: retransmission, seq, sent: now };
+        *self.slot(psn).expect("slot") = Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, seq, sent: now };
         self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += payload as u64;
         if retransmission {
@@ -451,8 +450,8 @@ impl MrcSender {
     /// the sender also recorded). Returns whether it acknowledged
     /// something new.
     pub fn on_sack(&mut self, psn: u32, ecn: bool, now: Time, ecn_avoid: Time) -> bool {
-        let (plane, slot, again, seq, sent) = match self.slot(psn).copied() {
-            Some(Slot::InFlight { plane, slot, again, seq, sent }) => (plane as usize, slot as usize, again, seq, sent),
+        let (plane, slot, ev, seq, sent) = match self.slot(psn).copied() {
+            Some(Slot::InFlight { plane, slot, ev, seq, sent }) => (plane as usize, slot as usize, ev, seq, sent),
             Some(Slot::Pending { again: true }) => {
                 // Declared lost, not yet resent, and here it is: the loss
                 // was reordering.
@@ -464,17 +463,12 @@ impl MrcSender {
             _ => return false,
         };
         let rtt = now.saturating_sub(sent);
-        // A SACK of a resent packet sooner after the resend than any RTT
-        // ever seen answers the original transmission.
-        if again && self.rtt.is_some_and(|r| rtt < r.min) {
-            self.spurious_loss();
-        }
         *self.slot(psn).expect("slot") = Slot::Acked;
         let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         self.cc.on_ack(payload, sent, now, ecn);
         self.measure_rtt(rtt);
-        if ecn {
+        if ecn && self.planes[plane].active[slot] == ev {
             self.planes[plane].avoid_until[slot] = now + ecn_avoid;
         }
         let mut lost = std::mem::take(&mut self.lost_scratch);
@@ -603,16 +597,17 @@ impl MrcSender {
     }
 
     /// A lost packet: retire its EV for a backup of the same plane (or
-    /// leave its slot empty when none is left), resend the packet.
+    /// leave its slot empty when none is left), resend the packet. A loss
+    /// found after its EV was already replaced retires nothing more.
     fn lose(&mut self, psn: u32) {
-        let Some(&mut Slot::InFlight { plane, slot, .. }) = self.slot(psn) else { return };
+        let Some(&mut Slot::InFlight { plane, slot, ev, .. }) = self.slot(psn) else { return };
         let (plane, slot) = (plane as usize, slot as usize);
         let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         *self.slot(psn).expect("slot") = Slot::Pending { again: true };
         self.resend.push_front(psn);
         let old = self.planes[plane].active[slot];
-        if old == NO_EV {
+        if old == NO_EV || old != ev {
             return;
         }
         self.planes[plane].retired.push(Retired { ev: old, successes: 0, awaiting: false });
@@ -1011,5 +1006,30 @@ mod tests {
         assert_eq!(next & 7, 1, "planes are probed in turn");
         r.on_probe_reply(probe);
         assert_eq!(r.reverse_ev(0), probe);
+    }
+
+    #[test]
+    fn retirements_keep_the_planes_active_ev_counts_equal() {
+        let cfg = MrcConfig { evs: 16, backup_evs: 16, ..Default::default() };
+        let mut s = MrcSender::new(&cfg, 4, 1000, 1_000_000, &mut Rng::stream(3, &[]));
+        s.post(400 * 1000, false);
+        // Three of plane 2's paths lose everything; the rest all arrive.
+        let bad: Vec<u16> = s.planes[2].active[..3].to_vec();
+        let sent: Vec<(DataPacket, u16)> =
+            (0..200).map(|k| s.next_packet(k % 4, Time::from_us(k as u64)).unwrap()).collect();
+        for (k, (p, ev)) in sent.iter().enumerate() {
+            if !bad.contains(ev) {
+                s.on_sack(p.psn, false, Time::from_us(k as u64 + 10), Time::ZERO);
+            }
+        }
+        assert_eq!(s.retired_evs, 3);
+        assert_eq!(s.active_evs_per_plane(), [4, 4, 4, 4]);
+        for plane in &s.planes {
+            assert!(plane
+                .active
+                .iter()
+                .chain(&plane.backup)
+                .all(|&ev| ev as usize & 7 == s.planes.iter().position(|p| std::ptr::eq(p, plane)).unwrap()));
+        }
     }
 }
