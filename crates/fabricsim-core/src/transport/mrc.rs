@@ -180,6 +180,58 @@ enum Slot {
     Acked,
 }
 
+/// Transmissions (seq, PSN) outstanding on one EV, oldest first. Spraying
+/// puts one or two packets of a window on each EV: those live inline, next
+/// to the other EVs' (a QP walks its EVs in turn), and only a longer queue
+/// spills to the heap, behind them.
+#[derive(Clone, Debug, Default)]
+struct EvQueue {
+    inline: [(u64, u32); 2],
+    start: u8,
+    len: u8,
+    spill: VecDeque<(u64, u32)>,
+}
+
+impl EvQueue {
+    fn push_back(&mut self, entry: (u64, u32)) {
+        if self.spill.is_empty() && (self.len as usize) < self.inline.len() {
+            let at = (self.start + self.len) as usize % self.inline.len();
+            self.inline[at] = entry;
+            self.len += 1;
+        } else {
+            self.spill.push_back(entry);
+        }
+    }
+
+    fn front(&self) -> Option<&(u64, u32)> {
+        if self.len > 0 {
+            Some(&self.inline[self.start as usize])
+        } else {
+            self.spill.front()
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<(u64, u32)> {
+        if self.len > 0 {
+            let entry = self.inline[self.start as usize];
+            self.start = (self.start + 1) % self.inline.len() as u8;
+            self.len -= 1;
+            Some(entry)
+        } else {
+            self.spill.pop_front()
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.spill.clear();
+    }
+
+    fn drain(&mut self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        std::iter::from_fn(move || self.pop_front())
+    }
+}
+
 /// The EVs of one plane.
 #[derive(Clone, Debug, Default)]
 struct PlaneEvs {
@@ -189,8 +241,8 @@ struct PlaneEvs {
     retired: Vec<Retired>,
     denied: Vec<u16>,
     avoid_until: Vec<Time>,
-    /// Transmissions outstanding on each active EV, oldest first: (seq, PSN).
-    outstanding: Vec<VecDeque<(u64, u32)>>,
+    /// Transmissions outstanding on each active EV, oldest first.
+    outstanding: Vec<EvQueue>,
     cursor: usize,
 }
 
@@ -269,7 +321,7 @@ impl MrcSender {
                     retired: Vec::new(),
                     denied: Vec::new(),
                     avoid_until: vec![Time::ZERO; per_plane],
-                    outstanding: vec![VecDeque::new(); per_plane],
+                    outstanding: vec![EvQueue::default(); per_plane],
                     cursor: 0,
                 }
             })
@@ -313,7 +365,7 @@ impl MrcSender {
             evs.backup = of_plane(&set.backup);
             evs.backup.reverse();
             evs.avoid_until = vec![Time::ZERO; evs.active.len()];
-            evs.outstanding = vec![VecDeque::new(); evs.active.len()];
+            evs.outstanding = vec![EvQueue::default(); evs.active.len()];
             evs.cursor = 0;
         }
     }
@@ -574,7 +626,7 @@ impl MrcSender {
     /// Resends everything in flight on `plane`; its EVs are not at fault.
     fn abandon_plane(&mut self, plane: usize) {
         let Some(evs) = self.planes.get_mut(plane) else { return };
-        let stranded: Vec<u32> = evs.outstanding.iter_mut().flat_map(|q| q.drain(..)).map(|(_, psn)| psn).collect();
+        let stranded: Vec<u32> = evs.outstanding.iter_mut().flat_map(EvQueue::drain).map(|(_, psn)| psn).collect();
         for psn in stranded {
             if matches!(self.slot(psn), Some(&mut Slot::InFlight { .. })) {
                 let (payload, ..) = self.payload_of(psn);
