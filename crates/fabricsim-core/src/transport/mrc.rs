@@ -222,11 +222,6 @@ impl EvQueue {
         }
     }
 
-    fn clear(&mut self) {
-        self.len = 0;
-        self.spill.clear();
-    }
-
     fn drain(&mut self) -> impl Iterator<Item = (u64, u32)> + '_ {
         std::iter::from_fn(move || self.pop_front())
     }
@@ -235,15 +230,28 @@ impl EvQueue {
 /// The EVs of one plane.
 #[derive(Clone, Debug, Default)]
 struct PlaneEvs {
-    /// Active EVs by slot; `NO_EV` for a slot left empty.
-    active: Vec<u16>,
+    /// The active set by slot.
+    active: Vec<EvSlot>,
     backup: Vec<u16>,
     retired: Vec<Retired>,
     denied: Vec<u16>,
-    avoid_until: Vec<Time>,
-    /// Transmissions outstanding on each active EV, oldest first.
-    outstanding: Vec<EvQueue>,
     cursor: usize,
+}
+
+/// One slot of the active set: its EV (`NO_EV` when left empty), until
+/// when it is avoided after an ECN echo, and the transmissions outstanding
+/// on it; together, as a packet and its SACK need all three.
+#[derive(Clone, Debug, Default)]
+struct EvSlot {
+    ev: u16,
+    avoid_until: Time,
+    outstanding: EvQueue,
+}
+
+impl EvSlot {
+    fn new(ev: u16) -> EvSlot {
+        EvSlot { ev, avoid_until: Time::ZERO, outstanding: EvQueue::default() }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -314,16 +322,8 @@ impl MrcSender {
                     Some(paths) => ((k as u32 % paths.max(1)) as u16) << 3 | plane as u16,
                     None => random_ev(rng, plane),
                 });
-                let active: Vec<u16> = evs.by_ref().take(per_plane).collect();
-                PlaneEvs {
-                    active,
-                    backup: evs.rev().collect(),
-                    retired: Vec::new(),
-                    denied: Vec::new(),
-                    avoid_until: vec![Time::ZERO; per_plane],
-                    outstanding: vec![EvQueue::default(); per_plane],
-                    cursor: 0,
-                }
+                let active = evs.by_ref().take(per_plane).map(EvSlot::new).collect();
+                PlaneEvs { active, backup: evs.rev().collect(), retired: Vec::new(), denied: Vec::new(), cursor: 0 }
             })
             .collect();
         MrcSender {
@@ -361,11 +361,9 @@ impl MrcSender {
         for (plane, evs) in self.planes.iter_mut().enumerate() {
             let of_plane =
                 |list: &[u16]| list.iter().copied().filter(|&ev| ev as usize & 7 == plane).collect::<Vec<_>>();
-            evs.active = of_plane(&set.active);
+            evs.active = of_plane(&set.active).into_iter().map(EvSlot::new).collect();
             evs.backup = of_plane(&set.backup);
             evs.backup.reverse();
-            evs.avoid_until = vec![Time::ZERO; evs.active.len()];
-            evs.outstanding = vec![EvQueue::default(); evs.active.len()];
             evs.cursor = 0;
         }
     }
@@ -374,7 +372,7 @@ impl MrcSender {
     pub fn log_evs(&mut self) {
         let mut log = Vec::new();
         for plane in &self.planes {
-            log.extend(plane.active.iter().map(|&ev| EvChange { ev, state: EvState::Active }));
+            log.extend(plane.active.iter().map(|slot| EvChange { ev: slot.ev, state: EvState::Active }));
             log.extend(plane.backup.iter().map(|&ev| EvChange { ev, state: EvState::Backup }));
         }
         self.ev_log = Some(log);
@@ -466,11 +464,11 @@ impl MrcSender {
         };
         let evs = &mut self.planes[plane];
         evs.cursor = pick + 1;
-        let ev = evs.active[pick];
+        let ev = evs.active[pick].ev;
         let (payload, first, last, imm) = self.payload_of(psn);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.planes[plane].outstanding[pick].push_back((seq, psn));
+        self.planes[plane].active[pick].outstanding.push_back((seq, psn));
         *self.slot(psn).expect("slot") = Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, seq, sent: now };
         self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += payload as u64;
@@ -487,10 +485,10 @@ impl MrcSender {
         let mut fallback = None;
         for k in 0..n {
             let i = (evs.cursor + k) % n;
-            if evs.active[i] == NO_EV {
+            if evs.active[i].ev == NO_EV {
                 continue;
             }
-            if evs.avoid_until[i] <= now {
+            if evs.active[i].avoid_until <= now {
                 return Some(i);
             }
             fallback.get_or_insert(i);
@@ -520,17 +518,18 @@ impl MrcSender {
         self.in_flight_bytes -= payload as u64;
         self.cc.on_ack(payload, sent, now, ecn);
         self.measure_rtt(rtt);
-        if ecn && self.planes[plane].active[slot] == ev {
-            self.planes[plane].avoid_until[slot] = now + ecn_avoid;
+        let on = &mut self.planes[plane].active[slot];
+        if ecn && on.ev == ev {
+            on.avoid_until = now + ecn_avoid;
         }
         let mut lost = std::mem::take(&mut self.lost_scratch);
         // Earlier packets on the same EV took the same path: still missing
         // means lost.
-        while let Some(&(s, p)) = self.planes[plane].outstanding[slot].front() {
+        while let Some(&(s, p)) = self.planes[plane].active[slot].outstanding.front() {
             if s > seq {
                 break;
             }
-            self.planes[plane].outstanding[slot].pop_front();
+            self.planes[plane].active[slot].outstanding.pop_front();
             if s < seq && self.in_flight_as(p, s) {
                 lost.push(p);
             }
@@ -626,7 +625,8 @@ impl MrcSender {
     /// Resends everything in flight on `plane`; its EVs are not at fault.
     fn abandon_plane(&mut self, plane: usize) {
         let Some(evs) = self.planes.get_mut(plane) else { return };
-        let stranded: Vec<u32> = evs.outstanding.iter_mut().flat_map(EvQueue::drain).map(|(_, psn)| psn).collect();
+        let stranded: Vec<u32> =
+            evs.active.iter_mut().flat_map(|slot| slot.outstanding.drain()).map(|(_, psn)| psn).collect();
         for psn in stranded {
             if matches!(self.slot(psn), Some(&mut Slot::InFlight { .. })) {
                 let (payload, ..) = self.payload_of(psn);
@@ -658,7 +658,7 @@ impl MrcSender {
         self.in_flight_bytes -= payload as u64;
         *self.slot(psn).expect("slot") = Slot::Pending { again: true };
         self.resend.push_front(psn);
-        let old = self.planes[plane].active[slot];
+        let old = self.planes[plane].active[slot].ev;
         if old == NO_EV || old != ev {
             return;
         }
@@ -673,10 +673,7 @@ impl MrcSender {
     /// outstanding on the old EV went by another path: it cannot be
     /// ordered against the new EV's packets.
     fn fill_slot(&mut self, plane: usize, slot: usize, ev: u16) {
-        let evs = &mut self.planes[plane];
-        evs.active[slot] = ev;
-        evs.avoid_until[slot] = Time::ZERO;
-        evs.outstanding[slot].clear();
+        self.planes[plane].active[slot] = EvSlot::new(ev);
         if ev != NO_EV {
             self.logged(ev, EvState::Active);
         }
@@ -717,7 +714,7 @@ impl MrcSender {
         }
         evs.retired.swap_remove(i);
         self.resurrected_evs += 1;
-        match evs.active.iter().position(|&a| a == NO_EV) {
+        match evs.active.iter().position(|a| a.ev == NO_EV) {
             Some(slot) => self.fill_slot(plane, slot, ev),
             None => {
                 evs.backup.insert(0, ev);
@@ -746,7 +743,7 @@ impl MrcSender {
                 self.logged(ev, EvState::Retired);
             }
             for slot in 0..self.planes[plane].active.len() {
-                let ev = self.planes[plane].active[slot];
+                let ev = self.planes[plane].active[slot].ev;
                 if ev != NO_EV && denied(ev) {
                     newly.push(ev);
                     let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
@@ -763,7 +760,7 @@ impl MrcSender {
     /// A working EV of `plane` (for answering the other end's probes).
     pub fn working_ev(&self, plane: usize) -> Option<u16> {
         let evs = self.planes.get(plane)?;
-        evs.active.iter().copied().find(|&ev| ev != NO_EV)
+        evs.active.iter().map(|slot| slot.ev).find(|&ev| ev != NO_EV)
     }
 
     /// The timer expired: resend everything still in flight.
@@ -794,7 +791,7 @@ impl MrcSender {
 
     /// Active (non-empty) EV slots of each plane.
     pub fn active_evs_per_plane(&self) -> Vec<usize> {
-        self.planes.iter().map(|p| p.active.iter().filter(|&&ev| ev != NO_EV).count()).collect()
+        self.planes.iter().map(|p| p.active.iter().filter(|slot| slot.ev != NO_EV).count()).collect()
     }
 }
 
@@ -1027,10 +1024,10 @@ mod tests {
     fn denied_evs_leave_every_set_and_backups_keep_the_planes_equal() {
         let mut s = sender(2);
         // Deny one active EV of plane 1 (its path choice is its bits above 3).
-        let victim = s.planes[1].active[0];
+        let victim = s.planes[1].active[0].ev;
         s.set_denied(|ev| ev == victim);
         assert_eq!(s.active_evs_per_plane(), [4, 4]);
-        assert!(!s.planes[1].active.contains(&victim));
+        assert!(s.planes[1].active.iter().all(|slot| slot.ev != victim));
         assert_eq!(s.planes[1].denied, [victim]);
         // Lifting the denial returns it to probing, not to use.
         s.set_denied(|_| false);
@@ -1043,7 +1040,7 @@ mod tests {
         let cfg = MrcConfig { evs: 8, backup_evs: 8, paths_per_plane: Some(2), ..Default::default() };
         let s = MrcSender::new(&cfg, 8, 1000, 1_000_000, &mut Rng::stream(1, &[]));
         for (plane, evs) in s.planes.iter().enumerate() {
-            assert_eq!(evs.active, [plane as u16]);
+            assert_eq!(evs.active.iter().map(|slot| slot.ev).collect::<Vec<_>>(), [plane as u16]);
             assert_eq!(evs.backup, [1 << 3 | plane as u16]);
         }
     }
@@ -1066,7 +1063,7 @@ mod tests {
         let mut s = MrcSender::new(&cfg, 4, 1000, 1_000_000, &mut Rng::stream(3, &[]));
         s.post(400 * 1000, false);
         // Three of plane 2's paths lose everything; the rest all arrive.
-        let bad: Vec<u16> = s.planes[2].active[..3].to_vec();
+        let bad: Vec<u16> = s.planes[2].active[..3].iter().map(|slot| slot.ev).collect();
         let sent: Vec<(DataPacket, u16)> =
             (0..200).map(|k| s.next_packet(k % 4, Time::from_us(k as u64)).unwrap()).collect();
         for (k, (p, ev)) in sent.iter().enumerate() {
@@ -1076,12 +1073,9 @@ mod tests {
         }
         assert_eq!(s.retired_evs, 3);
         assert_eq!(s.active_evs_per_plane(), [4, 4, 4, 4]);
-        for plane in &s.planes {
-            assert!(plane
-                .active
-                .iter()
-                .chain(&plane.backup)
-                .all(|&ev| ev as usize & 7 == s.planes.iter().position(|p| std::ptr::eq(p, plane)).unwrap()));
+        for (k, plane) in s.planes.iter().enumerate() {
+            let evs = plane.active.iter().map(|slot| slot.ev).chain(plane.backup.iter().copied());
+            assert!(evs.into_iter().all(|ev| ev as usize & 7 == k), "plane {k}");
         }
     }
 }
