@@ -10,7 +10,18 @@ import pytest
 
 from fabricsim import _core
 from fabricsim.cli import main
-from fabricsim.reproduce import MRC, REGISTRIES, Experiment, Phase, Row, Run, phase_analysis, run_experiment
+from fabricsim.reproduce import (
+    MRC,
+    REGISTRIES,
+    Experiment,
+    Phase,
+    Row,
+    Run,
+    _dead_evs,
+    _ms,
+    phase_analysis,
+    run_experiment,
+)
 from fabricsim.sweep import is_sweep, prepare
 
 RUNS = [(exp, run) for exp in MRC for run in exp.runs]
@@ -75,14 +86,30 @@ def test_reproduce_command_runs_one_experiment(tmp_path: Path, capsys: pytest.Ca
     printed = capsys.readouterr().out
     assert "Fig 14" in printed and "paper" in printed
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    rows = summary["experiments"]["fig14"]["rows"]
-    assert any(r["metric"] == "flow 2" and r["value"] > 80 for r in rows)
+    rows = {r["metric"]: r for r in summary["experiments"]["fig14"]["rows"]}
+    # Flow 1 keeps near line rate; avoiding a marked EV longer leaves more of EV-A to flow 2 (pinned to it).
+    for label in ("ecn_avoid 5us (default)", "ecn_avoid 50us"):
+        assert rows[f"{label}: flow 1 with flow 2 pinned to EV-A"]["value"] > 85, rows
+    flow2 = "flow 2 (EV-A only)"
+    assert rows[f"ecn_avoid 50us: {flow2}"]["value"] > rows[f"ecn_avoid 5us (default): {flow2}"]["value"], rows
     assert (out / "summary.md").is_file()
 
 
 def test_reproduce_rejects_an_unknown_experiment(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "mrc", "--only", "fig99"]) == 2
     assert "fig99" in capsys.readouterr().err
+
+
+def test_times_and_dead_paths_of_a_resolved_scenario() -> None:
+    assert [_ms(t) for t in ("5ms", "200us", "0ns", "1s")] == [5.0, 0.2, 0.0, 1000.0]
+    # Radix 16: 8 NICs per T0, uplinks on ports 8-15; plane 1's T0 2 lost uplink 1.
+    crosses = _dead_evs({"topology": {"radix": 16}, "faults": [{"kind": "link_down", "port": "t0.p1.2:9"}]})
+    ev = 1 << 3 | 1  # path choice 1 (uplink 1), plane 1
+    assert crosses(16, 0, ev) and crosses(0, 23, ev)  # up from T0 2, or down into it
+    assert not crosses(0, 8, ev)  # T0 0 to T0 1
+    assert not crosses(16, 0, ev + 1)  # plane 2
+    assert not crosses(16, 0, 2 << 3 | 1)  # uplink 2
+    assert not crosses(16, 17, ev)  # both under T0 2: never leaves it
 
 
 def test_row_is_plain_data() -> None:
