@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from fabricsim import _core
 from fabricsim.cli import main
 from fabricsim.reproduce import (
+    FIG4,
     MRC,
     REGISTRIES,
     Experiment,
@@ -18,10 +20,13 @@ from fabricsim.reproduce import (
     Row,
     Run,
     _dead_evs,
+    _fig4_analysis,
     _ms,
+    dead_path_packets,
     phase_analysis,
     run_experiment,
 )
+from fabricsim.results import Results
 from fabricsim.sweep import is_sweep, prepare
 
 RUNS = [(exp, run) for exp in MRC for run in exp.runs]
@@ -114,3 +119,45 @@ def test_times_and_dead_paths_of_a_resolved_scenario() -> None:
 
 def test_row_is_plain_data() -> None:
     assert Row("m", "p", "o").value is None
+
+
+def _fake_fig4_run(packets: list[tuple[float, int, int, float]], retired: list[tuple[float, int, int]]) -> Results:
+    """A Results of a Fig 4-like run: QP 0 nic16 -> nic0, QP 1 nic1 -> nic2; plane 1's T0 2 lost uplink 1."""
+    run = Results.__new__(Results)
+    run.scenario = {
+        "topology": {"radix": 16},
+        "nic": {"mtu": "4KiB"},
+        "faults": [{"kind": "link_down", "port": "t0.p1.2:9"}],
+        "jobs": [{"name": "job0", "ranks": 8, "start": "0ms"}, {"name": "job1", "ranks": 24, "start": "1ms"}],
+    }
+    run.summary = {"sim_time_s": 0.003, "dropped_payload_bytes": 3 * 4096, "timeouts": 2, "spurious_losses": 0}
+    log = [(0.0, 0, "nic16", "nic0", 1, 9, "active"), (0.0, 1, "nic1", "nic2", 1, 9, "active")]
+    log += [(t, qp, *(("nic16", "nic0") if qp == 0 else ("nic1", "nic2")), 1, ev, "retired") for t, qp, ev in retired]
+    run.frames = {
+        "timeseries": pl.DataFrame(
+            [(t, f"qp{qp}/ev{ev}", "ev_packets", n) for t, qp, ev, n in packets],
+            schema=["time_s", "entity", "metric", "value"],
+            orient="row",
+        ),
+        "ev_log": pl.DataFrame(log, schema=["time_s", "qp", "src", "dst", "plane", "ev", "state"], orient="row"),
+        "clustermapper": pl.DataFrame(),
+    }
+    run.complete = True
+    return run
+
+
+def test_fig4_counts_the_packets_sent_on_dead_paths_as_losses() -> None:
+    dead_ev = 1 << 3 | 1  # uplink 1 of plane 1: nic16 -> nic0 crosses the dead link, nic1 -> nic2 stays under T0 0
+    run = _fake_fig4_run(
+        [(0.001, 0, dead_ev, 2.0), (0.001, 0, dead_ev + 1, 5.0), (0.002, 0, dead_ev, 1.0), (0.002, 1, dead_ev, 7.0)],
+        [(0.0015, 1, dead_ev)],
+    )
+    lost = dead_path_packets(run)
+    assert lost["packets"].to_list() == [2.0, 1.0] and lost["qp"].to_list() == [0, 0]
+    rows = {r.metric.split(": ", 1)[1]: r for r in _fig4_analysis(FIG4, {"no_denylist": run}, False)}
+    assert rows["data packets lost per QP"].value == 1.5  # 3 losses over the 2 QPs of the EV log
+    # The sample at 1 ms counts ms 0-1, the one at 2 ms ms 1-2; 32 NICs.
+    assert rows["losses per ms per NIC, by ms (jobs start at 0, 1 ms)"].ours == "0-1: 0.06, 1-2: 0.03, 2-3: 0.00"
+    assert rows["data losses by job"].ours == "job0 0, job1 3"  # nic16 is in job1 (NICs 8-31)
+    assert rows["EVs over a dead link retired (the path mapped out)"].value == 0.0
+    assert rows["EVs retired without a loss"].value == 1.0  # QP 1's EV 9 never leaves T0 0
