@@ -279,6 +279,7 @@ mod tests {
             shifts: 0,
             ports_up: 0xFF,
             ack: 0,
+            echo: 0,
         }
     }
 

@@ -85,6 +85,9 @@ pub struct Packet {
     /// An MRC SACK's cumulative acknowledgement: every PSN below it has
     /// arrived, so a lost SACK is made up for by the next one.
     pub ack: u32,
+    /// An MRC SACK's or NACK's echo of the EV the data packet came on, so
+    /// the sender knows which of its transmissions arrived.
+    pub echo: u16,
 }
 
 impl Packet {
@@ -106,6 +109,7 @@ impl Packet {
             shifts: 0,
             ports_up: 0,
             ack: 0,
+            echo: 0,
         }
     }
 

@@ -193,6 +193,7 @@ impl Simulation {
             shifts: 0,
             ports_up: 0xFF,
             ack: 0,
+            echo: 0,
         })
     }
 
@@ -222,31 +223,25 @@ impl Simulation {
 
     /// A control packet of QP `q` sent out of NIC `port` to the other end
     /// of the QP (from the responder to the requester for ACKs, NAKs and
-    /// CNPs; either way for MRC's probes), with the given entropy and flags,
-    /// and for an MRC SACK its cumulative acknowledgement.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn send_control(
-        &mut self,
-        q: usize,
-        port: PortId,
-        kind: PacketKind,
-        psn: u32,
-        entropy: u16,
-        flags: u8,
-        ack: u32,
-    ) {
+    /// CNPs; either way for MRC's probes), with the given entropy.
+    pub(super) fn send_control(&mut self, q: usize, port: PortId, kind: PacketKind, psn: u32, entropy: u16) {
+        let packet = self.control_packet(q, port, kind, psn, entropy);
+        self.send_control_packet(port, packet);
+    }
+
+    /// The control packet `send_control` sends, for callers that set more
+    /// of its fields.
+    pub(super) fn control_packet(&self, q: usize, port: PortId, kind: PacketKind, psn: u32, entropy: u16) -> Packet {
         let ip = self.scenario.nic.ip;
         let from = self.ports[port.0 as usize].node;
         let qp = &self.qps[q];
         let to = if from == qp.dst { qp.src } else { qp.dst };
-        let ports_up = self.ports_up(from);
         let wire = self.encap
             + match kind {
                 PacketKind::Cnp => headers::cnp_wire(ip),
                 _ => headers::ack_wire(ip),
             };
-        let packet = Packet { flags, ports_up, ack, ..Packet::control(kind, from, to, q as u32, psn, entropy, wire) };
-        self.send_control_packet(port, packet);
+        Packet { ports_up: self.ports_up(from), ..Packet::control(kind, from, to, q as u32, psn, entropy, wire) }
     }
 
     /// Queues a control packet on NIC `port` (high class) and kicks it.

@@ -35,7 +35,8 @@ impl Simulation {
             PacketKind::Data if pkt.has(flag::TRIMMED) => {
                 self.totals.trimmed_received += 1;
                 let (ev, ack) = (m.receiver.reverse_ev(plane), m.receiver.cumulative());
-                self.send_control(q, port, PacketKind::Nak, pkt.psn, ev, 0, ack);
+                let nack = self.control_packet(q, port, PacketKind::Nak, pkt.psn, ev);
+                self.send_control_packet(port, Packet { ack, echo: pkt.entropy, ..nack });
             }
             PacketKind::Data => {
                 let arrival = m.receiver.on_data(pkt.psn, pkt.payload());
@@ -47,10 +48,11 @@ impl Simulation {
                 self.totals.delivered_payload += arrival.delivered as u64;
                 self.nic_rx_payload[self.ports[port.0 as usize].node.0 as usize] += arrival.delivered as u64;
                 self.messages_arrived(q, arrival.completed);
-                // The SACK names the packet (the sender knows its EV) and
-                // echoes its ECN mark.
-                let echo = if pkt.has(flag::CE) { flag::CE } else { 0 };
-                self.send_control(q, port, PacketKind::Ack, pkt.psn, ev, echo, ack);
+                // The SACK names the packet, echoes its EV and its ECN mark,
+                // and acknowledges cumulatively.
+                let flags = if pkt.has(flag::CE) { flag::CE } else { 0 };
+                let sack = self.control_packet(q, port, PacketKind::Ack, pkt.psn, ev);
+                self.send_control_packet(port, Packet { flags, ack, echo: pkt.entropy, ..sack });
                 if let Some(probe_ev) = probe {
                     self.send_probe(q, false, probe_ev);
                 }
@@ -60,7 +62,7 @@ impl Simulation {
                 // The SACK's port state bitmap: planes down at the other end.
                 m.sender.set_remote_planes(pkt.ports_up);
                 let progressed = if pkt.kind == PacketKind::Ack {
-                    m.sender.on_sack(pkt.psn, pkt.has(flag::CE), now, avoid)
+                    m.sender.on_sack(pkt.psn, pkt.echo, pkt.has(flag::CE), now, avoid)
                 } else {
                     m.sender.on_nack(pkt.psn, now);
                     true
@@ -77,7 +79,7 @@ impl Simulation {
             PacketKind::Probe => {
                 let ev = if at_sender { m.sender.working_ev(plane) } else { Some(m.receiver.reverse_ev(plane)) };
                 if let Some(ev) = ev {
-                    self.send_control(q, port, PacketKind::ProbeReply, pkt.psn, ev, 0, 0);
+                    self.send_control(q, port, PacketKind::ProbeReply, pkt.psn, ev);
                 }
             }
             PacketKind::ProbeReply => {
@@ -104,7 +106,7 @@ impl Simulation {
         if self.sched[port.0 as usize].known_down {
             return;
         }
-        self.send_control(q, port, PacketKind::Probe, ev as u32, ev, 0, 0);
+        self.send_control(q, port, PacketKind::Probe, ev as u32, ev);
     }
 
     /// Keeps the retired-EV probe timer running while the QP has retired

@@ -87,14 +87,14 @@ impl Simulation {
         self.messages_arrived(q, u32::from(reply.message_done));
         let entropy = self.qps[q].entropy;
         if let Some((kind, psn)) = reply.reply {
-            self.send_control(q, port, kind, psn, entropy, 0, 0);
+            self.send_control(q, port, kind, psn, entropy);
         }
         let dcqcn = &self.roce.dcqcn;
         if dcqcn.enabled && pkt.has(flag::CE) {
             let QpTransport::Roce { receiver, .. } = &mut self.qps[q].transport else { return };
             if receiver.last_cnp.is_none_or(|t| now - t >= dcqcn.cnp_interval) {
                 receiver.last_cnp = Some(now);
-                self.send_control(q, port, PacketKind::Cnp, 0, entropy, 0, 0);
+                self.send_control(q, port, PacketKind::Cnp, 0, entropy);
             }
         }
     }

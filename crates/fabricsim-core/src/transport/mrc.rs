@@ -124,6 +124,10 @@ pub struct EvSet {
     pub backup: Vec<u16>,
 }
 
+/// Convictions remembered for acquittal: about one window's worth of
+/// timeouts' packets.
+const CONVICTIONS_KEPT: usize = 64;
+
 /// An empty active slot: its EV was retired and no backup was left.
 const NO_EV: u16 = u16::MAX;
 
@@ -170,16 +174,19 @@ struct Retired {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
-    /// Waiting to be sent; `again` if it was sent before.
+    /// Waiting to be sent; `again` if it was sent before. `suspect` is the
+    /// EV an earlier transmission was lost on (`NO_EV` if none is blamed).
     Pending {
         again: bool,
+        suspect: u16,
     },
     /// Sent on EV `ev`, in slot `slot` of `plane`, as transmission `seq`
-    /// at `sent`.
+    /// at `sent`, with the EV blamed for an earlier loss, if any.
     InFlight {
         plane: u8,
         slot: u16,
         ev: u16,
+        suspect: u16,
         seq: u64,
         sent: Time,
     },
@@ -296,8 +303,12 @@ pub struct MrcSender {
     rto_low: Time,
     rto_min: Time,
     rtt: Option<RttEstimate>,
-    /// Backoff of the tail timer after spurious losses (1 = none).
+    /// Recent convictions of an EV by a resent copy: (PSN, EV).
+    convicted: VecDeque<(u32, u16)>,
+    /// Backoff of the tail timer after spurious losses (1 = none), and the
+    /// timeout count when it last grew.
     timer_scale: f64,
+    backed_off: u64,
     /// PSNs to resend, oldest first.
     resend: VecDeque<u32>,
     next_seq: u64,
@@ -349,7 +360,9 @@ impl MrcSender {
             rto_low: cfg.rto_low,
             rto_min: cfg.rto_min,
             rtt: None,
+            convicted: VecDeque::new(),
             timer_scale: 1.0,
+            backed_off: u64::MAX,
             resend: VecDeque::new(),
             next_seq: 0,
             in_flight_bytes: 0,
@@ -408,7 +421,7 @@ impl MrcSender {
         let first = self.posted_end;
         self.posted_end += packets;
         self.messages.push_back(Message { first, end: self.posted_end, last_payload, imm });
-        self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false }, packets as usize));
+        self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false, suspect: NO_EV }, packets as usize));
         self.resend.extend(first..self.posted_end);
         (first, packets)
     }
@@ -467,10 +480,10 @@ impl MrcSender {
             return None;
         }
         let pick = self.pick_slot(plane, now)?;
-        let (psn, retransmission) = loop {
+        let (psn, retransmission, suspect) = loop {
             let psn = self.resend.pop_front()?;
-            if let Some(&mut Slot::Pending { again }) = self.slot(psn) {
-                break (psn, again);
+            if let Some(&mut Slot::Pending { again, suspect }) = self.slot(psn) {
+                break (psn, again, suspect);
             }
         };
         let evs = &mut self.planes[plane];
@@ -480,7 +493,8 @@ impl MrcSender {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.planes[plane].active[pick].outstanding.push_back((seq, psn));
-        *self.slot(psn).expect("slot") = Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, seq, sent: now };
+        *self.slot(psn).expect("slot") =
+            Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, suspect, seq, sent: now };
         self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += payload as u64;
         if retransmission {
@@ -507,22 +521,44 @@ impl MrcSender {
         fallback
     }
 
-    /// A SACK for `psn`, ECN-marked or not (it echoes the packet's EV, which
-    /// the sender also recorded). Returns whether it acknowledged
-    /// something new.
-    pub fn on_sack(&mut self, psn: u32, ecn: bool, now: Time, ecn_avoid: Time) -> bool {
-        let (plane, slot, ev, seq, sent) = match self.slot(psn).copied() {
-            Some(Slot::InFlight { plane, slot, ev, seq, sent }) => (plane as usize, slot as usize, ev, seq, sent),
-            Some(Slot::Pending { again: true }) => {
-                // Declared lost, not yet resent, and here it is: the loss
-                // was reordering.
-                *self.slot(psn).expect("slot") = Slot::Acked;
-                self.spurious_loss();
-                self.advance();
+    /// A SACK for `psn` of the transmission on EV `echo`, ECN-marked or
+    /// not. Returns whether it acknowledged something new.
+    ///
+    /// The echo tells transmissions apart: a SACK of the copy sent on the
+    /// EV blamed for a loss says the loss was not one (its EV is restored);
+    /// a SACK of the resent copy while the blamed one never came confirms
+    /// it (a timeout only blames; this retires the EV).
+    pub fn on_sack(&mut self, psn: u32, echo: u16, ecn: bool, now: Time, ecn_avoid: Time) -> bool {
+        let (plane, slot, ev, suspect, seq, sent) = match self.slot(psn).copied() {
+            Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
+                // The first copy arrived; the resend is now a duplicate.
+                let (payload, ..) = self.payload_of(psn);
+                self.in_flight_bytes -= payload as u64;
+                self.acked_spuriously(psn, suspect);
                 return true;
             }
-            _ => return false,
+            Some(Slot::InFlight { plane, slot, ev, suspect, seq, sent }) => {
+                (plane as usize, slot as usize, ev, suspect, seq, sent)
+            }
+            Some(Slot::Pending { again: true, suspect }) => {
+                // Declared lost, not yet resent, and here it is.
+                self.acked_spuriously(psn, suspect);
+                return true;
+            }
+            _ => {
+                // A first copy arriving after its resent copy convicted its
+                // EV: acquit it.
+                if let Some(i) = self.convicted.iter().position(|&c| c == (psn, echo)) {
+                    self.convicted.remove(i);
+                    self.restore(echo);
+                }
+                return false;
+            }
         };
+        // (Both copies on one EV: the SACK could be either's, no verdict.)
+        if suspect != NO_EV && suspect != ev {
+            self.confirm_loss(psn, suspect);
+        }
         let rtt = now.saturating_sub(sent);
         self.timer_scale = (self.timer_scale * (1.0 - 1.0 / 64.0)).max(1.0);
         *self.slot(psn).expect("slot") = Slot::Acked;
@@ -570,13 +606,50 @@ impl MrcSender {
         true
     }
 
-    /// A packet declared lost had arrived after all: reordered beyond the
-    /// window, or held in a queue longer than the timer allowed. Like TCP's
-    /// backoff (RFC 6298 s5.5), the tail timer doubles; each SACK of a
-    /// packet not declared lost takes a little of that back.
-    fn spurious_loss(&mut self) {
+    /// `psn`, declared lost, had arrived after all: reordered beyond the
+    /// window, or held in a queue longer than the timer allowed. The EV
+    /// blamed for it goes back to the backup set if it was retired. Like
+    /// TCP's backoff (RFC 6298 s5.5), the tail timer doubles; each SACK of
+    /// a packet not declared lost takes a little of that back.
+    fn acked_spuriously(&mut self, psn: u32, suspect: u16) {
+        *self.slot(psn).expect("slot") = Slot::Acked;
+        self.restore(suspect);
+        self.advance();
+    }
+
+    /// A loss blamed on `ev` was not one: count it, back the tail timer
+    /// off, and put `ev` back in the backup set if it was retired.
+    fn restore(&mut self, ev: u16) {
         self.spurious_losses += 1;
-        self.timer_scale = (self.timer_scale * 2.0).min(64.0);
+        // Once per timeout: it resent the whole window, most of which was
+        // only waiting in queues.
+        if self.backed_off != self.timeouts {
+            self.backed_off = self.timeouts;
+            self.timer_scale = (self.timer_scale * 2.0).min(64.0);
+        }
+        if let Some(evs) = self.planes.get_mut(ev as usize & 7) {
+            if let Some(i) = evs.retired.iter().position(|r| r.ev == ev) {
+                evs.retired.swap_remove(i);
+                evs.backup.push(ev);
+                self.retired_evs -= 1;
+                self.logged(ev, EvState::Backup);
+            }
+        }
+    }
+
+    /// The resent copy of `psn` arrived and the first, sent on `suspect`,
+    /// did not: retire `suspect` if it is still active, and remember the
+    /// verdict in case the first copy turns up after all.
+    fn confirm_loss(&mut self, psn: u32, suspect: u16) {
+        let plane = suspect as usize & 7;
+        let Some(evs) = self.planes.get(plane) else { return };
+        if let Some(slot) = evs.active.iter().position(|a| a.ev == suspect) {
+            self.retire(plane, slot);
+            if self.convicted.len() == CONVICTIONS_KEPT {
+                self.convicted.pop_front();
+            }
+            self.convicted.push_back((psn, suspect));
+        }
     }
 
     /// RFC 6298's smoothed RTT and its variation (gains 1/8 and 1/4).
@@ -643,25 +716,27 @@ impl MrcSender {
         let stranded: Vec<u32> =
             evs.active.iter_mut().flat_map(|slot| slot.outstanding.drain()).map(|(_, psn)| psn).collect();
         for psn in stranded {
-            self.requeue(psn);
+            self.requeue(psn, false);
         }
     }
 
     /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
     pub fn on_nack(&mut self, psn: u32, now: Time) {
-        if self.requeue(psn).is_some() {
+        if self.requeue(psn, false).is_some() {
             let (payload, ..) = self.payload_of(psn);
             self.cc.on_trim(payload, now);
         }
     }
 
-    /// Puts an in-flight packet back at the head of the resend queue;
-    /// returns the plane, slot and EV it was sent on.
-    fn requeue(&mut self, psn: u32) -> Option<(usize, usize, u16)> {
+    /// Puts an in-flight packet back at the head of the resend queue,
+    /// blaming the EV it went on when `blame`; returns the plane, slot and
+    /// EV it was sent on.
+    fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, u16)> {
         let Some(&mut Slot::InFlight { plane, slot, ev, .. }) = self.slot(psn) else { return None };
         let (payload, ..) = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
-        *self.slot(psn).expect("slot") = Slot::Pending { again: true };
+        let suspect = if blame { ev } else { NO_EV };
+        *self.slot(psn).expect("slot") = Slot::Pending { again: true, suspect };
         self.resend.push_front(psn);
         Some((plane as usize, slot as usize, ev))
     }
@@ -670,9 +745,17 @@ impl MrcSender {
     /// leave its slot empty when none is left), resend the packet. A loss
     /// found after its EV was already replaced retires nothing more.
     fn lose(&mut self, psn: u32) {
-        let Some((plane, slot, ev)) = self.requeue(psn) else { return };
+        let Some((plane, slot, ev)) = self.requeue(psn, true) else { return };
+        if self.planes[plane].active[slot].ev == ev {
+            self.retire(plane, slot);
+        }
+    }
+
+    /// Retires the EV in an active slot for a backup of the same plane, or
+    /// leaves the slot empty when none is left.
+    fn retire(&mut self, plane: usize, slot: usize) {
         let old = self.planes[plane].active[slot].ev;
-        if old == NO_EV || old != ev {
+        if old == NO_EV {
             return;
         }
         self.planes[plane].retired.push(Retired { ev: old, successes: 0, awaiting: false });
@@ -778,8 +861,9 @@ impl MrcSender {
 
     /// The timer expired: resend everything still in flight.
     /// A timeout says only that nothing came back for a while, which deep
-    /// queueing also does: what is in flight is resent, but no EV is
-    /// retired on that evidence.
+    /// queueing also does: what is in flight is resent and its EVs are
+    /// blamed, but one is retired only when its packet's resent copy is
+    /// acknowledged and the first copy never was (`on_sack`).
     pub fn on_timeout(&mut self) {
         self.timeouts += 1;
         let stranded: Vec<u32> = self
@@ -789,7 +873,7 @@ impl MrcSender {
             .filter_map(|(i, s)| matches!(s, Slot::InFlight { .. }).then_some(self.base + i as u32))
             .collect();
         for psn in stranded.into_iter().rev() {
-            self.requeue(psn);
+            self.requeue(psn, true);
         }
         self.sent.clear();
     }
@@ -944,8 +1028,8 @@ mod tests {
         s.post(40 * 1000, false);
         let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         // Everything but PSN 0 arrives, including later packets on its EV.
-        for (p, _) in &sent[1..] {
-            s.on_sack(p.psn, false, Time::ZERO, Time::ZERO);
+        for (p, ev) in &sent[1..] {
+            s.on_sack(p.psn, *ev, false, Time::ZERO, Time::ZERO);
         }
         assert_eq!(s.retired_evs, 1);
         let (again, ev) = s.next_packet(0, Time::ZERO).unwrap();
@@ -982,8 +1066,8 @@ mod tests {
     fn retire_one(s: &mut MrcSender) -> u16 {
         s.post(40 * 1000, false);
         let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-        for (p, _) in &sent[1..] {
-            s.on_sack(p.psn, false, Time::ZERO, Time::ZERO);
+        for (p, ev) in &sent[1..] {
+            s.on_sack(p.psn, *ev, false, Time::ZERO, Time::ZERO);
         }
         assert_eq!(s.retired_evs, 1);
         sent[0].1
@@ -1084,7 +1168,7 @@ mod tests {
             (0..200).map(|k| s.next_packet(k % 4, Time::from_us(k as u64)).unwrap()).collect();
         for (k, (p, ev)) in sent.iter().enumerate() {
             if !bad.contains(ev) {
-                s.on_sack(p.psn, false, Time::from_us(k as u64 + 10), Time::ZERO);
+                s.on_sack(p.psn, *ev, false, Time::from_us(k as u64 + 10), Time::ZERO);
             }
         }
         assert_eq!(s.retired_evs, 3);
@@ -1093,5 +1177,28 @@ mod tests {
             let evs = plane.active.iter().map(|slot| slot.ev).chain(plane.backup.iter().copied());
             assert!(evs.into_iter().all(|ev| ev as usize & 7 == k), "plane {k}");
         }
+    }
+
+    #[test]
+    fn a_timeout_blames_and_the_resent_copy_convicts() {
+        let mut s = sender(1);
+        s.post(2000, false);
+        let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
+        let (b, ev_b) = s.next_packet(0, Time::ZERO).unwrap();
+        s.on_timeout();
+        assert_eq!(s.retired_evs, 0, "a timeout alone retires nothing");
+        let (a2, ev_a2) = s.next_packet(0, Time::from_us(100)).unwrap();
+        let (b2, _) = s.next_packet(0, Time::from_us(100)).unwrap();
+        assert_eq!((a2.psn, b2.psn), (a.psn, b.psn), "resent in order");
+        assert_ne!(ev_a2, ev_a);
+        // a's resent copy arrives and its first copy never does: convicted.
+        s.on_sack(a.psn, ev_a2, false, Time::from_us(110), Time::ZERO);
+        assert_eq!(s.retired_evs, 1);
+        assert!(s.planes[0].active.iter().all(|slot| slot.ev != ev_a));
+        // b's first copy arrives late: it was not lost, nothing retired.
+        s.on_sack(b.psn, ev_b, false, Time::from_us(111), Time::ZERO);
+        assert_eq!((s.retired_evs, s.spurious_losses), (1, 1));
+        assert!(s.planes[0].active.iter().any(|slot| slot.ev == ev_b));
+        assert!(!s.outstanding());
     }
 }
