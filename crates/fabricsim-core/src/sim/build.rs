@@ -362,12 +362,12 @@ impl Links {
                     let window = cfg.window.map_or((nic_rate as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
                     let mut rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE5]);
                     let reverse_rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE6]);
-                    QpTransport::Mrc(Box::new(MrcQp {
+                    QpTransport::Mrc(MrcQp {
                         sender: MrcSender::new(cfg, src_ports.len(), self.mtu, window, &mut rng),
                         receiver: MrcReceiver::new(dst_ports.len(), reverse_rng),
                         probe_pending: false,
                         timer_at: None,
-                    }))
+                    })
                 }
             };
             self.qps.push(Qp {
