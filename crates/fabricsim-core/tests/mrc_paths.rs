@@ -37,6 +37,9 @@ fn a_repaired_uplink_is_probed_back_into_use() {
     let retired = summary_u64(&out, "retired_evs");
     assert!(retired > 10, "{}", out.summary);
     assert_eq!(summary_u64(&out, "resurrected_evs"), retired);
+    // Probes of the retired EVs die on the dead link too, not only data.
+    let (all, data) = (summary_u64(&out, "drops"), summary_u64(&out, "data_drops"));
+    assert!(data > 0 && all > data, "drops {all}, of them data {data}");
     let rate = tx_rate(&out, "t0.p0.0:4");
     let at = |lo: f64, hi: f64| rate.iter().filter(|&&(t, _)| t > lo && t <= hi).map(|&(_, r)| r).collect::<Vec<_>>();
     assert!(at(0.0, 50e-6).iter().all(|&r| r > 10e9), "{rate:?}");

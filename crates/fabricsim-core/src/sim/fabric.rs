@@ -338,6 +338,9 @@ impl Simulation {
     /// Counts a lost packet at `port` and frees it.
     pub(super) fn drop_packet(&mut self, port: PortId, id: PacketId, cause: DropCause) {
         let payload = self.pool.get(id).payload();
+        if self.pool.get(id).kind == crate::net::PacketKind::Data {
+            self.totals.data_drops += 1;
+        }
         self.ports[port.0 as usize].count_drop(cause, payload);
         self.pool.free(id);
     }

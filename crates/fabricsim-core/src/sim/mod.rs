@@ -191,6 +191,8 @@ struct Totals {
     trimmed_received: u64,
     qp_errors: u64,
     imm_completions: u64,
+    /// Data packets dropped (`drops` also counts control packets and probes).
+    data_drops: u64,
 }
 
 /// What the caller's progress hook is told.

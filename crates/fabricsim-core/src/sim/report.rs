@@ -174,6 +174,7 @@ impl Simulation {
             "in_flight_payload_bytes": self.in_flight_payload(),
             "drops": sum(&|k| k.drops.iter().sum()),
             "drops_by_cause": drops_by_cause,
+            "data_drops": self.totals.data_drops,
             "ecn_marks": sum(&|k| k.ecn_marks),
             "trims": sum(&|k| k.trims),
             "trimmed_received": self.totals.trimmed_received,
