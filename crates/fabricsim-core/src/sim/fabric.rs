@@ -319,9 +319,7 @@ impl Simulation {
         let pkt = *self.pool.get(id);
         let message_len = match pkt.kind {
             crate::net::PacketKind::Data if pkt.has(flag::FIRST) => match &self.qps[pkt.qp as usize].transport {
-                super::QpTransport::Roce { sender, .. } => {
-                    sender.message_bytes(pkt.psn, self.scenario.nic.mtu.0 as u32)
-                }
+                super::QpTransport::Roce { sender, .. } => sender.message_bytes(pkt.psn),
                 super::QpTransport::Mrc(m) => m.sender.message_bytes(pkt.psn),
             },
             _ => 0,

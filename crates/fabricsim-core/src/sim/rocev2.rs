@@ -9,9 +9,8 @@ use crate::net::{flag, Packet, PacketId, PacketKind, PortId};
 impl Simulation {
     pub(super) fn roce_data_packet(&mut self, q: usize) -> PacketId {
         let now = self.now();
-        let mtu = self.scenario.nic.mtu.0 as u32;
         let QpTransport::Roce { sender, .. } = &mut self.qps[q].transport else { unreachable!("a RoCE QP") };
-        let data = sender.next_packet(mtu).expect("the QP has data");
+        let data = sender.next_packet().expect("the QP has data");
         let wire = self.data_wire(data.payload, data.first, data.imm);
         let rto = self.roce.retransmit_timeout();
         let line = self.ports[self.qps[q].src_port.0 as usize].rate;

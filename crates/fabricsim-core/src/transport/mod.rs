@@ -5,6 +5,7 @@
 
 pub mod mrc;
 pub mod rocev2;
+pub mod writes;
 
 use schemars::JsonSchema;
 use serde::Serialize;

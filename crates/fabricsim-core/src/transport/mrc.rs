@@ -21,6 +21,7 @@ use std::collections::VecDeque;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::writes::PostedWrites;
 use super::DataPacket;
 use crate::cc::{Nscc, NsccConfig};
 use crate::engine::Rng;
@@ -270,14 +271,6 @@ impl EvSlot {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Message {
-    first: u32,
-    end: u32,
-    last_payload: u32,
-    imm: bool,
-}
-
 /// Round-trip times measured from SACKs, in picoseconds.
 #[derive(Clone, Copy, Debug)]
 struct RttEstimate {
@@ -290,8 +283,7 @@ struct RttEstimate {
 #[derive(Clone, Debug)]
 pub struct MrcSender {
     planes: Vec<PlaneEvs>,
-    messages: VecDeque<Message>,
-    posted_end: u32,
+    writes: PostedWrites,
     /// PSN of `slots[0]`.
     base: u32,
     slots: VecDeque<Slot>,
@@ -353,8 +345,7 @@ impl MrcSender {
             .collect();
         MrcSender {
             planes,
-            messages: VecDeque::new(),
-            posted_end: 0,
+            writes: PostedWrites::default(),
             base: 0,
             slots: VecDeque::new(),
             sent: VecDeque::new(),
@@ -422,22 +413,15 @@ impl MrcSender {
     /// Posts a write (with immediate when `imm`); returns its first PSN and
     /// packet count.
     pub fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
-        let packets = bytes.div_ceil(self.mtu as u64).max(1) as u32;
-        let last_payload = (bytes - (packets as u64 - 1) * self.mtu as u64) as u32;
-        let first = self.posted_end;
-        self.posted_end += packets;
-        self.messages.push_back(Message { first, end: self.posted_end, last_payload, imm });
+        let (first, packets) = self.writes.post(bytes, self.mtu, imm);
         self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false, suspect: NO_EV }, packets as usize));
-        self.resend.extend(first..self.posted_end);
+        self.resend.extend(first..first + packets);
         (first, packets)
     }
 
     /// Length of the message `psn` belongs to.
     pub fn message_bytes(&self, psn: u32) -> u64 {
-        self.messages
-            .iter()
-            .find(|m| psn >= m.first && psn < m.end)
-            .map_or(0, |m| (m.end - m.first - 1) as u64 * self.mtu as u64 + m.last_payload as u64)
+        self.writes.write_bytes(psn)
     }
 
     /// Whether a packet could go now (data waiting and room in the window).
@@ -471,11 +455,9 @@ impl MrcSender {
         psn.checked_sub(self.base).and_then(|i| self.slots.get_mut(i as usize))
     }
 
-    /// Payload, first, last and immediate of packet `psn`.
-    fn payload_of(&self, psn: u32) -> (u32, bool, bool, bool) {
-        let m = self.messages.iter().find(|m| psn >= m.first && psn < m.end).expect("a posted PSN");
-        let last = psn + 1 == m.end;
-        (if last { m.last_payload } else { self.mtu }, psn == m.first, last, last && m.imm)
+    /// Payload bytes of packet `psn`.
+    fn payload_of(&self, psn: u32) -> u32 {
+        self.writes.packet(psn).expect("a posted PSN").payload
     }
 
     /// The next packet for `plane` and the EV it goes on: the next EV of
@@ -495,18 +477,18 @@ impl MrcSender {
         let evs = &mut self.planes[plane];
         evs.cursor = pick + 1;
         let ev = evs.active[pick].ev;
-        let (payload, first, last, imm) = self.payload_of(psn);
+        let packet = self.writes.packet(psn).expect("a posted PSN");
         let seq = self.next_seq;
         self.next_seq += 1;
         self.planes[plane].active[pick].outstanding.push_back((seq, psn));
         *self.slot(psn).expect("slot") =
             Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, suspect, seq, sent: now };
         self.sent.push_back((seq, psn, now));
-        self.in_flight_bytes += payload as u64;
+        self.in_flight_bytes += packet.payload as u64;
         if retransmission {
             self.retransmitted_packets += 1;
         }
-        Some((DataPacket { psn, payload, first, last, imm, retransmission }, ev))
+        Some((DataPacket { retransmission, ..packet }, ev))
     }
 
     /// The active slot of `plane` the next packet goes on.
@@ -538,7 +520,7 @@ impl MrcSender {
         let (plane, slot, ev, suspect, seq, sent) = match self.slot(psn).copied() {
             Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
                 // The first copy arrived; the resend is now a duplicate.
-                let (payload, ..) = self.payload_of(psn);
+                let payload = self.payload_of(psn);
                 self.in_flight_bytes -= payload as u64;
                 self.acked_spuriously(psn, suspect);
                 return true;
@@ -568,7 +550,7 @@ impl MrcSender {
         let rtt = now.saturating_sub(sent);
         self.timer_scale = (self.timer_scale * (1.0 - 1.0 / 64.0)).max(1.0);
         *self.slot(psn).expect("slot") = Slot::Acked;
-        let (payload, ..) = self.payload_of(psn);
+        let payload = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         self.cc.on_ack(payload, sent, now, ecn);
         self.measure_rtt(rtt);
@@ -698,7 +680,7 @@ impl MrcSender {
             let Some(&front) = self.slots.front() else { break };
             match front {
                 Slot::InFlight { .. } => {
-                    let (payload, ..) = self.payload_of(self.base);
+                    let payload = self.payload_of(self.base);
                     self.in_flight_bytes -= payload as u64;
                 }
                 Slot::Pending { .. } | Slot::Acked => {}
@@ -742,7 +724,7 @@ impl MrcSender {
     /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
     pub fn on_nack(&mut self, psn: u32, now: Time) {
         if self.requeue(psn, false).is_some() {
-            let (payload, ..) = self.payload_of(psn);
+            let payload = self.payload_of(psn);
             self.cc.on_trim(payload, now);
         }
     }
@@ -752,7 +734,7 @@ impl MrcSender {
     /// EV it was sent on.
     fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, u16)> {
         let Some(&mut Slot::InFlight { plane, slot, ev, .. }) = self.slot(psn) else { return None };
-        let (payload, ..) = self.payload_of(psn);
+        let payload = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         let suspect = if blame { ev } else { NO_EV };
         *self.slot(psn).expect("slot") = Slot::Pending { again: true, suspect };
@@ -903,9 +885,7 @@ impl MrcSender {
             self.slots.pop_front();
             self.base += 1;
         }
-        while self.messages.front().is_some_and(|m| m.end <= self.base) {
-            self.messages.pop_front();
-        }
+        self.writes.forget_below(self.base);
     }
 
     /// Active (non-empty) EV slots of each plane.

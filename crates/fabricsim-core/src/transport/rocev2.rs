@@ -13,11 +13,10 @@
 //! PSNs are kept as u32 counters; the 24-bit wrap of the wire format is not
 //! modelled because no simulated QP sends 2^24 packets.
 
-use std::collections::VecDeque;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::writes::PostedWrites;
 use super::DataPacket;
 use crate::cc::DcqcnConfig;
 use crate::net::PacketKind;
@@ -55,20 +54,10 @@ impl RoceConfig {
     }
 }
 
-/// A message posted on a QP: PSNs `[first, end)`.
-#[derive(Clone, Copy, Debug)]
-struct SendMessage {
-    end: u32,
-    first: u32,
-    last_payload: u32,
-    imm: bool,
-}
-
 /// Requester side of a QP.
 #[derive(Clone, Debug, Default)]
 pub struct RoceSender {
-    messages: VecDeque<SendMessage>,
-    posted_end: u32,
+    writes: PostedWrites,
     snd_nxt: u32,
     snd_una: u32,
     /// One past the highest PSN ever sent: below it a send is a retransmission.
@@ -85,45 +74,29 @@ impl RoceSender {
     /// Posts an RDMA WRITE (with immediate when `imm`) of `bytes` (at least
     /// one byte) cut at `mtu`.
     pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) {
-        let packets = bytes.div_ceil(mtu as u64).max(1) as u32;
-        let last_payload = (bytes - (packets as u64 - 1) * mtu as u64) as u32;
-        let first = self.posted_end;
-        self.posted_end += packets;
-        self.messages.push_back(SendMessage { first, end: self.posted_end, last_payload, imm });
+        self.writes.post(bytes, mtu, imm);
     }
 
     /// Length of the message that `psn` belongs to (for the RETH).
-    pub fn message_bytes(&self, psn: u32, mtu: u32) -> u64 {
-        self.messages
-            .iter()
-            .find(|m| m.first <= psn && psn < m.end)
-            .map_or(0, |m| (m.end - m.first - 1) as u64 * mtu as u64 + m.last_payload as u64)
+    pub fn message_bytes(&self, psn: u32) -> u64 {
+        self.writes.write_bytes(psn)
     }
 
     pub fn has_data(&self) -> bool {
-        !self.failed && self.snd_nxt < self.posted_end
+        !self.failed && self.snd_nxt < self.writes.end()
     }
 
     pub fn outstanding(&self) -> bool {
-        !self.failed && self.snd_una < self.posted_end
+        !self.failed && self.snd_una < self.writes.end()
     }
 
     /// Takes the next packet to send and advances the send pointer.
-    pub fn next_packet(&mut self, mtu: u32) -> Option<DataPacket> {
+    pub fn next_packet(&mut self) -> Option<DataPacket> {
         if !self.has_data() {
             return None;
         }
         let psn = self.snd_nxt;
-        let msg = self.messages.iter().find(|m| psn < m.end)?;
-        let last = psn + 1 == msg.end;
-        let packet = DataPacket {
-            psn,
-            payload: if last { msg.last_payload } else { mtu },
-            first: psn == msg.first,
-            last,
-            imm: last && msg.imm,
-            retransmission: psn < self.high_water,
-        };
+        let packet = DataPacket { retransmission: psn < self.high_water, ..self.writes.packet(psn)? };
         self.snd_nxt += 1;
         self.high_water = self.high_water.max(self.snd_nxt);
         if packet.retransmission {
@@ -137,11 +110,9 @@ impl RoceSender {
         if expected <= self.snd_una {
             return false;
         }
-        self.snd_una = expected.min(self.posted_end);
+        self.snd_una = expected.min(self.writes.end());
         self.snd_nxt = self.snd_nxt.max(self.snd_una);
-        while self.messages.front().is_some_and(|m| m.end <= self.snd_una) {
-            self.messages.pop_front();
-        }
+        self.writes.forget_below(self.snd_una);
         self.retries = 0;
         true
     }
@@ -223,14 +194,14 @@ mod tests {
         let mut tx = RoceSender::default();
         let mut rx = RoceReceiver::default();
         tx.post(4 * 1000, 1000, false);
-        let p: Vec<_> = (0..4).map(|_| tx.next_packet(1000).unwrap()).collect();
+        let p: Vec<_> = (0..4).map(|_| tx.next_packet().unwrap()).collect();
         assert!(p[0].first && p[3].last);
         assert_eq!(rx.on_data(0, 1000, false, false, 1).reply, Some((PacketKind::Ack, 1)));
         // PSN 1 lost: PSN 2 triggers one NAK, PSN 3 is dropped silently.
         assert_eq!(rx.on_data(2, 1000, false, false, 1).reply, Some((PacketKind::Nak, 1)));
         assert_eq!(rx.on_data(3, 1000, true, false, 1).reply, None);
         tx.on_nak(1);
-        let again = tx.next_packet(1000).unwrap();
+        let again = tx.next_packet().unwrap();
         assert_eq!((again.psn, again.retransmission), (1, true));
         assert_eq!(rx.on_data(1, 1000, false, false, 1).delivered, 1000);
     }
@@ -239,7 +210,7 @@ mod tests {
     fn retries_exhausted_fail_the_qp() {
         let mut tx = RoceSender::default();
         tx.post(1, 4096, false);
-        tx.next_packet(4096);
+        tx.next_packet();
         for _ in 0..8 {
             tx.on_timeout(7);
         }

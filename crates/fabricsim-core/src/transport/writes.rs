@@ -1,0 +1,91 @@
+//! The RDMA writes a requester has posted and not yet had acknowledged,
+//! each cut into MTU-sized packets numbered by PSN: what every transport's
+//! sender needs to know about a packet (its payload, whether it starts or
+//! ends its write, whether it carries the immediate) before it sends it.
+
+use std::collections::VecDeque;
+
+use super::DataPacket;
+
+/// One posted write: PSNs `[first, end)`.
+#[derive(Clone, Copy, Debug)]
+struct Write {
+    first: u32,
+    end: u32,
+    mtu: u32,
+    last_payload: u32,
+    imm: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct PostedWrites {
+    writes: VecDeque<Write>,
+    end: u32,
+}
+
+impl PostedWrites {
+    /// Posts a write (with immediate when `imm`) of `bytes`, at least one
+    /// packet, cut at `mtu`; returns its first PSN and packet count.
+    pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) -> (u32, u32) {
+        let packets = bytes.div_ceil(mtu as u64).max(1) as u32;
+        let last_payload = (bytes - (packets as u64 - 1) * mtu as u64) as u32;
+        let first = self.end;
+        self.end += packets;
+        self.writes.push_back(Write { first, end: self.end, mtu, last_payload, imm });
+        (first, packets)
+    }
+
+    /// One past the last PSN posted.
+    pub fn end(&self) -> u32 {
+        self.end
+    }
+
+    fn write_of(&self, psn: u32) -> Option<&Write> {
+        self.writes.iter().find(|w| w.first <= psn && psn < w.end)
+    }
+
+    /// Packet `psn` of a posted write, as a first transmission.
+    pub fn packet(&self, psn: u32) -> Option<DataPacket> {
+        let w = self.write_of(psn)?;
+        let last = psn + 1 == w.end;
+        Some(DataPacket {
+            psn,
+            payload: if last { w.last_payload } else { w.mtu },
+            first: psn == w.first,
+            last,
+            imm: last && w.imm,
+            retransmission: false,
+        })
+    }
+
+    /// Length of the write `psn` belongs to (the RETH's DMA length).
+    pub fn write_bytes(&self, psn: u32) -> u64 {
+        self.write_of(psn).map_or(0, |w| (w.end - w.first - 1) as u64 * w.mtu as u64 + w.last_payload as u64)
+    }
+
+    /// Forgets the writes wholly below `psn`: all acknowledged.
+    pub fn forget_below(&mut self, psn: u32) {
+        while self.writes.front().is_some_and(|w| w.end <= psn) {
+            self.writes.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_cut_at_the_mtu_and_numbered_on() {
+        let mut w = PostedWrites::default();
+        assert_eq!(w.post(2500, 1000, true), (0, 3));
+        assert_eq!(w.post(1, 1000, false), (3, 1));
+        let p: Vec<DataPacket> = (0..4).map(|psn| w.packet(psn).unwrap()).collect();
+        assert_eq!(p.iter().map(|p| p.payload).collect::<Vec<_>>(), [1000, 1000, 500, 1]);
+        assert_eq!(p.iter().map(|p| (p.first, p.last, p.imm)).collect::<Vec<_>>()[2], (false, true, true));
+        assert!(p[3].first && p[3].last && !p[3].imm);
+        assert_eq!((w.write_bytes(1), w.write_bytes(3), w.end()), (2500, 1, 4));
+        w.forget_below(3);
+        assert_eq!(w.packet(1), None);
+    }
+}
