@@ -19,10 +19,9 @@ from fabricsim.reproduce import (
     Phase,
     Row,
     Run,
-    _dead_evs,
     _fig4_analysis,
     _ms,
-    dead_path_packets,
+    lost_packets,
     phase_analysis,
     run_experiment,
 )
@@ -105,24 +104,19 @@ def test_reproduce_rejects_an_unknown_experiment(capsys: pytest.CaptureFixture[s
     assert "fig99" in capsys.readouterr().err
 
 
-def test_times_and_dead_paths_of_a_resolved_scenario() -> None:
+def test_times_of_a_resolved_scenario() -> None:
     assert [_ms(t) for t in ("5ms", "200us", "0ns", "1s")] == [5.0, 0.2, 0.0, 1000.0]
-    # Radix 16: 8 NICs per T0, uplinks on ports 8-15; plane 1's T0 2 lost uplink 1.
-    crosses = _dead_evs({"topology": {"radix": 16}, "faults": [{"kind": "link_down", "port": "t0.p1.2:9"}]})
-    ev = 1 << 3 | 1  # path choice 1 (uplink 1), plane 1
-    assert crosses(16, 0, ev) and crosses(0, 23, ev)  # up from T0 2, or down into it
-    assert not crosses(0, 8, ev)  # T0 0 to T0 1
-    assert not crosses(16, 0, ev + 1)  # plane 2
-    assert not crosses(16, 0, 2 << 3 | 1)  # uplink 2
-    assert not crosses(16, 17, ev)  # both under T0 2: never leaves it
 
 
 def test_row_is_plain_data() -> None:
     assert Row("m", "p", "o").value is None
 
 
-def _fake_fig4_run(packets: list[tuple[float, int, int, float]], retired: list[tuple[float, int, int]]) -> Results:
-    """A Results of a Fig 4-like run: QP 0 nic16 -> nic0, QP 1 nic1 -> nic2; plane 1's T0 2 lost uplink 1."""
+def _fake_fig4_run(packets: list[tuple[float, int, int, float, str]], retired: list[tuple[float, int, int]]) -> Results:
+    """A Results of a Fig 4-like run: QP 0 nic16 -> nic0, QP 1 nic1 -> nic2; plane 1's T0 2 lost uplink 1.
+
+    `packets` are (time, QP, EV, count, metric): `ev_packets` sent, `ev_drops` lost.
+    """
     run = Results.__new__(Results)
     run.scenario = {
         "topology": {"radix": 16},
@@ -135,7 +129,7 @@ def _fake_fig4_run(packets: list[tuple[float, int, int, float]], retired: list[t
     log += [(t, qp, *(("nic16", "nic0") if qp == 0 else ("nic1", "nic2")), 1, ev, "retired") for t, qp, ev in retired]
     run.frames = {
         "timeseries": pl.DataFrame(
-            [(t, f"qp{qp}/ev{ev}", "ev_packets", n) for t, qp, ev, n in packets],
+            [(t, f"qp{qp}/ev{ev}", metric, n) for t, qp, ev, n, metric in packets],
             schema=["time_s", "entity", "metric", "value"],
             orient="row",
         ),
@@ -146,13 +140,20 @@ def _fake_fig4_run(packets: list[tuple[float, int, int, float]], retired: list[t
     return run
 
 
-def test_fig4_counts_the_packets_sent_on_dead_paths_as_losses() -> None:
+def test_fig4_counts_the_dropped_packets_as_losses() -> None:
     dead_ev = 1 << 3 | 1  # uplink 1 of plane 1: nic16 -> nic0 crosses the dead link, nic1 -> nic2 stays under T0 0
     run = _fake_fig4_run(
-        [(0.001, 0, dead_ev, 2.0), (0.001, 0, dead_ev + 1, 5.0), (0.002, 0, dead_ev, 1.0), (0.002, 1, dead_ev, 7.0)],
+        [
+            (0.001, 0, dead_ev, 2.0, "ev_packets"),
+            (0.001, 0, dead_ev, 2.0, "ev_drops"),
+            (0.001, 0, dead_ev + 1, 5.0, "ev_packets"),
+            (0.002, 0, dead_ev, 1.0, "ev_packets"),
+            (0.002, 0, dead_ev, 1.0, "ev_drops"),
+            (0.002, 1, dead_ev, 7.0, "ev_packets"),
+        ],
         [(0.0015, 1, dead_ev)],
     )
-    lost = dead_path_packets(run)
+    lost = lost_packets(run)
     assert lost["packets"].to_list() == [2.0, 1.0] and lost["qp"].to_list() == [0, 0]
     rows = {r.metric.split(": ", 1)[1]: r for r in _fig4_analysis(FIG4, {"no_denylist": run}, False)}
     assert rows["data packets lost per QP"].value == 1.5  # 3 losses over the 2 QPs of the EV log

@@ -31,7 +31,7 @@ fn a_repaired_uplink_is_probed_back_into_use() {
         "transport": {"kind": "mrc", "backup_evs": 0},
         "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "16MB"}],
         "faults": [{"kind": "link_flap", "at": "50us", "port": "t0.p0.0:4", "duration": "250us"}],
-        "telemetry": {"sample_interval": "50us", "ports": ["t0.p0.0:4"], "ev_log": true},
+        "telemetry": {"sample_interval": "50us", "ports": ["t0.p0.0:4"], "ev_log": true, "ev_activity": true},
     }));
     assert_eq!(summary_u64(&out, "flows_completed"), 1);
     let retired = summary_u64(&out, "retired_evs");
@@ -40,6 +40,16 @@ fn a_repaired_uplink_is_probed_back_into_use() {
     // Probes of the retired EVs die on the dead link too, not only data.
     let (all, data) = (summary_u64(&out, "drops"), summary_u64(&out, "data_drops"));
     assert!(data > 0 && all > data, "drops {all}, of them data {data}");
+    // The per-EV drop counts place every lost data packet on its EV, and
+    // each EV that lost one was retired.
+    let (e, m, v) =
+        (texts(&out.timeseries, "entity"), texts(&out.timeseries, "metric"), floats(&out.timeseries, "value"));
+    let dropped: Vec<(String, f64)> =
+        (0..e.len()).filter(|&i| m[i] == "ev_drops").map(|i| (e[i].clone(), v[i].unwrap())).collect();
+    assert_eq!(dropped.iter().map(|(_, n)| n).sum::<f64>(), data as f64);
+    let retired: Vec<String> =
+        ev_log(&out).iter().filter(|(_, _, s)| s == "retired").map(|(_, ev, _)| format!("qp0/ev{ev}")).collect();
+    assert!(dropped.iter().all(|(entity, _)| retired.contains(entity)), "{dropped:?} vs {retired:?}");
     let rate = tx_rate(&out, "t0.p0.0:4");
     let at = |lo: f64, hi: f64| rate.iter().filter(|&&(t, _)| t > lo && t <= hi).map(|&(_, r)| r).collect::<Vec<_>>();
     assert!(at(0.0, 50e-6).iter().all(|&r| r > 10e9), "{rate:?}");

@@ -30,9 +30,11 @@ pub struct TelemetryConfig {
     /// Record every change of an MRC EV's state (active, backup, retired,
     /// denied) with its time and QP in `ev_log` (the paper's Figs 13, 14).
     pub ev_log: bool,
-    /// Count the packets each MRC QP sends on each EV in every sample
-    /// interval (time series metric `ev_packets`, entity `qp<N>/ev<EV>`;
-    /// needs `sample_interval`): the paper's per-EV activity (Fig 14).
+    /// Count the data packets each MRC QP sends on each EV in every sample
+    /// interval, and those of them the fabric drops (time series metrics
+    /// `ev_packets` and `ev_drops`, entity `qp<N>/ev<EV>`; needs
+    /// `sample_interval`): the paper's per-EV activity (Fig 14) and where
+    /// losses fall (Fig 4).
     pub ev_activity: bool,
 }
 

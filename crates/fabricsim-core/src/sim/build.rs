@@ -283,7 +283,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         telemetry_hosts,
         capture,
         ev_log: None,
-        ev_packets: scenario.telemetry.ev_activity.then(Default::default),
+        ev_activity: scenario.telemetry.ev_activity.then(Default::default),
         ev_loss: Vec::new(),
         mapper,
         denied_links,

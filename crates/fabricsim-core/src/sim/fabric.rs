@@ -336,8 +336,12 @@ impl Simulation {
     /// Counts a lost packet at `port` and frees it.
     pub(super) fn drop_packet(&mut self, port: PortId, id: PacketId, cause: DropCause) {
         let payload = self.pool.get(id).payload();
-        if self.pool.get(id).kind == crate::net::PacketKind::Data {
+        let pkt = self.pool.get(id);
+        if pkt.kind == crate::net::PacketKind::Data {
             self.totals.data_drops += 1;
+            if let Some(activity) = self.ev_activity.as_mut().filter(|_| self.qps[pkt.qp as usize].transport.is_mrc()) {
+                *activity.dropped.entry((pkt.qp, pkt.entropy)).or_default() += 1;
+            }
         }
         self.ports[port.0 as usize].count_drop(cause, payload);
         self.pool.free(id);

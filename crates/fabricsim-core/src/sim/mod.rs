@@ -148,6 +148,13 @@ impl QpTransport {
     }
 }
 
+/// Per (MRC QP, EV) counts of the current sample interval.
+#[derive(Default)]
+struct EvActivity {
+    sent: std::collections::BTreeMap<(u32, u16), u64>,
+    dropped: std::collections::BTreeMap<(u32, u16), u64>,
+}
+
 /// The QPs between two NICs that one flow, or one channel of a job's
 /// collectives, uses; a message is striped over them.
 struct Connection {
@@ -237,9 +244,9 @@ pub struct Simulation {
     capture: Option<(crate::net::capture::Capture, Vec<bool>)>,
     telemetry_hosts: Vec<NodeId>,
     samples: report::Samples,
-    /// Packets sent per (MRC QP, EV) since the last sample, when telemetry
-    /// asks.
-    ev_packets: Option<std::collections::BTreeMap<(u32, u16), u64>>,
+    /// Data packets sent and dropped per (MRC QP, EV) since the last
+    /// sample, when telemetry asks.
+    ev_activity: Option<EvActivity>,
     /// MRC EV state changes (time, QP, change), when telemetry asks.
     ev_log: Option<Vec<(Time, u32, EvChange)>>,
     /// Injected per-EV loss: (NIC port, EV, probability).

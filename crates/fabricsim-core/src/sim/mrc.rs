@@ -17,8 +17,8 @@ impl Simulation {
         let plane = self.ports[port.0 as usize].index as usize;
         let QpTransport::Mrc(m) = &mut self.qps[q].transport else { unreachable!("an MRC QP") };
         let (data, ev) = m.sender.next_packet(plane, now)?;
-        if let Some(counts) = self.ev_packets.as_mut() {
-            *counts.entry((q as u32, ev)).or_default() += 1;
+        if let Some(activity) = self.ev_activity.as_mut() {
+            *activity.sent.entry((q as u32, ev)).or_default() += 1;
         }
         if m.sender.rto_deadline.is_none() {
             self.mrc_arm_timer(q);

@@ -67,9 +67,11 @@ impl Simulation {
             let name = self.topo.name(nic);
             self.samples.push(now, &name, "rx_goodput_bps", rate);
         }
-        if let Some(counts) = self.ev_packets.as_mut() {
-            for ((q, ev), packets) in std::mem::take(counts) {
-                self.samples.push(now, &format!("qp{q}/ev{ev}"), "ev_packets", packets as f64);
+        if let Some(activity) = self.ev_activity.as_mut() {
+            for (metric, counts) in [("ev_packets", &mut activity.sent), ("ev_drops", &mut activity.dropped)] {
+                for ((q, ev), packets) in std::mem::take(counts) {
+                    self.samples.push(now, &format!("qp{q}/ev{ev}"), metric, packets as f64);
+                }
             }
         }
         self.samples.last_time = now;
