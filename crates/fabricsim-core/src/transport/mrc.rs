@@ -191,57 +191,31 @@ enum Slot {
         slot: u16,
         ev: u16,
         suspect: u16,
-        seq: u64,
+        seq: u32,
         sent: Time,
     },
     Acked,
 }
 
-/// Transmissions (seq, PSN) outstanding on one EV, oldest first. Spraying
-/// puts one or two packets of a window on each EV: those live inline, next
-/// to the other EVs' (a QP walks its EVs in turn), and only a longer queue
-/// spills to the heap, behind them.
-#[derive(Clone, Debug, Default)]
-struct EvQueue {
-    inline: [(u64, u32); 2],
-    start: u8,
-    len: u8,
-    spill: VecDeque<(u64, u32)>,
+/// Transmission numbers wrap: a QP has far fewer than 2^31 transmissions
+/// outstanding at once, so wrapping order is exact (RFC 1982 serial number
+/// arithmetic) and the numbers stay 32-bit, which keeps the per-packet
+/// state small enough for the sender's hot arrays to share cache lines.
+fn seq_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
 }
 
-impl EvQueue {
-    fn push_back(&mut self, entry: (u64, u32)) {
-        if self.spill.is_empty() && (self.len as usize) < self.inline.len() {
-            let at = (self.start + self.len) as usize % self.inline.len();
-            self.inline[at] = entry;
-            self.len += 1;
-        } else {
-            self.spill.push_back(entry);
-        }
-    }
-
-    fn front(&self) -> Option<&(u64, u32)> {
-        if self.len > 0 {
-            Some(&self.inline[self.start as usize])
-        } else {
-            self.spill.front()
-        }
-    }
-
-    fn pop_front(&mut self) -> Option<(u64, u32)> {
-        if self.len > 0 {
-            let entry = self.inline[self.start as usize];
-            self.start = (self.start + 1) % self.inline.len() as u8;
-            self.len -= 1;
-            Some(entry)
-        } else {
-            self.spill.pop_front()
-        }
-    }
-
-    fn drain(&mut self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        std::iter::from_fn(move || self.pop_front())
-    }
+/// Transmissions (seq, PSN) outstanding on one EV, oldest first. Spraying
+/// puts one or two packets of a window on each EV: those live inline, next
+/// to the other EVs' (a QP walks its EVs in turn, so consecutive packets
+/// touch neighbouring slots), and only a longer queue continues in the
+/// plane's cold `spill` list for the slot.
+#[derive(Clone, Copy, Debug, Default)]
+struct Outstanding {
+    inline: [(u32, u32); 2],
+    start: u8,
+    len: u8,
+    spilled: bool,
 }
 
 /// The EVs of one plane.
@@ -249,25 +223,80 @@ impl EvQueue {
 struct PlaneEvs {
     /// The active set by slot.
     active: Vec<EvSlot>,
+    /// Outstanding transmissions beyond the inline two, by active slot.
+    spill: Vec<VecDeque<(u32, u32)>>,
     backup: Vec<u16>,
     retired: Vec<Retired>,
     denied: Vec<u16>,
     cursor: usize,
 }
 
+impl PlaneEvs {
+    fn new(active: Vec<EvSlot>, backup: Vec<u16>) -> PlaneEvs {
+        let spill = vec![VecDeque::new(); active.len()];
+        PlaneEvs { active, spill, backup, retired: Vec::new(), denied: Vec::new(), cursor: 0 }
+    }
+
+    fn push_outstanding(&mut self, slot: usize, entry: (u32, u32)) {
+        let q = &mut self.active[slot].outstanding;
+        if !q.spilled && (q.len as usize) < q.inline.len() {
+            let at = (q.start + q.len) as usize % q.inline.len();
+            q.inline[at] = entry;
+            q.len += 1;
+        } else {
+            q.spilled = true;
+            self.spill[slot].push_back(entry);
+        }
+    }
+
+    fn front_outstanding(&self, slot: usize) -> Option<(u32, u32)> {
+        let q = &self.active[slot].outstanding;
+        if q.len > 0 {
+            Some(q.inline[q.start as usize])
+        } else if q.spilled {
+            self.spill[slot].front().copied()
+        } else {
+            None
+        }
+    }
+
+    fn pop_outstanding(&mut self, slot: usize) -> Option<(u32, u32)> {
+        let q = &mut self.active[slot].outstanding;
+        if q.len > 0 {
+            let entry = q.inline[q.start as usize];
+            q.start = (q.start + 1) % q.inline.len() as u8;
+            q.len -= 1;
+            Some(entry)
+        } else if q.spilled {
+            let entry = self.spill[slot].pop_front();
+            q.spilled = !self.spill[slot].is_empty();
+            entry
+        } else {
+            None
+        }
+    }
+
+    /// Puts `ev` (or nothing) into an active slot with nothing outstanding.
+    fn reset_slot(&mut self, slot: usize, ev: u16) {
+        self.active[slot] = EvSlot::new(ev);
+        self.spill[slot].clear();
+    }
+}
+
 /// One slot of the active set: its EV (`NO_EV` when left empty), until
 /// when it is avoided after an ECN echo, and the transmissions outstanding
-/// on it; together, as a packet and its SACK need all three.
-#[derive(Clone, Debug, Default)]
+/// on it; together, as a packet and its SACK need all three (32 bytes: two
+/// slots to a cache line).
+#[derive(Clone, Copy, Debug, Default)]
 struct EvSlot {
-    ev: u16,
     avoid_until: Time,
-    outstanding: EvQueue,
+    outstanding: Outstanding,
+    ev: u16,
 }
 
 impl EvSlot {
     fn new(ev: u16) -> EvSlot {
-        EvSlot { ev, avoid_until: Time::ZERO, outstanding: EvQueue::default() }
+        EvSlot { ev, avoid_until: Time::ZERO, outstanding: Outstanding::default() }
     }
 }
 
@@ -289,7 +318,7 @@ pub struct MrcSender {
     slots: VecDeque<Slot>,
     /// Transmissions in sending order (seq, PSN, time), for loss detection
     /// across EVs; entries no longer in flight are dropped lazily.
-    sent: VecDeque<(u64, u32, Time)>,
+    sent: VecDeque<(u32, u32, Time)>,
     reorder_window: Time,
     /// The reordering window's fraction of `reorder_window`.
     reorder_scale: f64,
@@ -308,7 +337,7 @@ pub struct MrcSender {
     backed_off: u64,
     /// PSNs to resend, oldest first.
     resend: VecDeque<u32>,
-    next_seq: u64,
+    next_seq: u32,
     in_flight_bytes: u64,
     cc: Nscc,
     mtu: u32,
@@ -340,7 +369,7 @@ impl MrcSender {
                     None => random_ev(rng, plane),
                 });
                 let active = evs.by_ref().take(per_plane).map(EvSlot::new).collect();
-                PlaneEvs { active, backup: evs.rev().collect(), retired: Vec::new(), denied: Vec::new(), cursor: 0 }
+                PlaneEvs::new(active, evs.rev().collect())
             })
             .collect();
         MrcSender {
@@ -382,10 +411,9 @@ impl MrcSender {
         for (plane, evs) in self.planes.iter_mut().enumerate() {
             let of_plane =
                 |list: &[u16]| list.iter().copied().filter(|&ev| ev as usize & 7 == plane).collect::<Vec<_>>();
-            evs.active = of_plane(&set.active).into_iter().map(EvSlot::new).collect();
-            evs.backup = of_plane(&set.backup);
-            evs.backup.reverse();
-            evs.cursor = 0;
+            let mut backup = of_plane(&set.backup);
+            backup.reverse();
+            *evs = PlaneEvs::new(of_plane(&set.active).into_iter().map(EvSlot::new).collect(), backup);
         }
     }
 
@@ -479,8 +507,8 @@ impl MrcSender {
         let ev = evs.active[pick].ev;
         let packet = self.writes.packet(psn).expect("a posted PSN");
         let seq = self.next_seq;
-        self.next_seq += 1;
-        self.planes[plane].active[pick].outstanding.push_back((seq, psn));
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.planes[plane].push_outstanding(pick, (seq, psn));
         *self.slot(psn).expect("slot") =
             Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, suspect, seq, sent: now };
         self.sent.push_back((seq, psn, now));
@@ -561,12 +589,12 @@ impl MrcSender {
         let mut lost = std::mem::take(&mut self.lost_scratch);
         // Earlier packets on the same EV took the same path: still missing
         // means lost.
-        while let Some(&(s, p)) = self.planes[plane].active[slot].outstanding.front() {
-            if s > seq {
+        while let Some((s, p)) = self.planes[plane].front_outstanding(slot) {
+            if seq_before(seq, s) {
                 break;
             }
-            self.planes[plane].active[slot].outstanding.pop_front();
-            if s < seq && self.in_flight_as(p, s) {
+            self.planes[plane].pop_outstanding(slot);
+            if s != seq && self.in_flight_as(p, s) {
                 lost.push(p);
             }
         }
@@ -667,7 +695,7 @@ impl MrcSender {
     }
 
     /// Whether `psn` is in flight as transmission `seq`.
-    fn in_flight_as(&mut self, psn: u32, seq: u64) -> bool {
+    fn in_flight_as(&mut self, psn: u32, seq: u32) -> bool {
         matches!(self.slot(psn), Some(&mut Slot::InFlight { seq: s, .. }) if s == seq)
     }
 
@@ -714,8 +742,10 @@ impl MrcSender {
     /// Resends everything in flight on `plane`; its EVs are not at fault.
     fn abandon_plane(&mut self, plane: usize) {
         let Some(evs) = self.planes.get_mut(plane) else { return };
-        let stranded: Vec<u32> =
-            evs.active.iter_mut().flat_map(|slot| slot.outstanding.drain()).map(|(_, psn)| psn).collect();
+        let mut stranded = Vec::new();
+        for slot in 0..evs.active.len() {
+            stranded.extend(std::iter::from_fn(|| evs.pop_outstanding(slot)).map(|(_, psn)| psn));
+        }
         for psn in stranded {
             self.requeue(psn, false);
         }
@@ -770,7 +800,7 @@ impl MrcSender {
     /// outstanding on the old EV went by another path: it cannot be
     /// ordered against the new EV's packets.
     fn fill_slot(&mut self, plane: usize, slot: usize, ev: u16) {
-        self.planes[plane].active[slot] = EvSlot::new(ev);
+        self.planes[plane].reset_slot(slot, ev);
         if ev != NO_EV {
             self.logged(ev, EvState::Active);
         }
@@ -1034,6 +1064,26 @@ mod tests {
         let (again, ev) = s.next_packet(0, Time::ZERO).unwrap();
         assert_eq!((again.psn, again.retransmission), (0, true));
         assert_ne!(ev, sent[0].1);
+    }
+
+    /// Transmission numbers are 32-bit and wrap; ten packets per EV also
+    /// take each EV's queue past its two inline entries.
+    #[test]
+    fn per_ev_loss_detection_holds_across_the_transmission_number_wrap() {
+        for lost in [None, Some(0), Some(5)] {
+            let mut s = sender(1);
+            s.next_seq = u32::MAX - 6;
+            s.post(40 * 1000, false);
+            let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+            for (p, ev) in sent.iter().filter(|(p, _)| Some(p.psn) != lost) {
+                s.on_sack(p.psn, *ev, false, Time::ZERO, Time::ZERO);
+            }
+            assert_eq!(s.retired_evs, lost.is_some() as u64, "lost {lost:?}");
+            match lost {
+                Some(psn) => assert_eq!(s.next_packet(0, Time::ZERO).unwrap().0.psn, psn),
+                None => assert!(!s.outstanding()),
+            }
+        }
     }
 
     #[test]
