@@ -9,15 +9,24 @@ mod rng;
 /// the next event's loads early lets them overlap the current event.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
+    prefetch_lines(value, 0..1);
+}
+
+/// Like `prefetch`, for cache lines `lines` (64 bytes each) of a value
+/// larger than one.
+#[inline(always)]
+pub fn prefetch_lines<T>(value: &T, lines: std::ops::Range<usize>) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint with no architectural effect; the pointer
-    // comes from a live reference.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(value as *const T as *const i8);
+    for line in lines {
+        // SAFETY: a prefetch is a hint with no architectural effect, even
+        // for an address past the value; the pointer is never dereferenced.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((value as *const T as *const i8).wrapping_add(64 * line));
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = (value, lines);
 }
 
 pub use queue::EventQueue;

@@ -13,4 +13,4 @@ pub use buffer::{ecn_mark_probability, Admission, SharedBuffer};
 pub use config::{EcmpConfig, EcnConfig, Forwarding, PfcConfig, SwitchConfig, TrimConfig};
 pub use headers::IpVersion;
 pub use packet::{flag, Packet, PacketId, PacketKind, PacketPool, CLASSES, CLASS_CONTROL, CLASS_DATA, NO_PORT};
-pub use port::{DropCause, Port, PortCounters, PortId, DROP_CAUSES};
+pub use port::{DropCause, Port, PortCounters, PortId, DROP_CAUSES, HOT_LINES};

@@ -66,57 +66,69 @@ impl DropCause {
     }
 }
 
+/// A port's counters. The ones every packet updates come first, so that
+/// they share the port's fourth cache line.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct PortCounters {
     pub tx_bytes: u64,
     pub tx_packets: u64,
     pub tx_payload: u64,
-    pub drops: [u64; DROP_CAUSES.len()],
-    pub dropped_payload: u64,
+    pub max_queue_bytes: u64,
     pub ecn_marks: u64,
     pub trims: u64,
     pub trimmed_payload: u64,
+    pub dropped_payload: u64,
+    pub drops: [u64; DROP_CAUSES.len()],
     pub pauses_sent: u64,
     pub pauses_received: u64,
     pub paused_time: Time,
-    pub max_queue_bytes: u64,
 }
 
+/// One direction of a link, at its sending end. A run is bound by cache
+/// misses on ports, so the layout is fixed and cache-line aligned, hottest
+/// first: line 0 the egress queues, line 1 the wire and what serializing
+/// reads, line 2 the rest of the packet path (`HOT_LINES` covers them and
+/// the per-packet counters), PFC's bookkeeping after.
+#[repr(C, align(64))]
 pub struct Port {
-    pub node: NodeId,
-    pub rate: Rate,
-    /// Picoseconds per byte when the rate divides 8e12 exactly (every
-    /// standard Ethernet speed does): serialization without a division.
-    byte_time: Option<u64>,
-    /// Propagation delay plus the receiving switch's forwarding latency.
-    pub delay: Time,
-    /// Direction state: packets sent while down are lost.
-    pub up: bool,
-    /// Random loss probability of this direction.
-    pub loss: f64,
-    /// Faces a NIC (the last hop) or is a NIC port.
-    pub faces_nic: bool,
-    /// Index of the port on its node (a NIC's port number = its plane).
-    pub index: u16,
     pub queues: [VecDeque<PacketId>; CLASSES],
+    /// Packets on the wire: arrival time at the peer and packet.
+    pub wire: VecDeque<(Time, PacketId)>,
     pub queue_bytes: [u64; CLASSES],
     /// The link is serializing until this time.
     pub busy_until: Time,
+    /// Propagation delay plus the receiving switch's forwarding latency.
+    pub delay: Time,
+    /// Picoseconds per byte when the rate divides 8e12 exactly (every
+    /// standard Ethernet speed does): serialization without a division.
+    byte_time: Option<u64>,
+    pub rate: Rate,
+    /// Random loss probability of this direction.
+    pub loss: f64,
+    /// Bytes held in this switch that arrived through this port, per class.
+    pub ingress_bytes: [u64; CLASSES],
+    pub node: NodeId,
+    /// Index of the port on its node (a NIC's port number = its plane).
+    pub index: u16,
+    /// Direction state: packets sent while down are lost.
+    pub up: bool,
+    /// Faces a NIC (the last hop) or is a NIC port.
+    pub faces_nic: bool,
     /// A `TxDone` event is scheduled at `busy_until` to start the next packet.
     pub tx_done_pending: bool,
     /// PFC state of this port's egress, set by pause frames from the peer.
     pub paused: [bool; CLASSES],
-    pub paused_since: [Time; CLASSES],
-    /// Packets on the wire: arrival time at the peer and packet.
-    pub wire: VecDeque<(Time, PacketId)>,
-    /// Bytes held in this switch that arrived through this port, per class.
-    pub ingress_bytes: [u64; CLASSES],
     /// Whether this switch has paused the peer's class.
     pub xoff_sent: [bool; CLASSES],
+    pub counters: PortCounters,
+    pub paused_since: [Time; CLASSES],
     /// Bytes admitted into headroom since the pause was sent.
     pub headroom_used: [u64; CLASSES],
-    pub counters: PortCounters,
 }
+
+/// Cache lines of a port that handling a packet touches.
+pub const HOT_LINES: usize = 4;
 
 impl Port {
     pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool) -> Port {

@@ -19,11 +19,11 @@ mod report;
 mod rocev2;
 
 use crate::cc::Dcqcn;
-use crate::engine::{prefetch, EventQueue, Rng};
+use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
 use crate::metrics::RunOutput;
-use crate::net::{PacketPool, Port, PortId, SharedBuffer, CLASS_DATA};
+use crate::net::{PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
@@ -321,15 +321,25 @@ impl Simulation {
 
     /// Starts loading what the following event will touch while this one
     /// is handled: the run is bound by cache misses on ports and packets.
+    /// An arrival reads the wire of the port that sent it and the packet
+    /// path of the port it enters; a `TxDone` the hot part of its port.
     fn warm_up_next(&mut self) {
-        let (port, head) = match self.events.peek().copied() {
-            Some(Event::Arrive(port)) => (port, self.ports[port.0 as usize].wire.front().map(|&(_, id)| id)),
-            Some(Event::TxDone(port)) => (port, self.ports[port.0 as usize].queues[CLASS_DATA].front().copied()),
-            _ => return,
-        };
-        prefetch(&self.ports[port.0 as usize].counters);
-        if let Some(id) = head {
-            prefetch(self.pool.get(id));
+        match self.events.peek().copied() {
+            Some(Event::Arrive(port)) => {
+                prefetch_lines(&self.ports[port.peer().0 as usize], 2..3);
+                let from = &self.ports[port.0 as usize];
+                if let Some(&(_, id)) = from.wire.front() {
+                    prefetch(self.pool.get(id));
+                }
+            }
+            Some(Event::TxDone(port)) => {
+                let at = &self.ports[port.0 as usize];
+                prefetch_lines(at, 0..HOT_LINES);
+                if let Some(&id) = at.queues[CLASS_DATA].front() {
+                    prefetch(self.pool.get(id));
+                }
+            }
+            _ => {}
         }
     }
 
