@@ -161,6 +161,11 @@ impl<E> EventQueue<E> {
         Some((self.now, e))
     }
 
+    /// Every event still to run, in no particular order.
+    pub fn pending(&self) -> impl Iterator<Item = &E> {
+        self.early.iter().chain(self.buckets.iter().flatten()).map(|(_, e)| e)
+    }
+
     /// Events executed so far.
     pub fn executed(&self) -> u64 {
         self.popped

@@ -275,7 +275,7 @@ mod tests {
             psn: 0x0123_4567,
             payload,
             wire: headers::data_wire(IpVersion::Ipv6, payload as u32, first) as u16,
-            ingress: 0,
+            port: 0,
             shifts: 0,
             ports_up: 0xFF,
             ack: 0,

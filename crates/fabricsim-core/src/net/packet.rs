@@ -75,8 +75,10 @@ pub struct Packet {
     pub payload: u16,
     /// Bytes on the wire including preamble and inter-frame gap.
     pub wire: u16,
-    /// Switch port the packet entered by, for PFC ingress accounting.
-    pub ingress: u32,
+    /// Where the packet is: on a wire, the port that sent it (its arrival
+    /// event names only the packet); in a switch's queue, the port it
+    /// entered by, for PFC ingress accounting.
+    pub port: u32,
     /// SRv6: uSIDs shifted out of the destination address so far.
     pub shifts: u8,
     /// The sending NIC's ports that are up, one bit per port: MRC's port
@@ -105,7 +107,7 @@ impl Packet {
             psn,
             payload: 0,
             wire: wire as u16,
-            ingress: NO_PORT,
+            port: NO_PORT,
             shifts: 0,
             ports_up: 0,
             ack: 0,

@@ -2,11 +2,11 @@
 //! and the ingress accounting PFC needs for packets that arrive on it.
 //!
 //! Queues are strict priority by class; a class paused by PFC is skipped.
-//! A packet that starts serializing goes straight onto the wire, a FIFO of
-//! packets in flight with their arrival times; only its head has an event
-//! scheduled (htsim's pipe), so a long link with many packets in flight costs
-//! one pending event. The port needs an event when serialization ends only
-//! if another packet is waiting for it.
+//! A packet that starts serializing goes straight onto the wire: its arrival
+//! at the peer is an event naming the packet, which records the port that
+//! sent it, so that the event loop can fetch the packet ahead of time. The
+//! port needs an event when serialization ends only if another packet is
+//! waiting for it.
 
 use std::collections::VecDeque;
 
@@ -67,7 +67,7 @@ impl DropCause {
 }
 
 /// A port's counters. The ones every packet updates come first, so that
-/// they share the port's fourth cache line.
+/// they share a cache line with the rest of the packet path.
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 pub struct PortCounters {
@@ -87,14 +87,12 @@ pub struct PortCounters {
 
 /// One direction of a link, at its sending end. A run is bound by cache
 /// misses on ports, so the layout is fixed and cache-line aligned, hottest
-/// first: line 0 the egress queues, line 1 the wire and what serializing
-/// reads, line 2 the rest of the packet path (`HOT_LINES` covers them and
-/// the per-packet counters), PFC's bookkeeping after.
+/// first: line 0 the egress queues; line 1 what serializing reads and the
+/// port's state; line 2 the ingress accounting of a switch port and the
+/// per-packet counters (`HOT_LINES` covers the three); the rest after.
 #[repr(C, align(64))]
 pub struct Port {
     pub queues: [VecDeque<PacketId>; CLASSES],
-    /// Packets on the wire: arrival time at the peer and packet.
-    pub wire: VecDeque<(Time, PacketId)>,
     pub queue_bytes: [u64; CLASSES],
     /// The link is serializing until this time.
     pub busy_until: Time,
@@ -103,11 +101,8 @@ pub struct Port {
     /// Picoseconds per byte when the rate divides 8e12 exactly (every
     /// standard Ethernet speed does): serialization without a division.
     byte_time: Option<u64>,
-    pub rate: Rate,
     /// Random loss probability of this direction.
     pub loss: f64,
-    /// Bytes held in this switch that arrived through this port, per class.
-    pub ingress_bytes: [u64; CLASSES],
     pub node: NodeId,
     /// Index of the port on its node (a NIC's port number = its plane).
     pub index: u16,
@@ -115,6 +110,8 @@ pub struct Port {
     pub up: bool,
     /// Faces a NIC (the last hop) or is a NIC port.
     pub faces_nic: bool,
+    /// Bytes held in this switch that arrived through this port, per class.
+    pub ingress_bytes: [u64; CLASSES],
     /// A `TxDone` event is scheduled at `busy_until` to start the next packet.
     pub tx_done_pending: bool,
     /// PFC state of this port's egress, set by pause frames from the peer.
@@ -122,13 +119,14 @@ pub struct Port {
     /// Whether this switch has paused the peer's class.
     pub xoff_sent: [bool; CLASSES],
     pub counters: PortCounters,
+    pub rate: Rate,
     pub paused_since: [Time; CLASSES],
     /// Bytes admitted into headroom since the pause was sent.
     pub headroom_used: [u64; CLASSES],
 }
 
 /// Cache lines of a port that handling a packet touches.
-pub const HOT_LINES: usize = 4;
+pub const HOT_LINES: usize = 3;
 
 impl Port {
     pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool) -> Port {
@@ -148,7 +146,6 @@ impl Port {
             tx_done_pending: false,
             paused: [false; CLASSES],
             paused_since: [Time::ZERO; CLASSES],
-            wire: VecDeque::new(),
             ingress_bytes: [0; CLASSES],
             xoff_sent: [false; CLASSES],
             headroom_used: [0; CLASSES],

@@ -72,11 +72,8 @@ impl Simulation {
         {
             self.drop_packet(port, id, DropCause::LinkLoss);
         } else {
-            let arrival = done + self.ports[p].delay;
-            if self.ports[p].wire.is_empty() {
-                self.events.schedule(arrival, Event::Arrive(port));
-            }
-            self.ports[p].wire.push_back((arrival, id));
+            self.pool.get_mut(id).port = port.0;
+            self.events.schedule(done + self.ports[p].delay, Event::Arrive(id));
         }
     }
 
@@ -113,7 +110,7 @@ impl Simulation {
     pub(super) fn release_switch_buffer(&mut self, port: PortId, id: PacketId, class: usize) {
         let (wire, ingress) = {
             let pkt = self.pool.get(id);
-            (pkt.wire() as u64, pkt.ingress)
+            (pkt.wire() as u64, pkt.port)
         };
         let node = self.ports[port.0 as usize].node.0 as usize;
         let sw = self.switches[node].as_mut().expect("a switch");
@@ -145,13 +142,9 @@ impl Simulation {
         self.try_transmit(port);
     }
 
-    pub(super) fn on_arrive(&mut self, port: PortId) {
-        let p = port.0 as usize;
-        let (_, id) = self.ports[p].wire.pop_front().expect("an arrival has a packet");
-        if let Some(&(next, _)) = self.ports[p].wire.front() {
-            self.events.schedule(next, Event::Arrive(port));
-        }
-        if !self.ports[p].up {
+    pub(super) fn on_arrive(&mut self, id: PacketId) {
+        let port = PortId(self.pool.get(id).port);
+        if !self.ports[port.0 as usize].up {
             // The link failed while the packet was on it.
             self.drop_packet(port, id, DropCause::LinkDown);
             return;
@@ -247,7 +240,7 @@ impl Simulation {
         let sw = self.switches[switch.0 as usize].as_mut().expect("a switch");
         sw.buffer.take(wire);
         let threshold = sw.buffer.xoff_threshold(pfc.xoff_alpha);
-        self.pool.get_mut(id).ingress = ingress.0;
+        self.pool.get_mut(id).port = ingress.0;
         let inp = &mut self.ports[ingress.0 as usize];
         inp.ingress_bytes[class] += wire;
         if lossless && class == CLASS_DATA && !inp.xoff_sent[class] && inp.ingress_bytes[class] > threshold {

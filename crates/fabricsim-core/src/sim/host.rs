@@ -189,7 +189,7 @@ impl Simulation {
             psn: out.psn,
             payload: out.payload as u16,
             wire: self.data_wire(out.payload, out.first || addressed, out.imm) as u16,
-            ingress: NO_PORT,
+            port: NO_PORT,
             shifts: 0,
             ports_up: 0xFF,
             ack: 0,

@@ -23,7 +23,7 @@ use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
 use crate::metrics::RunOutput;
-use crate::net::{PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
+use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
 use crate::nic::PortScheduler;
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
@@ -36,8 +36,8 @@ use crate::units::Time;
 enum Event {
     /// A port finished serializing and has another packet waiting.
     TxDone(PortId),
-    /// The packet at the head of a port's wire reaches the peer.
-    Arrive(PortId),
+    /// A packet reaches the far end of the link it was sent on.
+    Arrive(PacketId),
     /// A PFC frame reaches the egress `port` it pauses or resumes.
     Pfc {
         port: PortId,
@@ -321,17 +321,11 @@ impl Simulation {
 
     /// Starts loading what the following event will touch while this one
     /// is handled: the run is bound by cache misses on ports and packets.
-    /// An arrival reads the wire of the port that sent it and the packet
-    /// path of the port it enters; a `TxDone` the hot part of its port.
+    /// An arrival reads its packet first; a `TxDone` the hot part of its
+    /// port and the packet at the head of its queue.
     fn warm_up_next(&mut self) {
         match self.events.peek().copied() {
-            Some(Event::Arrive(port)) => {
-                prefetch_lines(&self.ports[port.peer().0 as usize], 2..3);
-                let from = &self.ports[port.0 as usize];
-                if let Some(&(_, id)) = from.wire.front() {
-                    prefetch(self.pool.get(id));
-                }
-            }
+            Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
                 prefetch_lines(at, 0..HOT_LINES);
@@ -346,7 +340,7 @@ impl Simulation {
     fn handle(&mut self, event: Event) {
         match event {
             Event::TxDone(port) => self.on_tx_done(port),
-            Event::Arrive(port) => self.on_arrive(port),
+            Event::Arrive(id) => self.on_arrive(id),
             Event::Pfc { port, class, pause } => self.on_pfc(port, class as usize, pause),
             Event::NicWake(port) => {
                 self.sched[port.0 as usize].wake_at = None;

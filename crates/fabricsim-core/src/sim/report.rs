@@ -257,12 +257,12 @@ impl Simulation {
 
     /// Payload still in queues or on wires.
     fn in_flight_payload(&self) -> u64 {
-        let mut total = 0;
-        for p in &self.ports {
-            let ids = p.queues.iter().flatten().chain(p.wire.iter().map(|(_, id)| id));
-            total += ids.map(|&id| self.pool.get(id).payload() as u64).sum::<u64>();
-        }
-        total
+        let queued = self.ports.iter().flat_map(|p| p.queues.iter().flatten());
+        let on_wires = self.events.pending().filter_map(|e| match e {
+            Event::Arrive(id) => Some(id),
+            _ => None,
+        });
+        queued.chain(on_wires).map(|&id| self.pool.get(id).payload() as u64).sum()
     }
 
     /// Collective runs, job iterations, transfers (if asked for) and the
