@@ -656,18 +656,23 @@ impl MrcSender {
 
     /// The resent copy of `psn` arrived and the first, sent on `suspect`,
     /// did not: retire `suspect` if it is still active, and remember the
-    /// verdict in case the first copy turns up after all.
+    /// verdict in case the first copy turns up after all. The verdict is
+    /// remembered too when `suspect` was already retired, by the loss
+    /// being declared: otherwise a first copy arriving after the resent
+    /// one could never acquit it.
     fn confirm_loss(&mut self, psn: u32, suspect: u16) {
         self.reorder_scale = (self.reorder_scale / 2.0).max(1.0 / 1024.0);
         let plane = suspect as usize & 7;
         let Some(evs) = self.planes.get(plane) else { return };
         if let Some(slot) = evs.active.iter().position(|a| a.ev == suspect) {
             self.retire(plane, slot);
-            if self.convicted.len() == CONVICTIONS_KEPT {
-                self.convicted.pop_front();
-            }
-            self.convicted.push_back((psn, suspect));
+        } else if !evs.retired.iter().any(|r| r.ev == suspect) {
+            return;
         }
+        if self.convicted.len() == CONVICTIONS_KEPT {
+            self.convicted.pop_front();
+        }
+        self.convicted.push_back((psn, suspect));
     }
 
     /// How much later a delivered packet must have been sent for an earlier
@@ -1249,6 +1254,28 @@ mod tests {
         assert_eq!((s.retired_evs, s.spurious_losses), (1, 1));
         assert!(s.planes[0].active.iter().any(|slot| slot.ev == ev_b));
         assert!(!s.outstanding());
+    }
+
+    /// A packet declared lost across EVs retires its EV at once; if its
+    /// resent copy is acknowledged first and the first copy comes later,
+    /// the EV must still be put back.
+    #[test]
+    fn a_first_copy_arriving_after_its_resent_copy_acquits_an_ev_retired_when_the_loss_was_declared() {
+        let mut s = sender(1);
+        s.post(10 * 1000, false);
+        let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
+        let (b, ev_b) = s.next_packet(0, Time::from_us(60)).unwrap();
+        // b arrives; a, sent more than the reordering window before, is
+        // declared lost and its EV retired.
+        s.on_sack(b.psn, ev_b, false, Time::from_us(70), Time::ZERO);
+        assert_eq!(s.retired_evs, 1);
+        let (a2, ev_a2) = s.next_packet(0, Time::from_us(70)).unwrap();
+        assert_eq!((a2.psn, a2.retransmission), (a.psn, true));
+        assert_ne!(ev_a2, ev_a);
+        s.on_sack(a.psn, ev_a2, false, Time::from_us(75), Time::ZERO);
+        s.on_sack(a.psn, ev_a, false, Time::from_us(76), Time::ZERO);
+        assert_eq!((s.retired_evs, s.spurious_losses), (0, 1), "the late first copy acquits its EV");
+        assert!(!s.has_retired());
     }
 
     #[test]
