@@ -128,6 +128,11 @@ pub struct Port {
 /// Cache lines of a port that handling a packet touches.
 pub const HOT_LINES: usize = 3;
 
+// The layout above, kept honest: serializing's fields and the port state
+// fill line 1, and the per-packet counters end within the hot lines.
+const _: () = assert!(std::mem::offset_of!(Port, faces_nic) < 2 * 64);
+const _: () = assert!(std::mem::offset_of!(Port, counters) + 4 * 8 <= HOT_LINES * 64);
+
 impl Port {
     pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool) -> Port {
         let ps_per_s_bits = 8 * crate::units::PS_PER_S;
