@@ -62,7 +62,7 @@ impl Simulation {
                 // The SACK's port state bitmap: planes down at the other end.
                 m.sender.set_remote_planes(pkt.ports_up);
                 let progressed = if pkt.kind == PacketKind::Ack {
-                    m.sender.on_sack(pkt.psn, pkt.echo, pkt.has(flag::CE), now, avoid)
+                    m.sender.on_sack(pkt.psn, pkt.echo, pkt.has(flag::CE), pkt.ack, now, avoid)
                 } else {
                     m.sender.on_nack(pkt.psn, now);
                     true

@@ -538,13 +538,19 @@ impl MrcSender {
     }
 
     /// A SACK for `psn` of the transmission on EV `echo`, ECN-marked or
-    /// not. Returns whether it acknowledged something new.
+    /// not, whose cumulative acknowledgement is `ack`. Returns whether it
+    /// acknowledged something new.
+    ///
+    /// Nothing below `ack` is declared lost: SACKs can overtake each other
+    /// (a receiver moves its reverse EV to another path), and the later
+    /// SACK's cumulative ack then proves that a packet whose own SACK is
+    /// still on the way arrived. (`on_cumulative_ack` applies it after.)
     ///
     /// The echo tells transmissions apart: a SACK of the copy sent on the
     /// EV blamed for a loss says the loss was not one (its EV is restored);
     /// a SACK of the resent copy while the blamed one never came confirms
     /// it (a timeout only blames; this retires the EV).
-    pub fn on_sack(&mut self, psn: u32, echo: u16, ecn: bool, now: Time, ecn_avoid: Time) -> bool {
+    pub fn on_sack(&mut self, psn: u32, echo: u16, ecn: bool, ack: u32, now: Time, ecn_avoid: Time) -> bool {
         let (plane, slot, ev, suspect, seq, sent) = match self.slot(psn).copied() {
             Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
                 // The first copy arrived; the resend is now a duplicate.
@@ -594,7 +600,7 @@ impl MrcSender {
                 break;
             }
             self.planes[plane].pop_outstanding(slot);
-            if s != seq && self.in_flight_as(p, s) {
+            if s != seq && p >= ack && self.in_flight_as(p, s) {
                 lost.push(p);
             }
         }
@@ -609,7 +615,7 @@ impl MrcSender {
                 break;
             }
             self.sent.pop_front();
-            if still {
+            if still && p >= ack {
                 lost.push(p);
             }
         }
@@ -706,7 +712,8 @@ impl MrcSender {
 
     /// The SACK's cumulative acknowledgement: every PSN below `ack` has
     /// arrived, including any whose own SACK was lost. Returns whether it
-    /// acknowledged something new.
+    /// acknowledged something new. A packet declared lost and not resent
+    /// yet arrived after all: the EV blamed for it is put back.
     pub fn on_cumulative_ack(&mut self, ack: u32) -> bool {
         let mut progressed = false;
         while self.base < ack {
@@ -716,6 +723,7 @@ impl MrcSender {
                     let payload = self.payload_of(self.base);
                     self.in_flight_bytes -= payload as u64;
                 }
+                Slot::Pending { again: true, suspect } if suspect != NO_EV => self.restore(suspect),
                 Slot::Pending { .. } | Slot::Acked => {}
             }
             progressed |= front != Slot::Acked;
@@ -1063,7 +1071,7 @@ mod tests {
         let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         // Everything but PSN 0 arrives, including later packets on its EV.
         for (p, ev) in &sent[1..] {
-            s.on_sack(p.psn, *ev, false, Time::ZERO, Time::ZERO);
+            s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
         }
         assert_eq!(s.retired_evs, 1);
         let (again, ev) = s.next_packet(0, Time::ZERO).unwrap();
@@ -1081,7 +1089,7 @@ mod tests {
             s.post(40 * 1000, false);
             let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
             for (p, ev) in sent.iter().filter(|(p, _)| Some(p.psn) != lost) {
-                s.on_sack(p.psn, *ev, false, Time::ZERO, Time::ZERO);
+                s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
             }
             assert_eq!(s.retired_evs, lost.is_some() as u64, "lost {lost:?}");
             match lost {
@@ -1121,7 +1129,7 @@ mod tests {
         s.post(40 * 1000, false);
         let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         for (p, ev) in &sent[1..] {
-            s.on_sack(p.psn, *ev, false, Time::ZERO, Time::ZERO);
+            s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
         }
         assert_eq!(s.retired_evs, 1);
         sent[0].1
@@ -1222,7 +1230,7 @@ mod tests {
             (0..200).map(|k| s.next_packet(k % 4, Time::from_us(k as u64)).unwrap()).collect();
         for (k, (p, ev)) in sent.iter().enumerate() {
             if !bad.contains(ev) {
-                s.on_sack(p.psn, *ev, false, Time::from_us(k as u64 + 10), Time::ZERO);
+                s.on_sack(p.psn, *ev, false, 0, Time::from_us(k as u64 + 10), Time::ZERO);
             }
         }
         assert_eq!(s.retired_evs, 3);
@@ -1246,11 +1254,11 @@ mod tests {
         assert_eq!((a2.psn, b2.psn), (a.psn, b.psn), "resent in order");
         assert_ne!(ev_a2, ev_a);
         // a's resent copy arrives and its first copy never does: convicted.
-        s.on_sack(a.psn, ev_a2, false, Time::from_us(110), Time::ZERO);
+        s.on_sack(a.psn, ev_a2, false, 0, Time::from_us(110), Time::ZERO);
         assert_eq!(s.retired_evs, 1);
         assert!(s.planes[0].active.iter().all(|slot| slot.ev != ev_a));
         // b's first copy arrives late: it was not lost, nothing retired.
-        s.on_sack(b.psn, ev_b, false, Time::from_us(111), Time::ZERO);
+        s.on_sack(b.psn, ev_b, false, 0, Time::from_us(111), Time::ZERO);
         assert_eq!((s.retired_evs, s.spurious_losses), (1, 1));
         assert!(s.planes[0].active.iter().any(|slot| slot.ev == ev_b));
         assert!(!s.outstanding());
@@ -1267,15 +1275,41 @@ mod tests {
         let (b, ev_b) = s.next_packet(0, Time::from_us(60)).unwrap();
         // b arrives; a, sent more than the reordering window before, is
         // declared lost and its EV retired.
-        s.on_sack(b.psn, ev_b, false, Time::from_us(70), Time::ZERO);
+        s.on_sack(b.psn, ev_b, false, 0, Time::from_us(70), Time::ZERO);
         assert_eq!(s.retired_evs, 1);
         let (a2, ev_a2) = s.next_packet(0, Time::from_us(70)).unwrap();
         assert_eq!((a2.psn, a2.retransmission), (a.psn, true));
         assert_ne!(ev_a2, ev_a);
-        s.on_sack(a.psn, ev_a2, false, Time::from_us(75), Time::ZERO);
-        s.on_sack(a.psn, ev_a, false, Time::from_us(76), Time::ZERO);
+        s.on_sack(a.psn, ev_a2, false, 0, Time::from_us(75), Time::ZERO);
+        s.on_sack(a.psn, ev_a, false, 0, Time::from_us(76), Time::ZERO);
         assert_eq!((s.retired_evs, s.spurious_losses), (0, 1), "the late first copy acquits its EV");
         assert!(!s.has_retired());
+    }
+
+    /// SACKs overtaking each other: the SACK of a later packet on the same
+    /// EV arrives first, but its cumulative ack covers the earlier packet.
+    #[test]
+    fn a_packet_the_cumulative_ack_covers_is_not_declared_lost() {
+        let mut s = sender(1);
+        s.post(40 * 1000, false);
+        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let (first, ev) = sent[0];
+        let (later, _) = *sent.iter().find(|(p, e)| *e == ev && p.psn > first.psn).unwrap();
+        s.on_sack(later.psn, ev, false, later.psn + 1, Time::ZERO, Time::ZERO);
+        s.on_cumulative_ack(later.psn + 1);
+        assert_eq!((s.retired_evs, s.spurious_losses), (0, 0));
+        assert!(s.next_packet(0, Time::ZERO).is_none(), "nothing to resend");
+    }
+
+    /// A packet declared lost is acknowledged cumulatively before it is
+    /// resent: its first copy arrived, and the EV blamed for it is put back.
+    #[test]
+    fn a_cumulative_ack_of_a_packet_declared_lost_and_not_yet_resent_restores_its_ev() {
+        let mut s = sender(1);
+        let ev = retire_one(&mut s);
+        s.on_cumulative_ack(1);
+        assert_eq!((s.retired_evs, s.spurious_losses), (0, 1));
+        assert!(s.planes[0].backup.contains(&ev));
     }
 
     #[test]
@@ -1283,16 +1317,16 @@ mod tests {
         let mut s = sender(1);
         s.post(40 * 1000, false);
         let sent: Vec<(DataPacket, u16)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
-        s.on_sack(sent[3].0.psn, sent[3].1, false, Time::from_us(13), Time::ZERO);
+        s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
         let wide = s.reorder_window();
         assert_eq!(wide, MrcConfig::default().reorder_window);
         // A timeout resends 0-2; 0's resent copy arrives, its first never did.
         s.on_timeout();
         let resent: Vec<(DataPacket, u16)> = (0..3).map(|_| s.next_packet(0, Time::from_us(400)).unwrap()).collect();
-        s.on_sack(resent[0].0.psn, resent[0].1, false, Time::from_us(410), Time::ZERO);
+        s.on_sack(resent[0].0.psn, resent[0].1, false, 0, Time::from_us(410), Time::ZERO);
         assert_eq!(s.reorder_window(), Time(wide.0 / 2));
         // 1's first copy turns up: that loss was not one.
-        s.on_sack(sent[1].0.psn, sent[1].1, false, Time::from_us(411), Time::ZERO);
+        s.on_sack(sent[1].0.psn, sent[1].1, false, 0, Time::from_us(411), Time::ZERO);
         assert_eq!(s.reorder_window(), wide);
     }
 }
