@@ -1,4 +1,4 @@
-"""`fabricsim reproduce`: every registered scenario loads and validates (quick overrides included), and one
+"""`fabricsim reproduce`: every registered scenario loads and validates (quick versions included), and one
 small experiment runs end to end through the command."""
 
 from __future__ import annotations
@@ -11,23 +11,15 @@ import pytest
 
 from fabricsim import _core
 from fabricsim.cli import main
-from fabricsim.reproduce import (
-    FIG4,
-    MRC,
-    REGISTRIES,
-    Experiment,
-    Phase,
-    Row,
-    Run,
-    _fig4_analysis,
-    _ms,
-    lost_packets,
-    phase_analysis,
-    run_experiment,
-)
+from fabricsim.experiments import PAPERS, paper_experiments
+from fabricsim.experiments.analysis import phase_analysis
+from fabricsim.experiments.framework import Experiment, Phase, Row, Run, run_experiment, scenarios_dir
+from fabricsim.experiments.mrc import FIG4, _fig4_analysis, _ms, lost_packets
 from fabricsim.results import Results
-from fabricsim.sweep import is_sweep, prepare
+from fabricsim.scenario import is_sweep
+from fabricsim.sweep import prepare
 
+MRC = paper_experiments("mrc")
 RUNS = [(exp, run) for exp in MRC for run in exp.runs]
 
 
@@ -36,7 +28,12 @@ def test_registry_keys_are_unique() -> None:
     assert len(keys) == len(set(keys))
     for exp in MRC:
         assert len({r.key for r in exp.runs}) == len(exp.runs), exp.key
-    assert set(REGISTRIES) == {"mrc"}
+    assert set(PAPERS) == {"mrc"}
+
+
+def test_unknown_paper_is_refused() -> None:
+    with pytest.raises(KeyError, match="no paper named 'nope'"):
+        paper_experiments("nope")
 
 
 @pytest.mark.parametrize("quick", [False, True])
@@ -47,6 +44,11 @@ def test_registered_scenario_validates(exp: Experiment, run: Run, quick: bool) -
     first = points[0].scenario if points else scenario
     resolved = json.loads(_core.resolve(json.dumps(first)))
     assert resolved["name"] == Path(run.scenario).stem
+
+
+def test_every_quick_file_is_a_registered_quick_version() -> None:
+    registered = {run.quick_scenario for _, run in RUNS if run.quick_scenario}
+    assert registered == {f"mrc/{p.name}" for p in (scenarios_dir() / "mrc").glob("*_quick.yaml")}
 
 
 def test_phase_analysis_reads_a_tiny_run(tmp_path: Path) -> None:

@@ -24,9 +24,10 @@ from rich.console import Console
 from rich.table import Table
 
 from . import _core
+from .experiments import PAPERS
 from .progress import ProgressBar
-from .scenario import builtin_scenario, load_scenario, path_safe, to_json
-from .sweep import is_sweep, prepare, run_points
+from .scenario import builtin_scenario, is_sweep, load_scenario, path_safe, to_json
+from .sweep import prepare, run_points
 
 if TYPE_CHECKING:
     from .results import Results
@@ -101,7 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     reproduce = commands.add_parser(
         "reproduce", help="rerun a paper's experiments and print the paper's numbers beside ours"
     )
-    reproduce.add_argument("paper", choices=("mrc",), help="which paper: mrc (mrc-srv6-multiplane.txt)")
+    papers = ", ".join(f"{key} ({text})" for key, text in PAPERS.items())
+    reproduce.add_argument("paper", choices=tuple(PAPERS), help=f"which paper: {papers}")
     reproduce.add_argument("--quick", action="store_true", help="the quick version of every experiment")
     reproduce.add_argument(
         "--out", type=Path, default=Path("reproduce-out"), help="output directory (default: reproduce-out)"
@@ -276,9 +278,10 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .reproduce import REGISTRIES, Experiment, Row, Run, reproduce
+    from .experiments import paper_experiments
+    from .experiments.framework import Experiment, Row, Run, reproduce
 
-    keys = {e.key for e in REGISTRIES[args.paper]}
+    keys = {e.key for e in paper_experiments(args.paper)}
     unknown = sorted(set(args.only) - keys)
     if unknown:
         known = ", ".join(sorted(keys))

@@ -10,8 +10,7 @@ from . import _core
 from ._core import ScenarioError
 from .progress import ProgressBar
 from .results import Results
-from .scenario import Overrides, load_scenario, to_json
-from .sweep import is_sweep
+from .scenario import Overrides, is_sweep, load_scenario, to_json
 
 __all__ = ["run", "run_loaded"]
 

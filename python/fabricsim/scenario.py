@@ -8,6 +8,9 @@ fills defaults); this module only assembles the dict that is handed to it:
    are merged on top (mappings merge key by key, everything else is replaced);
 2. overrides are applied last, each a dotted path into the merged dict, with
    integer segments indexing lists (`traffic.0.bytes=1MB`).
+
+A scenario with a `sweep` section stands for several runs; `fabricsim.sweep`
+expands it, and a single run refuses it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ._core import ScenarioError
 __all__ = [
     "builtin_scenario",
     "deep_merge",
+    "is_sweep",
     "load_scenario",
     "parse_override",
     "path_safe",
@@ -37,6 +41,7 @@ __all__ = [
 # Written into a run directory's scenario.json so a result names the code that
 # made it; dropped again on input so that file can be run as a scenario.
 VERSION_KEY = "fabricsim_version"
+SWEEP_KEY = "sweep"
 
 ScenarioSource = str | Path | Mapping[str, Any]
 Overrides = Iterable[str] | Mapping[str, Any] | None
@@ -48,6 +53,11 @@ def builtin_scenario(name: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"no built-in scenario named {name!r}")
     return path
+
+
+def is_sweep(scenario: Mapping[str, Any]) -> bool:
+    """Whether a loaded scenario has a `sweep` section (a resolved scenario's `sweep: null` is none)."""
+    return scenario.get(SWEEP_KEY) is not None
 
 
 def load_scenario(source: ScenarioSource, overrides: Overrides = None) -> dict[str, Any]:

@@ -33,16 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import _core
 from ._core import ScenarioError
-from .scenario import Overrides, load_scenario, path_safe, set_dotted, to_json
+from .scenario import SWEEP_KEY, Overrides, is_sweep, load_scenario, path_safe, set_dotted, to_json
 
 if TYPE_CHECKING:
     import polars as pl
 
     from .results import Results
 
-__all__ = ["SweepPoint", "SweepResults", "expand", "is_sweep", "prepare", "run_points", "sweep", "value_label"]
+__all__ = ["SweepPoint", "SweepResults", "expand", "prepare", "run_points", "sweep", "value_label"]
 
-SWEEP_KEY = "sweep"
 SWEEP_COLUMNS = ("sweep_index", "sweep_parameter", "sweep_value")
 # Run directories of a sweep: three or more digits, an underscore, the value.
 _RUN_DIR = re.compile(r"^\d{3,}_")
@@ -74,11 +73,6 @@ def value_label(value: Any) -> str:
     if value is None or isinstance(value, bool | int | float):
         return json.dumps(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-
-
-def is_sweep(scenario: Mapping[str, Any]) -> bool:
-    """Whether a loaded scenario has a `sweep` section (a resolved scenario's `sweep: null` is none)."""
-    return scenario.get(SWEEP_KEY) is not None
 
 
 def expand(scenario: Mapping[str, Any]) -> tuple[str, list[SweepPoint]]:

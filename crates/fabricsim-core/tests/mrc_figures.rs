@@ -3,7 +3,7 @@
 //! one RoCE QP on a ring all-reduce, with and without loss) and Fig 9 (a
 //! NIC-T0 link down costs one plane's share and comes back; a T0-T1 link
 //! down costs almost nothing). The full-scale runs are
-//! `fabricsim reproduce mrc` (python/fabricsim/reproduce.py).
+//! `fabricsim reproduce mrc` (python/fabricsim/experiments/mrc.py).
 
 mod common;
 

@@ -1,261 +1,38 @@
-"""`fabricsim reproduce mrc`: rerun the MRC paper's experiments and set our numbers beside the paper's.
+"""The MRC paper (mrc-srv6-multiplane.txt): the experiment of each reproduced figure and its analysis.
 
-Each experiment of the registry (`MRC`) names the scenario files of one
-figure (scenarios/mrc/), the overrides of its quick version, and how to read
-the figure's metric out of the run outputs: bus bandwidth per size for the
-collective figures, mean throughput per phase of a failure for the
-time-series figures. Everything simulated is in the scenario files; this
-module only runs them and analyses what they return.
+Each experiment names the scenario files of one figure (scenarios/mrc/), the
+quick version of each, and how to read the figure's metric out of the run
+outputs: bus bandwidth per size for the collective figures, mean throughput
+per phase of a failure for the time-series figures, and the EV log and EV
+telemetry for the figures on paths. Everything simulated is in the scenario
+files; this module only names them and analyses what they return.
 
-Output directory (default `reproduce-out/`): one directory per experiment
-with one run (or sweep) directory per scenario, `summary.csv` and
-`summary.md` (paper against fabricsim, row by row), and a `summary.md` of
-every experiment at the top.
-
-Adding an experiment: write its scenario files (a header comment citing the
-figure and the paper's result), then append an `Experiment` to `MRC` with a `Run` per file
-and an analysis: `collective_analysis` for size sweeps, `phase_analysis` for
-throughput phases, or a function of your own returning `Row`s.
+Adding a figure: write its scenario files (a header comment citing the
+figure and the paper's result; a `_quick` file that includes the full one
+when the quick version changes a schedule), then append an `Experiment` to
+`EXPERIMENTS` with a `Run` per file and an analysis: `collective_analysis`
+for size sweeps, `phase_analysis` for throughput phases, or a function of
+your own returning `Row`s.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
 
 import polars as pl
 
-from .results import Results, nccl_rows
-from .runner import run_loaded
-from .scenario import load_scenario
-from .sweep import SweepResults, is_sweep, prepare, run_points
+from ..results import Results
+from .analysis import (
+    collective_analysis,
+    host_throughput,
+    phase_analysis,
+    size_bytes,
+    window_mean,
+    window_min,
+)
+from .framework import Experiment, Outcome, Phase, Row, Run
 
-__all__ = [
-    "MRC",
-    "REGISTRIES",
-    "Experiment",
-    "Phase",
-    "Row",
-    "Run",
-    "collective_analysis",
-    "phase_analysis",
-    "reproduce",
-    "run_experiment",
-    "scenarios_dir",
-]
-
-Outcome = Results | SweepResults
-
-
-def scenarios_dir() -> Path:
-    """The repository's scenarios/ directory (the registry's files are relative to it)."""
-    return Path(__file__).resolve().parents[2] / "scenarios"
-
-
-@dataclass(frozen=True)
-class Run:
-    """One scenario file of an experiment; `quick` are the dotted overrides of its quick version.
-
-    `overrides` apply to both versions (e.g. a seed), the quick ones on top.
-    """
-
-    key: str
-    label: str
-    scenario: str
-    quick: Mapping[str, Any] = field(default_factory=dict)
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-
-    def load(self, quick: bool = False, root: Path | None = None) -> dict[str, Any]:
-        """The scenario dict, with the quick overrides when `quick`."""
-        changes = {**self.overrides, **(self.quick if quick else {})}
-        return load_scenario((root or scenarios_dir()) / self.scenario, changes or None)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of an experiment's comparison: the metric, the paper's value and ours."""
-
-    metric: str
-    paper: str
-    ours: str
-    value: float | None = None
-
-
-@dataclass(frozen=True)
-class Phase:
-    """A window of a time-series run [start_ms, end_ms) and what the paper reports for it."""
-
-    label: str
-    start_ms: float
-    end_ms: float
-    paper: str
-
-
-Analysis = Callable[["Experiment", Mapping[str, Outcome], bool], list[Row]]
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A figure: its runs, and how to compare them with the paper."""
-
-    key: str
-    figure: str
-    title: str
-    runs: tuple[Run, ...]
-    analyse: Analysis
-    phases: tuple[Phase, ...] = ()
-    quick_phases: tuple[Phase, ...] | None = None
-    hosts: tuple[str, ...] = ()
-    note: str = ""
-    # Whether the last phase returns to the first phase's conditions (then the recovery time is reported).
-    recovers: bool = True
-
-    def phases_for(self, quick: bool) -> tuple[Phase, ...]:
-        """The phases of the full or the quick version."""
-        return self.quick_phases if quick and self.quick_phases is not None else self.phases
-
-
-# --- analyses ---------------------------------------------------------------------------------------------------
-
-GB_S = "GB/s"
-
-
-def busbw_by_size(sweep: SweepResults) -> dict[str, float]:
-    """Mean bus bandwidth in GB/s (nccl-tests' unit) per swept size label."""
-    rows = nccl_rows(sweep.collectives)
-    return {str(r["value"]): float(r["busbw"]) for r in rows.iter_rows(named=True) if r["busbw"] is not None}
-
-
-def collective_analysis(claims: Sequence[tuple[str, str, str, str, str]]) -> Analysis:
-    """Bus bandwidth per size and run, then each claim (metric, paper, run a, run b or '', size rule).
-
-    A claim compares bus bandwidth at the largest or smallest size
-    (`largest`/`smallest`): with run b, ours is a / b; without, a's busbw.
-    """
-
-    def analyse(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-        table = {key: busbw_by_size(o) for key, o in outcomes.items() if isinstance(o, SweepResults)}
-        rows = []
-        labels = {r.key: r.label for r in exp.runs}
-        for key, sizes in table.items():
-            text = ", ".join(f"{size}: {bw:.2f}" for size, bw in sizes.items())
-            rows.append(Row(f"busbw {labels[key]}", "", f"{text} {GB_S}", max(sizes.values(), default=None)))
-        for metric, paper, a, b, which in claims:
-            if a not in table or (b and b not in table) or not table[a]:
-                continue
-            size = _pick_size(list(table[a]), which)
-            va = table[a].get(size)
-            vb = table[b].get(size) if b else None
-            if va is None or (b and not vb):
-                continue
-            if b and vb:
-                rows.append(Row(f"{metric} @ {size}", paper, f"{va / vb:.2f}", va / vb))
-            else:
-                rows.append(Row(f"{metric} @ {size}", paper, f"{va:.2f} {GB_S}", va))
-        return rows
-
-    return analyse
-
-
-def _size_bytes(label: str) -> float:
-    units = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9, "B": 1}
-    for unit, scale in units.items():
-        if label.endswith(unit):
-            return float(label[: -len(unit)]) * scale
-    return float(label)
-
-
-def _pick_size(sizes: list[str], which: str) -> str:
-    ordered = sorted(sizes, key=_size_bytes)
-    return ordered[-1] if which == "largest" else ordered[0]
-
-
-def host_throughput(results: Results, hosts: Sequence[str]) -> pl.DataFrame:
-    """Receive goodput (Gb/s) per sample time, the mean over `hosts`: columns time_ms, gbps."""
-    ts = results.timeseries
-    if ts.is_empty():
-        return pl.DataFrame(schema={"time_ms": pl.Float64, "gbps": pl.Float64})
-    return (
-        ts.filter(pl.col("metric") == "rx_goodput_bps", pl.col("entity").is_in(list(hosts)))
-        .group_by("time_s")
-        .agg((pl.col("value").mean() / 1e9).alias("gbps"))
-        .sort("time_s")
-        .select((pl.col("time_s") * 1e3).alias("time_ms"), "gbps")
-    )
-
-
-def window_mean(series: pl.DataFrame, start_ms: float, end_ms: float) -> float | None:
-    """Mean of the samples taken in (start_ms, end_ms]; None when there are none."""
-    part = series.filter((pl.col("time_ms") > start_ms + 1e-9) & (pl.col("time_ms") <= end_ms + 1e-9))
-    return None if part.is_empty() else float(part["gbps"].mean())  # type: ignore[arg-type]
-
-
-def window_min(series: pl.DataFrame, start_ms: float, end_ms: float) -> float | None:
-    """Lowest sample in (start_ms, end_ms]."""
-    part = series.filter((pl.col("time_ms") > start_ms + 1e-9) & (pl.col("time_ms") <= end_ms + 1e-9))
-    return None if part.is_empty() else float(part["gbps"].min())  # type: ignore[arg-type]
-
-
-def recovery_ms(series: pl.DataFrame, after_ms: float, level: float) -> float | None:
-    """Time from `after_ms` until the first sample from which throughput stays at or above `level`."""
-    part = series.filter(pl.col("time_ms") > after_ms + 1e-9)
-    if part.is_empty():
-        return None
-    times, values = part["time_ms"].to_list(), part["gbps"].to_list()
-    for i, t in enumerate(times):
-        if all(v >= level for v in values[i:]):
-            return float(t - after_ms)
-    return None
-
-
-def phase_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-    """Mean throughput of the experiment's hosts per phase (and relative to the first phase), per run.
-
-    Also the lowest sample of each phase after the first, and how long after
-    the start of the last phase the throughput is back within 5% of the
-    first phase's, for good.
-    """
-    rows: list[Row] = []
-    phases = exp.phases_for(quick)
-    for run in exp.runs:
-        outcome = outcomes.get(run.key)
-        if not isinstance(outcome, Results):
-            continue
-        series = host_throughput(outcome, exp.hosts)
-        prefix = f"{run.label}: " if len(exp.runs) > 1 else ""
-        base = window_mean(series, phases[0].start_ms, phases[0].end_ms) if phases else None
-        for i, phase in enumerate(phases):
-            mean = window_mean(series, phase.start_ms, phase.end_ms)
-            if mean is None:
-                continue
-            share = f" ({mean / base:.0%})" if base else ""
-            rows.append(Row(f"{prefix}{phase.label}", phase.paper, f"{mean:.0f} Gb/s{share}", mean))
-            if i > 0:
-                low = window_min(series, phase.start_ms - 0.5, phase.end_ms)
-                if low is not None:
-                    rows.append(
-                        Row(f"{prefix}{phase.label}: lowest sample around the change", "", f"{low:.0f} Gb/s", low)
-                    )
-        if base and len(phases) > 1 and exp.recovers:
-            last = phases[-1]
-            back = recovery_ms(series, last.start_ms - _settle(phases), 0.95 * base)
-            text = "never" if back is None else f"{back:.1f} ms"
-            rows.append(Row(f"{prefix}back within 5% of baseline after the last change", "", text, back))
-    return rows
-
-
-def _settle(phases: Sequence[Phase]) -> float:
-    # Phases start a little after the event that opens them; the event is this much earlier.
-    return phases[-1].start_ms - round(phases[-1].start_ms)
-
-
-# --- the registry -----------------------------------------------------------------------------------------------
+__all__ = ["EXPERIMENTS", "ev_packets", "lost_packets"]
 
 LOSSES = (("0", ""), ("0.1%", "_loss0.1pct"), ("1%", "_loss1pct"))
 TRANSPORTS = (("roce_1qp", "RoCE 1 QP"), ("roce_16qp", "RoCE 16 QPs"), ("mrc_1qp", "MRC 1 QP"))
@@ -263,7 +40,12 @@ TRANSPORTS = (("roce_1qp", "RoCE 1 QP"), ("roce_16qp", "RoCE 16 QPs"), ("mrc_1qp
 
 def _collective_runs(prefix: str, quick_sizes: list[str]) -> tuple[Run, ...]:
     return tuple(
-        Run(f"{t}{suffix}", f"{label}, loss {loss}", f"mrc/{prefix}_{t}{suffix}.yaml", {"sweep.values": quick_sizes})
+        Run(
+            f"{t}{suffix}",
+            f"{label}, loss {loss}",
+            f"mrc/{prefix}_{t}{suffix}.yaml",
+            quick={"sweep.values": quick_sizes},
+        )
         for t, label in TRANSPORTS
         for loss, suffix in LOSSES
     )
@@ -312,27 +94,7 @@ FIG9A = Experiment(
     "Fig 9a",
     "T0-local bidirectional 4-QP transfer, 8 x 100G planes; nic0's NIC-T0 links go down one by one, then come back",
     (
-        Run(
-            "mrc",
-            "MRC 4 QPs",
-            "mrc/fig9a_nic_t0_links_down.yaml",
-            {
-                "duration": "9ms",
-                "faults": [
-                    {"kind": kind, "at": f"{at}ms", "nic": 0, "port": port}
-                    for kind, at, port in (
-                        ("nic_port_down", 1, 0),
-                        ("nic_port_down", 2, 1),
-                        ("nic_port_down", 3, 2),
-                        ("nic_port_down", 4, 3),
-                        ("nic_port_up", 5, 3),
-                        ("nic_port_up", 6, 2),
-                        ("nic_port_up", 7, 1),
-                        ("nic_port_up", 8, 0),
-                    )
-                ],
-            },
-        ),
+        Run("mrc", "MRC 4 QPs", "mrc/fig9a_nic_t0_links_down.yaml", "mrc/fig9a_nic_t0_links_down_quick.yaml"),
     ),
     phase_analysis,
     phases=tuple(
@@ -621,7 +383,7 @@ FIG12 = Experiment(
     "Figs 12, 13",
     "cross-T1 bidirectional write, 8 x 100G planes, 16 paths (one active and one backup EV per plane); "
     "one EV drops 20% of its packets from mid-run",
-    (Run("mrc", "MRC 1 QP each way", "mrc/fig12_ev_packet_drop.yaml", {"duration": "4ms", "faults.0.at": "2ms"}),),
+    (Run("mrc", "MRC 1 QP each way", "mrc/fig12_ev_packet_drop.yaml", "mrc/fig12_ev_packet_drop_quick.yaml"),),
     _fig12_analysis,
     hosts=("nic0", "nic4"),
     note="time scaled 1/1000 (drops from 5 ms of 10 ms; quick: from 2 ms of 4 ms)",
@@ -690,7 +452,7 @@ def _fig4_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
         qps = log["qp"].n_unique() if not log.is_empty() else 0
         lost = lost_packets(outcome)
         total = float(lost["packets"].sum()) if lost.height else 0.0
-        mtu = _size_bytes(str(outcome.scenario["nic"]["mtu"]))
+        mtu = size_bytes(str(outcome.scenario["nic"]["mtu"]))
         dropped = float(summary.get("dropped_payload_bytes") or 0) / mtu
         per_qp = lost.group_by("qp").agg(pl.col("packets").sum())
         worst = float(per_qp["packets"].max()) if per_qp.height else 0.0  # type: ignore[arg-type]
@@ -779,9 +541,7 @@ FIG4 = Experiment(
     "four 16-rank all-to-all jobs ramp up 1 ms apart over a fabric with four T0-T1 links down, "
     "no denylist; then with Clustermapper feeding the denylist",
     tuple(
-        Run(
-            key, label, f"mrc/{file}.yaml", {"duration": "4ms", **{f"jobs.{k}.start": f"{k * 0.5}ms" for k in range(4)}}
-        )
+        Run(key, label, f"mrc/{file}.yaml", f"mrc/{file}_quick.yaml")
         for key, label, file in (
             ("no_denylist", "no denylist", "fig4_startup_losses"),
             ("clustermapper", "Clustermapper + denylist", "fig4_startup_losses_clustermapper"),
@@ -828,7 +588,7 @@ FIG18 = Experiment(
     "Figs 18, 21",
     "7-to-1 cross-spine incast to nic0 plus a victim flow nic15 -> nic1 (same rack as the target), 400G",
     tuple(
-        Run(key, label, f"mrc/{file}.yaml", {"duration": "1.5ms"})
+        Run(key, label, f"mrc/{file}.yaml", quick={"duration": "1.5ms"})
         for key, label, file in (
             ("roce_pfc", "RoCE PFC only (21a)", "fig21_incast_victim_roce_pfc"),
             ("roce_dcqcn_1qp", "RoCE DCQCN 1 QP (18a)", "fig18_incast_victim_roce_dcqcn_1qp"),
@@ -875,115 +635,18 @@ FIG20 = Experiment(
     note="the quick version is the full one (each run takes a fraction of a second)",
 )
 
-MRC: tuple[Experiment, ...] = (FIG16, FIG17, FIG9A, FIG9B, FIG9C, FIG9D, FIG10, FIG11, FIG12, FIG14, FIG4, FIG18, FIG20)
-REGISTRIES: dict[str, tuple[Experiment, ...]] = {"mrc": MRC}
-
-
-# --- running ----------------------------------------------------------------------------------------------------
-
-
-def run_experiment(
-    exp: Experiment,
-    out: Path | None,
-    quick: bool = False,
-    on_run: Callable[[Run, float], None] | None = None,
-    root: Path | None = None,
-) -> tuple[list[Row], float]:
-    """Runs every scenario of `exp`, each written under `out/<exp.key>/` when `out` is given; rows and wall time."""
-    start = time.perf_counter()
-    outcomes: dict[str, Outcome] = {}
-    for run in exp.runs:
-        began = time.perf_counter()
-        scenario = run.load(quick, root)
-        outcome: Outcome
-        if is_sweep(scenario):
-            parameter, points = prepare(scenario)
-            outcome = run_points(parameter, points)
-        else:
-            outcome = run_loaded(scenario)
-        outcomes[run.key] = outcome
-        if out is not None:
-            outcome.write(out / exp.key / run.key, overwrite=True, csv=True)
-        if on_run is not None:
-            on_run(run, time.perf_counter() - began)
-    rows = exp.analyse(exp, outcomes, quick)
-    wall = time.perf_counter() - start
-    if out is not None:
-        write_summary(out / exp.key, exp, rows, quick, wall)
-    return rows, wall
-
-
-def summary_markdown(exp: Experiment, rows: Sequence[Row], quick: bool, wall_s: float) -> str:
-    """The comparison of one experiment as a markdown section."""
-    lines = [
-        f"## {exp.figure}: {exp.title}",
-        "",
-        f"Version: {'quick' if quick else 'full'}; wall time {wall_s:.1f} s."
-        + (f" Note: {exp.note}." if exp.note else ""),
-        "",
-        "| metric | paper | fabricsim |",
-        "|---|---|---|",
-    ]
-    lines += [f"| {r.metric} | {r.paper} | {r.ours} |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
-def write_summary(directory: Path, exp: Experiment, rows: Sequence[Row], quick: bool, wall_s: float) -> None:
-    """Writes `summary.csv` and `summary.md` of one experiment into `directory`."""
-    directory.mkdir(parents=True, exist_ok=True)
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["figure", "metric", "paper", "fabricsim", "value"])
-    for r in rows:
-        writer.writerow([exp.figure, r.metric, r.paper, r.ours, "" if r.value is None else r.value])
-    (directory / "summary.csv").write_text(buffer.getvalue(), encoding="utf-8")
-    (directory / "summary.md").write_text(summary_markdown(exp, rows, quick, wall_s), encoding="utf-8")
-
-
-def reproduce(
-    registry: str,
-    out: Path | None,
-    quick: bool = False,
-    only: Sequence[str] = (),
-    on_experiment: Callable[[Experiment, list[Row], float], None] | None = None,
-    on_run: Callable[[Run, float], None] | None = None,
-) -> dict[str, tuple[list[Row], float]]:
-    """Runs the experiments of a registry (or those named in `only`); rows and wall time per experiment key."""
-    if registry not in REGISTRIES:
-        raise KeyError(f"no registry named {registry!r}; known: {', '.join(REGISTRIES)}")
-    experiments = [e for e in REGISTRIES[registry] if not only or e.key in only]
-    unknown = set(only) - {e.key for e in REGISTRIES[registry]}
-    if unknown:
-        raise KeyError(f"unknown experiment(s) {', '.join(sorted(unknown))}")
-    results: dict[str, tuple[list[Row], float]] = {}
-    for exp in experiments:
-        rows, wall = run_experiment(exp, out, quick, on_run)
-        results[exp.key] = (rows, wall)
-        if on_experiment is not None:
-            on_experiment(exp, rows, wall)
-    if out is not None:
-        sections = [
-            summary_markdown(exp, results[exp.key][0], quick, results[exp.key][1])
-            for exp in experiments
-            if exp.key in results
-        ]
-        total = sum(w for _, w in results.values())
-        head = f"# fabricsim reproduce {registry}{' --quick' if quick else ''}\n\nTotal wall time {total:.1f} s.\n\n"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.md").write_text(head + "\n".join(sections), encoding="utf-8")
-        (out / "summary.json").write_text(
-            json.dumps(
-                {
-                    "registry": registry,
-                    "quick": quick,
-                    "wall_s": total,
-                    "experiments": {
-                        k: {"wall_s": w, "rows": [r.__dict__ for r in rows]} for k, (rows, w) in results.items()
-                    },
-                },
-                indent=2,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
-    return results
+EXPERIMENTS: tuple[Experiment, ...] = (
+    FIG16,
+    FIG17,
+    FIG9A,
+    FIG9B,
+    FIG9C,
+    FIG9D,
+    FIG10,
+    FIG11,
+    FIG12,
+    FIG14,
+    FIG4,
+    FIG18,
+    FIG20,
+)

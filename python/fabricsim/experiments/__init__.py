@@ -1,0 +1,29 @@
+"""The papers `fabricsim reproduce` reruns: one module per paper, named by the paper's key.
+
+A paper's module (`mrc.py`) defines `EXPERIMENTS`, the experiments of its
+figures in the order they run; `framework.py` runs them and writes the
+comparison with the paper. Adding a paper: its scenario files under
+scenarios/<key>/, a module `<key>.py` beside `mrc.py`, and its line in
+`PAPERS`. A paper's module is imported only when the paper runs, which keeps
+polars out of the `fabricsim` command's start.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .framework import Experiment
+
+__all__ = ["PAPERS", "paper_experiments"]
+
+# Paper key (the argument of `fabricsim reproduce`) -> the paper's text.
+PAPERS: dict[str, str] = {"mrc": "mrc-srv6-multiplane.txt"}
+
+
+def paper_experiments(paper: str) -> tuple[Experiment, ...]:
+    """The experiments of a registered paper, in the order they run."""
+    if paper not in PAPERS:
+        raise KeyError(f"no paper named {paper!r}; known: {', '.join(PAPERS)}")
+    return tuple(import_module(f"{__name__}.{paper}").EXPERIMENTS)
