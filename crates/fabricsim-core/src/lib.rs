@@ -16,6 +16,7 @@
 //! - `sim`: the `Simulation` that owns everything and runs the loop.
 
 pub mod error;
+pub mod ids;
 pub mod tagged;
 pub mod units;
 

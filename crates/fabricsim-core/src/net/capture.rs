@@ -276,7 +276,6 @@ mod tests {
             payload,
             wire: headers::data_wire(IpVersion::Ipv6, payload as u32, first) as u16,
             port: 0,
-            shifts: 0,
             ports_up: 0xFF,
             ack: 0,
             echo: 0,

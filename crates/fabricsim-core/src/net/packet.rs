@@ -79,8 +79,6 @@ pub struct Packet {
     /// event names only the packet); in a switch's queue, the port it
     /// entered by, for PFC ingress accounting.
     pub port: u32,
-    /// SRv6: uSIDs shifted out of the destination address so far.
-    pub shifts: u8,
     /// The sending NIC's ports that are up, one bit per port: MRC's port
     /// state bitmap, which SACKs carry to the other end (s3).
     pub ports_up: u8,
@@ -108,7 +106,6 @@ impl Packet {
             payload: 0,
             wire: wire as u16,
             port: NO_PORT,
-            shifts: 0,
             ports_up: 0,
             ack: 0,
             echo: 0,
@@ -130,24 +127,66 @@ impl Packet {
 
 pub const NO_PORT: u32 = u32::MAX;
 
-/// Owns every packet in flight; ids stay valid until `free`.
+/// uSIDs after a 32-bit locator block in a 128-bit address.
+pub const USIDS: usize = 6;
+
+/// The uSIDs of a packet's SRv6 outer destination address after its
+/// locator block: each switch on the path shifts its own out (uN).
+pub type Usids = [u16; USIDS];
+
+/// Owns every packet in flight; ids stay valid until `free`. In a fabric
+/// that forwards by SRv6, each packet also carries its outer destination
+/// address's uSIDs, kept beside the packet record so that the records of
+/// other fabrics stay 40 bytes.
 #[derive(Default)]
 pub struct PacketPool {
     slots: Vec<Packet>,
+    /// The uSIDs of each slot's packet, when packets are source-routed.
+    usids: Vec<Usids>,
+    source_routed: bool,
     free: Vec<u32>,
     live: usize,
 }
 
 impl PacketPool {
+    /// A pool whose packets carry SRv6 uSIDs.
+    pub fn source_routed() -> PacketPool {
+        PacketPool { source_routed: true, ..PacketPool::default() }
+    }
+
+    #[inline]
     pub fn alloc(&mut self, packet: Packet) -> PacketId {
+        self.alloc_routed(packet, [0; USIDS])
+    }
+
+    /// Allocates a packet carrying `usids` (ignored unless source-routed;
+    /// all zero for a packet with no path, which its first switch drops).
+    #[inline(always)]
+    pub fn alloc_routed(&mut self, packet: Packet, usids: Usids) -> PacketId {
         self.live += 1;
         if let Some(i) = self.free.pop() {
             self.slots[i as usize] = packet;
+            if self.source_routed {
+                self.usids[i as usize] = usids;
+            }
             PacketId(i)
         } else {
             self.slots.push(packet);
+            if self.source_routed {
+                self.usids.push(usids);
+            }
             PacketId(self.slots.len() as u32 - 1)
         }
+    }
+
+    /// The uSIDs packet `id` carries (all zero unless source-routed).
+    pub fn usids(&self, id: PacketId) -> Usids {
+        self.usids.get(id.0 as usize).copied().unwrap_or([0; USIDS])
+    }
+
+    /// The uSIDs of a packet of a source-routed pool, for a switch to shift.
+    pub fn usids_mut(&mut self, id: PacketId) -> &mut Usids {
+        &mut self.usids[id.0 as usize]
     }
 
     pub fn free(&mut self, id: PacketId) {

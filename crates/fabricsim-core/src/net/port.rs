@@ -166,6 +166,7 @@ impl Port {
         }
     }
 
+    #[inline]
     pub fn enqueue(&mut self, class: usize, id: PacketId, wire: u32) {
         self.queues[class].push_back(id);
         self.queue_bytes[class] += wire as u64;

@@ -1,12 +1,11 @@
-//! NIC parameters and per-port QP scheduling.
-//!
-//! Each NIC port has a transmit queue for control packets (in the port's
-//! high class) and a round-robin list of QPs with data to send on it; the
-//! scheduler gives each QP `batch` packets per turn (per-packet round robin
-//! by default), skipping QPs whose congestion controller has not yet
-//! allowed their next packet.
+//! The NIC below its transports: its parameters, the record it keeps of
+//! each QP (`qp`), and which QP sends next on each port (`scheduler`).
 
-use std::collections::VecDeque;
+mod qp;
+mod scheduler;
+
+pub use qp::Qp;
+pub use scheduler::{Pick, PortScheduler};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -34,17 +33,4 @@ impl Default for NicConfig {
     fn default() -> Self {
         NicConfig { mtu: Bytes(4096), ip: IpVersion::Ipv6, batch: 1, remap_delay: Time::ZERO }
     }
-}
-
-/// Scheduling state of one NIC port.
-#[derive(Clone, Debug, Default)]
-pub struct PortScheduler {
-    /// QPs with data for this port, in round-robin order.
-    pub ready: VecDeque<u32>,
-    /// Packets the QP at the front has sent in its current turn.
-    pub batch_used: u32,
-    /// A wake-up is scheduled for a paced QP at this time.
-    pub wake_at: Option<Time>,
-    /// The NIC knows this port is down and sends nothing on it.
-    pub known_down: bool,
 }

@@ -4,35 +4,33 @@
 use super::report::Samples;
 use std::collections::HashMap;
 
-use super::jobs::{Jobs, INTRA_HOST};
-use super::{Connection, Event, Flow, MrcQp, Qp, QpTransport, Simulation, SwitchState, Totals};
-use crate::cc::Dcqcn;
+use super::jobs::Jobs;
+use super::recorder::Recorder;
+use super::{Connection, Event, Flow, Simulation, SwitchState, Totals};
 use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults;
+use crate::ids::{Arena, ConnectionId, FlowId, JobId, QpId};
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
-use crate::nic::PortScheduler;
+use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, NodeRole};
-use crate::transport::mrc::{EvSet, MrcConfig, MrcReceiver, MrcSender};
-use crate::transport::{RoceConfig, RoceReceiver, RoceSender, TransportSpec};
-use crate::units::Time;
+use crate::transport::{
+    CustomTransport, EvSet, Framing, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
+};
+use crate::units::{Rate, Time};
 use crate::workload::{self, program, split_evenly};
 
 /// Random-stream keys, one per kind of entity.
 pub(super) const STREAM_PORT: u64 = 0x9027;
 const STREAM_ECMP: u64 = 0xEC39;
-const STREAM_QP: u64 = 0x0A9;
 
-pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
+pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Result<Simulation, ScenarioError> {
     let topo = scenario.topology.build()?;
-    let (roce, mrc) = match scenario.transport.clone() {
-        TransportSpec::Rocev2(roce) => (roce, None),
-        TransportSpec::Mrc(mrc) => (RoceConfig::default(), Some(mrc)),
-    };
+    let factory = custom.map_or_else(|| QpFactory::new(&scenario.transport), QpFactory::Custom);
     let seed = scenario.seed;
     let adjacency = topo.adjacency();
 
@@ -109,12 +107,18 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         Forwarding::Ecmp => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, |p| ports[p.0 as usize].node)?),
     };
-    let encap = if srv6.is_some() { headers::SRV6_OUTER } else { 0 };
+    let framing = Framing { ip: scenario.nic.ip, encap: if srv6.is_some() { headers::SRV6_OUTER } else { 0 } };
 
     let flow_specs = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
-    let mut links =
-        Links { qps: Vec::new(), connections: Vec::new(), seed, mrc: mrc.clone(), mtu: scenario.nic.mtu.0 as u32 };
-    let mut flows = Vec::with_capacity(flow_specs.len());
+    let mut links = Links {
+        qps: Arena::default(),
+        connections: Arena::default(),
+        seed,
+        factory,
+        framing,
+        mtu: scenario.nic.mtu.0 as u32,
+    };
+    let mut flows = Arena::<FlowId, Flow>::default();
     for (f, spec) in flow_specs.iter().enumerate() {
         if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
             return invalid("traffic", format!("flow {f} uses a NIC without ports"));
@@ -139,7 +143,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
     let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
     // One connection per (job, channel, QP count, source NIC, destination
     // NIC): NCCL opens connections per communicator and channel.
-    let mut by_key: HashMap<(u32, u32, u32, NodeId, NodeId), u32> = HashMap::new();
+    let mut by_key: HashMap<(u32, u32, u32, NodeId, NodeId), ConnectionId> = HashMap::new();
     let mut transfer_conn = Vec::with_capacity(program.transfers.len());
     for t in &program.transfers {
         let run = &program.collectives[t.collective as usize];
@@ -151,7 +155,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
             _ => false,
         };
         if same_host {
-            transfer_conn.push(INTRA_HOST);
+            transfer_conn.push(None);
             continue;
         }
         let key = (job, t.channel, run.qps, src, dst);
@@ -163,7 +167,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
                 c
             }
         };
-        transfer_conn.push(conn);
+        transfer_conn.push(Some(conn));
     }
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
@@ -202,11 +206,11 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         .collect::<Result<Vec<_>, _>>()?;
 
     let mut events = EventQueue::default();
-    for (f, flow) in flows.iter().enumerate() {
-        events.schedule(flow.start, Event::FlowStart(f as u32));
+    for (f, flow) in flows.enumerate() {
+        events.schedule(flow.start, Event::FlowStart(f));
     }
     for (j, job) in jobs.program.jobs.iter().enumerate() {
-        events.schedule(job.start, Event::JobStart(j as u32));
+        events.schedule(job.start, Event::JobStart(JobId(j as u32)));
     }
     for (i, (at, _)) in fault_actions.iter().enumerate() {
         events.schedule(*at, Event::Fault(i as u32));
@@ -256,24 +260,24 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
             Some(super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes))
         }
     };
+    let recorder = Recorder::new(scenario.telemetry.ev_activity, scenario.telemetry.ev_log, capture);
     let mut sim = Simulation {
-        roce,
-        mrc: mrc.unwrap_or_default(),
         events,
-        pool: PacketPool::default(),
+        pool: if srv6.is_some() { PacketPool::source_routed() } else { PacketPool::default() },
         port_rng,
         switches,
         sched: vec![PortScheduler::default(); n_ports],
         nic_rx_payload: vec![0; n_nodes],
         routes,
         srv6,
-        encap,
+        framing,
         work_left: flows.len() + jobs.program.jobs.len(),
         total_bytes: flows.iter().map(|f| f.bytes).sum::<u64>() + jobs.total_bytes(),
         qps: links.qps,
         connections: links.connections,
-        messages: Vec::new(),
+        messages: Arena::default(),
         flows,
+        actions: Vec::new(),
         jobs,
         faults: fault_actions,
         headroom,
@@ -281,9 +285,7 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         samples: Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
         telemetry_ports,
         telemetry_hosts,
-        capture,
-        ev_log: None,
-        ev_activity: scenario.telemetry.ev_activity.then(Default::default),
+        recorder,
         ev_loss: Vec::new(),
         mapper,
         denied_links,
@@ -292,13 +294,13 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         topo,
         scenario,
     };
-    for f in 0..sim.flows.len() {
+    for f in sim.flows.ids() {
         sim.flows[f].ideal = sim.ideal_fct(f);
     }
     for c in 0..sim.jobs.program.collectives.len() {
         sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
     }
-    if sim.scenario.telemetry.ev_log {
+    if sim.recorder.logs_evs() {
         sim.start_ev_log();
     }
     sim.apply_denylist();
@@ -307,23 +309,20 @@ pub(super) fn build(scenario: Scenario) -> Result<Simulation, ScenarioError> {
 
 /// Creates QPs and connections.
 struct Links {
-    qps: Vec<Qp>,
-    connections: Vec<Connection>,
+    qps: Arena<QpId, Qp>,
+    connections: Arena<ConnectionId, Connection>,
     seed: u64,
-    /// The MRC parameters when the transport is MRC.
-    mrc: Option<MrcConfig>,
+    factory: QpFactory,
+    framing: Framing,
     mtu: u32,
 }
 
 impl Links {
-    /// Gives every QP of MRC connection `conn` the hand-picked EVs `set`.
-    fn pin_evs(&mut self, conn: u32, set: &EvSet) -> Result<(), ScenarioError> {
-        if self.mrc.is_none() {
-            return invalid("traffic", "a flow's ev_set pins MRC EVs: set transport.kind: mrc");
-        }
-        for &q in &self.connections[conn as usize].qps {
-            if let QpTransport::Mrc(m) = &mut self.qps[q as usize].transport {
-                m.sender.set_evs(set);
+    /// Gives every QP of connection `conn` the hand-picked EVs `set`.
+    fn pin_evs(&mut self, conn: ConnectionId, set: &EvSet) -> Result<(), ScenarioError> {
+        for &q in &self.connections[conn].qps {
+            if !self.qps[q].transport.pin_evs(set) {
+                return invalid("traffic", "a flow's ev_set pins MRC EVs: set transport.kind: mrc");
             }
         }
         Ok(())
@@ -342,51 +341,42 @@ impl Links {
         dst: NodeId,
         count: u32,
         offset: usize,
-    ) -> u32 {
+    ) -> ConnectionId {
         let (src_ports, dst_ports) = (&node_ports[src.0 as usize], &node_ports[dst.0 as usize]);
+        let nic_rate = Rate(src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum());
         let mut ids = Vec::with_capacity(count as usize);
         for k in 0..count as usize {
             let port_index = (offset + k) % src_ports.len();
-            let id = self.qps.len() as u32;
-            let sport = 0xC000 | (Rng::stream(self.seed, &[STREAM_QP, id as u64]).next_u64() as u16 & 0x3FFF);
+            let id = self.qps.next_id();
+            let entropy = 0xC000 | (Rng::stream(self.seed, &[STREAM_QP, id.0 as u64]).next_u64() as u16 & 0x3FFF);
             let src_port = src_ports[port_index];
-            let transport = match &self.mrc {
-                None => QpTransport::Roce {
-                    sender: RoceSender::default(),
-                    receiver: RoceReceiver::default(),
-                    cc: Dcqcn::new(ports[src_port.0 as usize].rate),
-                },
-                Some(cfg) => {
-                    // NSCC's maximum window: 1.5 BDP at 12us (protocols.md s5.5).
-                    let nic_rate: u64 = src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum();
-                    let window = cfg.window.map_or((nic_rate as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
-                    let mut rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE5]);
-                    let reverse_rng = Rng::stream(self.seed, &[STREAM_QP, id as u64, 0xE6]);
-                    QpTransport::Mrc(MrcQp {
-                        sender: MrcSender::new(cfg, src_ports.len(), self.mtu, window, &mut rng),
-                        receiver: MrcReceiver::new(dst_ports.len(), reverse_rng),
-                        probe_pending: false,
-                        timer_at: None,
-                    })
-                }
+            let setup = QpSetup {
+                qp: id,
+                seed: self.seed,
+                mtu: self.mtu,
+                framing: self.framing,
+                entropy,
+                requester_ports: src_ports.len(),
+                responder_ports: dst_ports.len(),
+                line_rate: ports[src_port.0 as usize].rate,
+                nic_rate,
             };
-            self.qps.push(Qp {
+            let transport = self.factory.build(&setup);
+            ids.push(self.qps.push(Qp {
+                sprays: transport.sprays(),
+                transport,
+                next_send: Time::ZERO,
+                in_ready_lists: 0,
                 src,
                 dst,
                 src_port,
                 dst_port: dst_ports[port_index % dst_ports.len()],
-                entropy: sport,
-                transport,
-                next_send: Time::ZERO,
-                in_ready_lists: 0,
-                rto_pending: false,
-                cc_timer_at: None,
+                entropy,
+                timers_queued: [None; TIMERS],
                 messages: Default::default(),
-            });
-            ids.push(id);
+            }));
         }
-        self.connections.push(Connection { qps: ids });
-        self.connections.len() as u32 - 1
+        self.connections.push(Connection { qps: ids })
     }
 }
 
@@ -396,25 +386,25 @@ impl Simulation {
     /// QPs use), plus every hop's propagation and forwarding latency, plus
     /// the last packet's serialization at every other hop. The path follows
     /// the first equal-cost next hop.
-    fn ideal_fct(&self, f: usize) -> Time {
+    fn ideal_fct(&self, f: FlowId) -> Time {
         let flow = &self.flows[f];
         let mtu = self.scenario.nic.mtu.0 as u32;
         let ip = self.scenario.nic.ip;
         let mut wire_total = 0u64;
         let mut last_wire = 0u64;
         let mut planes = std::collections::BTreeSet::new();
-        let conn = &self.connections[flow.conn as usize].qps;
+        let conn = &self.connections[flow.conn].qps;
         for (&q, share) in conn.iter().zip(split_evenly(flow.bytes, conn.len() as u64)) {
-            let qp = &self.qps[q as usize];
+            let qp = &self.qps[q];
             if share == 0 {
                 continue;
             }
             planes.insert(qp.src_port);
             let packets = share.div_ceil(mtu as u64);
             let last = share - (packets - 1) * mtu as u64;
-            let encap = self.encap as u64;
-            // Every MRC packet carries a RETH; RoCE's first only.
-            let addressed = qp.transport.is_mrc();
+            let encap = self.framing.encap as u64;
+            // Every sprayed packet carries a RETH; RoCE's first only.
+            let addressed = qp.sprays;
             let tail = headers::data_wire(ip, last as u32, packets == 1 || addressed) as u64 + encap;
             let per_qp = (headers::data_wire(ip, mtu, addressed) as u64 + encap) * (packets - 1)
                 + tail
@@ -423,9 +413,9 @@ impl Simulation {
             last_wire = last_wire.max(tail);
         }
         let Some(&first) = conn.first() else { return Time::ZERO };
-        let hops = self.path(self.qps[first as usize].src_port, flow.dst);
+        let hops = self.path(self.qps[first].src_port, flow.dst);
         let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
-        let sprayed = self.qps[first as usize].transport.is_mrc();
+        let sprayed = self.qps[first].sprays;
         let parallel = if sprayed { self.node_ports[flow.src.0 as usize].len() } else { planes.len().max(1) } as f64;
         let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / (bottleneck.0 as f64 * parallel));
         let mut skipped_bottleneck = false;
@@ -484,14 +474,15 @@ impl Simulation {
         let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
         let transfers = &self.jobs.program.transfers[first..first + count];
         let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
-        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true) + self.encap;
+        let encap = self.framing.encap;
+        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true) + encap;
         let intra = &self.scenario.intra_host;
         // Payload per wire byte of a full packet, as this fabric carries it
         // (every MRC packet with a RETH, every packet with any SRv6 outer
         // header).
-        let addressed = matches!(self.scenario.transport, crate::transport::TransportSpec::Mrc(_));
-        let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + self.encap) as f64;
-        let mut alpha_of_conn: HashMap<u32, Time> = HashMap::new();
+        let addressed = self.qps.iter().next().map_or(self.scenario.transport.sprays(), |qp| qp.sprays);
+        let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
+        let mut alpha_of_conn: HashMap<ConnectionId, Time> = HashMap::new();
         // Latest finish of a chain ending with each transfer.
         let mut chain_end = vec![Time::ZERO; count];
         let mut max_alpha = Time::ZERO;
@@ -499,27 +490,25 @@ impl Simulation {
         let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
         for (k, transfer) in transfers.iter().enumerate() {
             let conn = self.jobs.transfer_conn[first + k];
-            let side = if conn == INTRA_HOST { 2 } else { 0 };
+            let side = if conn.is_none() { 2 } else { 0 };
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
-            let alpha = if conn == INTRA_HOST {
-                intra.latency + intra.rate.tx_time(packet as u64)
-            } else {
-                *alpha_of_conn.entry(conn).or_insert_with(|| {
-                    let qp = &self.qps[self.connections[conn as usize].qps[0] as usize];
+            let alpha = match conn {
+                None => intra.latency + intra.rate.tx_time(packet as u64),
+                Some(conn) => *alpha_of_conn.entry(conn).or_insert_with(|| {
+                    let qp = &self.qps[self.connections[conn].qps[0]];
                     let dst = job.nics[transfer.dst_rank as usize];
                     self.path(qp.src_port, dst)
                         .iter()
                         .map(|p| self.ports[p.0 as usize].delay + self.ports[p.0 as usize].tx_time(packet))
                         .fold(Time::ZERO, |a, b| a + b)
-                })
+                }),
             };
             max_alpha = max_alpha.max(alpha);
             let rest = transfer.bytes.saturating_sub(mtu) as f64 * 8.0;
-            let rest = Time::from_secs_f64(if conn == INTRA_HOST {
-                rest / intra.rate.0 as f64
-            } else {
-                rest / (self.connection_rate(conn) as f64 * efficiency)
+            let rest = Time::from_secs_f64(match conn {
+                None => rest / intra.rate.0 as f64,
+                Some(conn) => rest / (self.connection_rate(conn) as f64 * efficiency),
             });
             // Dependencies come earlier in the list, within this collective.
             let ready = transfer.deps.iter().map(|&d| chain_end[d as usize - first]).max().unwrap_or(Time::ZERO);
@@ -541,13 +530,13 @@ impl Simulation {
 
     /// The rate a connection can send at: every NIC port for a sprayed
     /// (MRC) connection, else the ports its QPs are bound to.
-    fn connection_rate(&self, conn: u32) -> u64 {
-        let qps = &self.connections[conn as usize].qps;
-        let first = &self.qps[qps[0] as usize];
-        let mut ports: Vec<PortId> = if first.transport.is_mrc() {
+    fn connection_rate(&self, conn: ConnectionId) -> u64 {
+        let qps = &self.connections[conn].qps;
+        let first = &self.qps[qps[0]];
+        let mut ports: Vec<PortId> = if first.sprays {
             self.node_ports[first.src.0 as usize].clone()
         } else {
-            qps.iter().map(|&q| self.qps[q as usize].src_port).collect()
+            qps.iter().map(|&q| self.qps[q].src_port).collect()
         };
         ports.sort_unstable_by_key(|p| p.0);
         ports.dedup();

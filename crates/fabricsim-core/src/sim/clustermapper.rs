@@ -80,7 +80,7 @@ impl Simulation {
             }
             let nic = self.ports[probe.port.0 as usize].node;
             let plane = self.ports[probe.port.0 as usize].index;
-            self.send_map_probe(nic, probe.port, plane, round, (i as u32) << 8 | probe.target as u32);
+            self.send_map_probe(nic, probe.port, plane, round, i as u32, probe.target);
         }
         let mapper = self.mapper.as_mut().expect("mapper");
         mapper.sent += probes.len() as u64;
@@ -89,11 +89,15 @@ impl Simulation {
         self.events.schedule_in(period, Event::MapperRound);
     }
 
-    fn send_map_probe(&mut self, nic: NodeId, port: PortId, plane: u16, round: u32, psn: u32) {
-        let wire = self.encap + headers::ack_wire(self.scenario.nic.ip);
+    /// A probe out of NIC `port` to its T0 (`target` 0) or through T0
+    /// uplink `target - 1`, and back, source-routed.
+    fn send_map_probe(&mut self, nic: NodeId, port: PortId, plane: u16, round: u32, index: u32, target: u16) {
+        let wire = self.framing.encap + headers::ack_wire(self.framing.ip);
         let ports_up = self.ports_up(nic);
-        let probe = Packet::control(PacketKind::MapProbe, nic, nic, round, psn, plane, wire);
-        self.send_control_packet(port, Packet { ports_up, ..probe });
+        let path = self.srv6.as_ref().and_then(|srv6| srv6.loop_path(port, (target as usize).checked_sub(1)));
+        let usids = path.map_or([0; crate::net::USIDS], |p| p.carrier());
+        let probe = Packet::control(PacketKind::MapProbe, nic, nic, round, index << 8 | target as u32, plane, wire);
+        self.send_control_packet(port, Packet { ports_up, ..probe }, usids);
     }
 
     /// A probe came back to its NIC.

@@ -3,11 +3,12 @@
 //! resume, packet trimming, and drops by cause.
 
 use super::{Event, Simulation};
-use crate::net::{
-    ecn_mark_probability, flag, headers, Admission, DropCause, PacketId, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT,
-};
-use crate::switch::ecmp_hash;
+use crate::ids::QpId;
+use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
+use crate::switch::admission::{self, Verdict};
+use crate::switch::{ecmp_pick, ecn, srv6};
 use crate::topology::NodeId;
+use crate::transport::Transport;
 use crate::units::Time;
 
 impl Simulation {
@@ -56,7 +57,7 @@ impl Simulation {
     /// is down or loses it.
     fn put_on_wire(&mut self, port: PortId, id: PacketId, done: Time) {
         let p = port.0 as usize;
-        if self.capture.as_ref().is_some_and(|(_, on)| on[p]) {
+        if self.recorder.captures(port) {
             self.capture_packet(port, id);
         }
         let pkt = self.pool.get(id);
@@ -81,7 +82,7 @@ impl Simulation {
     /// the probes that test the EV are lost alike.
     fn ev_lost(&mut self, port: PortId, id: PacketId) -> bool {
         let pkt = self.pool.get(id);
-        if !matches!(pkt.kind, crate::net::PacketKind::Data | crate::net::PacketKind::Probe) {
+        if !matches!(pkt.kind, PacketKind::Data | PacketKind::Probe) {
             return false;
         }
         let ev = pkt.entropy;
@@ -92,16 +93,11 @@ impl Simulation {
     /// Buffer release, PFC resume and ECN marking when a switch dequeues.
     fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize) {
         self.release_switch_buffer(port, id, class);
-        let ecn = &self.scenario.switch.ecn;
-        let out = &self.ports[port.0 as usize];
-        let pkt = self.pool.get(id);
-        if ecn.enabled && pkt.has(flag::ECT) && class == CLASS_DATA && (ecn.last_hop || !out.faces_nic) {
-            // The queue as this packet saw it, including itself.
-            let p = ecn_mark_probability(out.queue_bytes[class] + pkt.wire() as u64, ecn);
-            if p > 0.0 && self.port_rng[port.0 as usize].chance(p) {
-                self.pool.get_mut(id).flags |= flag::CE;
-                self.ports[port.0 as usize].counters.ecn_marks += 1;
-            }
+        let p = port.0 as usize;
+        let mark = ecn::mark_probability(&self.scenario.switch.ecn, self.pool.get(id), class, &self.ports[p]);
+        if mark > 0.0 && self.port_rng[p].chance(mark) {
+            self.pool.get_mut(id).flags |= flag::CE;
+            self.ports[p].counters.ecn_marks += 1;
         }
     }
 
@@ -115,16 +111,9 @@ impl Simulation {
         let node = self.ports[port.0 as usize].node.0 as usize;
         let sw = self.switches[node].as_mut().expect("a switch");
         sw.buffer.release(wire);
-        let threshold = sw.buffer.xoff_threshold(self.scenario.switch.pfc.xoff_alpha);
-        if ingress == NO_PORT {
-            return;
-        }
-        let inp = &mut self.ports[ingress as usize];
-        inp.ingress_bytes[class] -= wire;
-        let below_xon = inp.ingress_bytes[class] + self.scenario.switch.pfc.xon_offset.0 <= threshold;
-        if inp.xoff_sent[class] && below_xon {
-            inp.xoff_sent[class] = false;
-            inp.headroom_used[class] = 0;
+        let pfc = &self.scenario.switch.pfc;
+        let threshold = sw.buffer.xoff_threshold(pfc.xoff_alpha);
+        if ingress != NO_PORT && self.ports[ingress as usize].released_from(class, wire, threshold, pfc.xon_offset.0) {
             self.send_pfc(PortId(ingress), class, false);
         }
     }
@@ -158,96 +147,67 @@ impl Simulation {
         }
     }
 
-    /// Forwards a packet that entered `switch` by `ingress`.
+    /// Forwards a packet that entered `switch` by `ingress`: the route, the
+    /// buffer's verdict, PFC's account of the ingress, the egress queue.
     fn switch_receive(&mut self, switch: NodeId, ingress: PortId, id: PacketId) {
         let sw = self.switches[switch.0 as usize].as_ref().expect("a switch");
         if !sw.up {
             self.drop_packet(ingress, id, DropCause::SwitchDown);
             return;
         }
-        let pkt = *self.pool.get(id);
-        let out = if self.srv6.is_some() {
-            match self.srv6_next_hop(switch, &pkt) {
-                Some(port) => {
-                    self.pool.get_mut(id).shifts += 1;
-                    port
-                }
-                None => {
-                    self.drop_packet(ingress, id, DropCause::NoRoute);
-                    return;
-                }
-            }
-        } else {
-            let hops = self.routes.next_hops(switch, pkt.dst);
-            match hops.len() {
-                0 => {
-                    self.drop_packet(ingress, id, DropCause::NoRoute);
-                    return;
-                }
-                1 => hops[0],
-                // Lemire's multiply-shift maps the hash onto the group without a division.
-                n => {
-                    hops[((ecmp_hash(pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) as u64 * n as u64) >> 32)
-                        as usize]
-                }
+        let out = match self.srv6.as_ref() {
+            Some(srv6) => srv6.forward(switch, self.pool.usids_mut(id)),
+            None => {
+                let pkt = self.pool.get(id);
+                ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
             }
         };
-        if !self.ports[out.0 as usize].up {
+        let Some(out) = out else {
+            self.drop_packet(ingress, id, DropCause::NoRoute);
+            return;
+        };
+        let o = out.0 as usize;
+        if !self.ports[o].up {
             self.drop_packet(out, id, DropCause::LinkDown);
             return;
         }
+        let cfg = &self.scenario.switch;
+        let pkt = self.pool.get(id);
         let mut class = pkt.class as usize;
-        let wire = pkt.wire() as u64;
-        let pfc = &self.scenario.switch.pfc;
-        let lossless = pfc.enabled && class == CLASS_DATA;
         let buffer = &self.switches[switch.0 as usize].as_ref().expect("a switch").buffer;
-        let admitted = if lossless || class == CLASS_CONTROL {
-            buffer.admit_lossless(wire)
-        } else {
-            buffer.admit_lossy(self.ports[out.0 as usize].queue_bytes[class], wire, self.scenario.switch.egress_alpha)
+        let wire = match admission::admit(cfg, buffer, pkt, self.ports[o].queue_bytes[class]) {
+            Verdict::Accept { wire } => wire,
+            Verdict::Drop => {
+                self.drop_packet(out, id, DropCause::Buffer);
+                return;
+            }
+            Verdict::Trim { wire } => {
+                let counters = &mut self.ports[o].counters;
+                counters.trims += 1;
+                counters.trimmed_payload += pkt.payload() as u64;
+                let pkt = self.pool.get_mut(id);
+                pkt.flags |= flag::TRIMMED;
+                pkt.payload = 0;
+                pkt.wire = wire as u16;
+                pkt.class = CLASS_CONTROL as u8;
+                class = CLASS_CONTROL;
+                wire
+            }
         };
-        let mut wire = wire;
-        if admitted == Admission::Reject {
-            let trim = &self.scenario.switch.trimming;
-            if !(trim.enabled && class == CLASS_DATA && !pkt.has(flag::TRIMMED)) {
-                self.drop_packet(out, id, DropCause::Buffer);
-                return;
-            }
-            wire = headers::trimmed_wire(pkt.wire(), trim.size.0 as u32) as u64;
-            if buffer.admit_lossless(wire) == Admission::Reject {
-                self.drop_packet(out, id, DropCause::Buffer);
-                return;
-            }
-            let counters = &mut self.ports[out.0 as usize].counters;
-            counters.trims += 1;
-            counters.trimmed_payload += pkt.payload() as u64;
-            let pkt = self.pool.get_mut(id);
-            pkt.flags |= flag::TRIMMED;
-            pkt.payload = 0;
-            pkt.wire = wire as u16;
-            pkt.class = CLASS_CONTROL as u8;
-            class = CLASS_CONTROL;
-        }
-        if lossless && class == CLASS_DATA && self.ports[ingress.0 as usize].xoff_sent[class] {
-            let inp = &mut self.ports[ingress.0 as usize];
-            inp.headroom_used[class] += wire;
-            if inp.headroom_used[class] > self.headroom[ingress.0 as usize] {
-                inp.headroom_used[class] -= wire;
-                self.drop_packet(ingress, id, DropCause::Headroom);
-                return;
-            }
+        let lossless = admission::lossless(cfg, class);
+        let headroom = self.headroom[ingress.0 as usize];
+        if lossless && !self.ports[ingress.0 as usize].absorb_in_headroom(class, wire, headroom) {
+            self.drop_packet(ingress, id, DropCause::Headroom);
+            return;
         }
         let sw = self.switches[switch.0 as usize].as_mut().expect("a switch");
         sw.buffer.take(wire);
-        let threshold = sw.buffer.xoff_threshold(pfc.xoff_alpha);
+        let threshold = sw.buffer.xoff_threshold(cfg.pfc.xoff_alpha);
         self.pool.get_mut(id).port = ingress.0;
-        let inp = &mut self.ports[ingress.0 as usize];
-        inp.ingress_bytes[class] += wire;
-        if lossless && class == CLASS_DATA && !inp.xoff_sent[class] && inp.ingress_bytes[class] > threshold {
-            inp.xoff_sent[class] = true;
+        if self.ports[ingress.0 as usize].buffered_from(class, wire, lossless, threshold) {
             self.send_pfc(ingress, class, true);
         }
-        self.ports[out.0 as usize].enqueue(class, id, wire as u32);
+        self.ports[o].enqueue(class, id, wire as u32);
         self.try_transmit(out);
     }
 
@@ -272,71 +232,29 @@ impl Simulation {
         }
     }
 
-    /// The SRv6 path a packet follows: from its QP's sending NIC port to the
-    /// receiving one (reversed for control packets), picked by its EV.
-    fn srv6_path(&self, pkt: &crate::net::Packet) -> Option<crate::switch::srv6::Path> {
-        if pkt.kind == crate::net::PacketKind::MapProbe {
-            // Out of the NIC port named by the entropy and back to it.
-            let from = *self.node_ports[pkt.src.0 as usize].get(pkt.entropy as usize)?;
-            let target = (pkt.psn & 0xFF) as usize;
-            return self.srv6.as_ref()?.loop_path(from, target.checked_sub(1));
-        }
-        let qp = &self.qps[pkt.qp as usize];
-        let (from, to) = if qp.transport.is_mrc() {
-            // An MRC EV names its plane in its low bits (s2.3).
-            let plane = (pkt.entropy & 7) as usize;
-            (*self.node_ports[pkt.src.0 as usize].get(plane)?, *self.node_ports[pkt.dst.0 as usize].get(plane)?)
-        } else if pkt.kind == crate::net::PacketKind::Data {
-            (qp.src_port, qp.dst_port)
-        } else {
-            (qp.dst_port, qp.src_port)
-        };
-        self.srv6.as_ref()?.path(from, to, pkt.entropy)
-    }
-
-    /// uN: the switch's own uSID must be at the front of the destination
-    /// address; after the shift, the next uSID is looked up in its static
-    /// table. `None` drops the packet.
-    fn srv6_next_hop(&self, switch: NodeId, pkt: &crate::net::Packet) -> Option<PortId> {
-        let srv6 = self.srv6.as_ref()?;
-        let path = self.srv6_path(pkt)?;
-        let front = pkt.shifts as usize;
-        if front + 1 >= path.len as usize || path.usids[front] != srv6.usid(switch) {
-            return None;
-        }
-        srv6.lookup(switch, path.usids[front + 1])
-    }
-
     /// Writes a packet starting to leave `port` into the capture.
     fn capture_packet(&mut self, port: PortId, id: PacketId) {
         let pkt = *self.pool.get(id);
         let message_len = match pkt.kind {
-            crate::net::PacketKind::Data if pkt.has(flag::FIRST) => match &self.qps[pkt.qp as usize].transport {
-                super::QpTransport::Roce { sender, .. } => sender.message_bytes(pkt.psn),
-                super::QpTransport::Mrc(m) => m.sender.message_bytes(pkt.psn),
-            },
+            PacketKind::Data if pkt.has(flag::FIRST) => self.qps[QpId(pkt.qp)].transport.message_bytes(pkt.psn),
             _ => 0,
         };
         let (from, to) = (self.ports[port.0 as usize].node.0, self.ports[port.peer().0 as usize].node.0);
-        let now = self.now();
-        let ip = self.scenario.nic.ip;
-        let outer = self.srv6_path(&pkt).map(|path| path.address(pkt.shifts as usize));
-        if let Some((capture, _)) = self.capture.as_mut() {
-            capture.record(now, &pkt, from, to, ip, message_len, outer);
-        }
+        let outer = self.srv6.is_some().then(|| srv6::address(&self.pool.usids(id)));
+        self.recorder.capture(self.now(), &pkt, from, to, self.framing.ip, message_len, outer);
     }
 
     /// Counts a lost packet at `port` and frees it.
     pub(super) fn drop_packet(&mut self, port: PortId, id: PacketId, cause: DropCause) {
-        let payload = self.pool.get(id).payload();
         let pkt = self.pool.get(id);
-        if pkt.kind == crate::net::PacketKind::Data {
+        if pkt.kind == PacketKind::Data {
             self.totals.data_drops += 1;
-            if let Some(activity) = self.ev_activity.as_mut().filter(|_| self.qps[pkt.qp as usize].transport.is_mrc()) {
-                *activity.dropped.entry((pkt.qp, pkt.entropy)).or_default() += 1;
+            let q = QpId(pkt.qp);
+            if self.recorder.counts_ev_drops() && self.qps[q].sprays {
+                self.recorder.data_dropped(q, pkt.entropy);
             }
         }
-        self.ports[port.0 as usize].count_drop(cause, payload);
+        self.ports[port.0 as usize].count_drop(cause, pkt.payload());
         self.pool.free(id);
     }
 }

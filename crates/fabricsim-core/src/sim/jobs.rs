@@ -5,17 +5,15 @@
 //! over the intra-host link instead of the network.
 
 use super::{Event, Owner, Simulation};
+use crate::ids::{ConnectionId, JobId, TransferId};
 use crate::units::Time;
 use crate::workload::program::Program;
-
-/// No connection: the transfer stays inside a host.
-pub(super) const INTRA_HOST: u32 = u32::MAX;
 
 /// The program and its run-time state.
 pub(super) struct Jobs {
     pub program: Program,
-    /// Connection of each transfer, or `INTRA_HOST`.
-    pub transfer_conn: Vec<u32>,
+    /// Connection of each transfer; none for one inside a host.
+    pub transfer_conn: Vec<Option<ConnectionId>>,
     /// Transfers waiting for each transfer (`dependents[dep_start[t]..dep_start[t + 1]]`).
     pub dependents: Vec<u32>,
     pub dep_start: Vec<u32>,
@@ -43,11 +41,11 @@ pub(super) struct Jobs {
     /// Transfers posted and not yet arrived, per connection, and the ready
     /// transfers waiting for one of them to free a buffer slot.
     pub conn_in_flight: Vec<u32>,
-    pub conn_waiting: Vec<std::collections::VecDeque<u32>>,
+    pub conn_waiting: Vec<std::collections::VecDeque<TransferId>>,
 }
 
 impl Jobs {
-    pub fn new(program: Program, transfer_conn: Vec<u32>, nodes: usize, connections: usize) -> Jobs {
+    pub fn new(program: Program, transfer_conn: Vec<Option<ConnectionId>>, nodes: usize, connections: usize) -> Jobs {
         let t = program.transfers.len();
         let mut counts = vec![0u32; t + 1];
         for tr in &program.transfers {
@@ -107,8 +105,8 @@ impl Jobs {
 }
 
 impl Simulation {
-    pub(super) fn on_job_start(&mut self, job: u32) {
-        let phases = self.jobs.program.jobs[job as usize].phases.clone();
+    pub(super) fn on_job_start(&mut self, job: JobId) {
+        let phases = self.jobs.program.jobs[job.0 as usize].phases.clone();
         for p in phases {
             if self.jobs.phase_deps_left[p as usize] == 0 {
                 self.start_phase(p);
@@ -134,25 +132,24 @@ impl Simulation {
             }
             for t in first..first + count {
                 if self.jobs.deps_left[t as usize] == 0 {
-                    self.start_transfer(t);
+                    self.start_transfer(TransferId(t));
                 }
             }
         }
     }
 
-    fn start_transfer(&mut self, t: u32) {
-        let now = self.now();
+    fn start_transfer(&mut self, id: TransferId) {
+        let (now, t) = (self.now(), id.0);
         self.jobs.ready[t as usize] = Some(now);
         let transfer = &self.jobs.program.transfers[t as usize];
-        let conn = self.jobs.transfer_conn[t as usize];
-        if conn != INTRA_HOST {
+        if let Some(conn) = self.jobs.transfer_conn[t as usize] {
             let credits = self.jobs.program.collectives[transfer.collective as usize].credits;
-            if self.jobs.conn_in_flight[conn as usize] < credits {
-                self.jobs.conn_in_flight[conn as usize] += 1;
+            if self.jobs.conn_in_flight[conn.0 as usize] < credits {
+                self.jobs.conn_in_flight[conn.0 as usize] += 1;
                 self.jobs.posted[t as usize] = Some(now);
-                self.post_message(conn, transfer.bytes, Owner::Transfer(t), true);
+                self.post_message(conn, transfer.bytes, Owner::Transfer(id), true);
             } else {
-                self.jobs.conn_waiting[conn as usize].push_back(t);
+                self.jobs.conn_waiting[conn.0 as usize].push_back(id);
             }
             return;
         }
@@ -164,20 +161,20 @@ impl Simulation {
         let busy = &mut self.jobs.gpu_busy[src.0 as usize];
         let sent = (*busy).max(now) + link.rate.tx_time(transfer.bytes);
         *busy = sent;
-        self.events.schedule(sent + link.latency, Event::IntraHostDone(t));
+        self.events.schedule(sent + link.latency, Event::IntraHostDone(id));
     }
 
     /// A transfer's last byte arrived.
-    pub(super) fn transfer_done(&mut self, t: u32) {
+    pub(super) fn transfer_done(&mut self, id: TransferId) {
+        let t = id.0;
         self.jobs.done[t as usize] = Some(self.now());
-        let conn = self.jobs.transfer_conn[t as usize];
-        if conn != INTRA_HOST {
+        if let Some(conn) = self.jobs.transfer_conn[t as usize] {
             // The slot frees: the oldest waiting transfer takes it.
-            self.jobs.conn_in_flight[conn as usize] -= 1;
-            if let Some(next) = self.jobs.conn_waiting[conn as usize].pop_front() {
-                self.jobs.conn_in_flight[conn as usize] += 1;
-                self.jobs.posted[next as usize] = Some(self.now());
-                let bytes = self.jobs.program.transfers[next as usize].bytes;
+            self.jobs.conn_in_flight[conn.0 as usize] -= 1;
+            if let Some(next) = self.jobs.conn_waiting[conn.0 as usize].pop_front() {
+                self.jobs.conn_in_flight[conn.0 as usize] += 1;
+                self.jobs.posted[next.0 as usize] = Some(self.now());
+                let bytes = self.jobs.program.transfers[next.0 as usize].bytes;
                 self.post_message(conn, bytes, Owner::Transfer(next), true);
             }
         }
@@ -186,7 +183,7 @@ impl Simulation {
             let d = self.jobs.dependents[i as usize];
             self.jobs.deps_left[d as usize] -= 1;
             if self.jobs.deps_left[d as usize] == 0 {
-                self.start_transfer(d);
+                self.start_transfer(TransferId(d));
             }
         }
         let c = self.jobs.program.transfers[t as usize].collective;
@@ -223,8 +220,8 @@ impl Simulation {
     }
 
     /// A QP of a transfer failed: its job can never finish.
-    pub(super) fn transfer_failed(&mut self, t: u32) {
-        let c = self.jobs.program.transfers[t as usize].collective;
+    pub(super) fn transfer_failed(&mut self, t: TransferId) {
+        let c = self.jobs.program.transfers[t.0 as usize].collective;
         let job = self.jobs.program.phases[self.jobs.program.collectives[c as usize].phase as usize].job as usize;
         if !self.jobs.job_failed[job] && self.jobs.job_end[job].is_none() {
             self.jobs.job_failed[job] = true;

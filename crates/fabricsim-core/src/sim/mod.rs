@@ -12,24 +12,22 @@ mod build;
 mod clustermapper;
 mod control;
 mod fabric;
-mod host;
 mod jobs;
-mod mrc;
+mod nic;
+mod recorder;
 mod report;
-mod rocev2;
 
-use crate::cc::Dcqcn;
 use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
+use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, QpId, TransferId};
 use crate::metrics::RunOutput;
 use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
-use crate::nic::PortScheduler;
+use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, Topology};
-use crate::transport::mrc::{EvChange, MrcConfig, MrcReceiver, MrcSender};
-use crate::transport::{RoceConfig, RoceReceiver, RoceSender};
+use crate::transport::{Action, CustomTransport, Framing, Timer};
 use crate::units::Time;
 
 #[derive(Clone, Copy, Debug)]
@@ -46,20 +44,21 @@ enum Event {
     },
     /// A NIC port's paced QP may send again.
     NicWake(PortId),
-    RtoTimer(u32),
-    CcTimer(u32),
-    /// An MRC QP probes its retired EVs.
-    ProbeTimer(u32),
+    /// A transport's timer (`Timer` by index) is due.
+    QpTimer {
+        qp: QpId,
+        timer: u8,
+    },
     /// Clustermapper agents send a round of probes.
     MapperRound,
     /// Clustermapper scores the round it sent (by number).
     MapperScore(u32),
-    FlowStart(u32),
-    JobStart(u32),
+    FlowStart(FlowId),
+    JobStart(JobId),
     /// A compute phase ends.
     ComputeDone(u32),
     /// An intra-host transfer has arrived.
-    IntraHostDone(u32),
+    IntraHostDone(TransferId),
     /// A NIC learns that one of its ports went down or came back up.
     NicPortState {
         port: PortId,
@@ -79,93 +78,17 @@ struct SwitchState {
     ecmp_seed: u64,
 }
 
-/// One queue pair: the requester at `src`, the responder at `dst`.
-struct Qp {
-    src: NodeId,
-    dst: NodeId,
-    src_port: PortId,
-    dst_port: PortId,
-    entropy: u16,
-    transport: QpTransport,
-    /// Earliest time the pacer lets the next data packet go.
-    next_send: Time,
-    /// Ports of the sending NIC (by index) whose ready list holds this QP.
-    in_ready_lists: u32,
-    rto_pending: bool,
-    cc_timer_at: Option<Time>,
-    /// Messages posted on this QP, oldest first; the responder completes
-    /// them in order.
-    messages: std::collections::VecDeque<u32>,
-}
-
-/// A QP's transport state machines, by transport. Both inline, though MRC's
-/// is larger: a scenario runs one transport, and the MRC state is read on
-/// every packet (boxing it cost 7% of the MRC bench).
-#[allow(clippy::large_enum_variant)]
-enum QpTransport {
-    /// RoCEv2 RC: one path (the QP's port and UDP source port), DCQCN.
-    Roce { sender: RoceSender, receiver: RoceReceiver, cc: Dcqcn },
-    /// MRC: sprays over EVs on every port (plane) of the NIC.
-    Mrc(MrcQp),
-}
-
-struct MrcQp {
-    sender: MrcSender,
-    receiver: MrcReceiver,
-    probe_pending: bool,
-    /// When the earliest retransmission-timer event still queued fires.
-    timer_at: Option<Time>,
-}
-
-impl QpTransport {
-    fn retransmitted_packets(&self) -> u64 {
-        match self {
-            QpTransport::Roce { sender, .. } => sender.retransmitted_packets,
-            QpTransport::Mrc(m) => m.sender.retransmitted_packets,
-        }
-    }
-
-    fn timeouts(&self) -> u64 {
-        match self {
-            QpTransport::Roce { sender, .. } => sender.timeouts,
-            QpTransport::Mrc(m) => m.sender.timeouts,
-        }
-    }
-
-    fn failed(&self) -> bool {
-        matches!(self, QpTransport::Roce { sender, .. } if sender.failed)
-    }
-
-    fn has_data(&self) -> bool {
-        match self {
-            QpTransport::Roce { sender, .. } => sender.has_data(),
-            QpTransport::Mrc(m) => m.sender.has_data(),
-        }
-    }
-
-    fn is_mrc(&self) -> bool {
-        matches!(self, QpTransport::Mrc(_))
-    }
-}
-
-/// Per (MRC QP, EV) counts of the current sample interval.
-#[derive(Default)]
-struct EvActivity {
-    sent: std::collections::BTreeMap<(u32, u16), u64>,
-    dropped: std::collections::BTreeMap<(u32, u16), u64>,
-}
-
 /// The QPs between two NICs that one flow, or one channel of a job's
 /// collectives, uses; a message is striped over them.
 struct Connection {
-    qps: Vec<u32>,
+    qps: Vec<QpId>,
 }
 
 /// What a message belongs to.
 #[derive(Clone, Copy, Debug)]
 enum Owner {
-    Flow(u32),
-    Transfer(u32),
+    Flow(FlowId),
+    Transfer(TransferId),
 }
 
 /// One RDMA write, striped over the QPs of its connection.
@@ -181,7 +104,7 @@ struct Flow {
     dst: NodeId,
     bytes: u64,
     start: Time,
-    conn: u32,
+    conn: ConnectionId,
     end: Option<Time>,
     ideal: Time,
     failed: bool,
@@ -212,8 +135,6 @@ pub struct Progress {
 
 pub struct Simulation {
     scenario: Scenario,
-    roce: RoceConfig,
-    mrc: MrcConfig,
     topo: Topology,
     events: EventQueue<Event>,
     pool: PacketPool,
@@ -226,12 +147,15 @@ pub struct Simulation {
     routes: Routes,
     /// Static SRv6 routes, when switches forward by SRv6.
     srv6: Option<Srv6>,
-    /// Bytes of encapsulation every packet carries (the SRv6 outer header).
-    encap: u32,
-    qps: Vec<Qp>,
-    connections: Vec<Connection>,
-    messages: Vec<Message>,
-    flows: Vec<Flow>,
+    /// How NICs frame packets (IP version, SRv6 encapsulation).
+    framing: Framing,
+    qps: Arena<QpId, Qp>,
+    connections: Arena<ConnectionId, Connection>,
+    messages: Arena<MessageId, Message>,
+    flows: Arena<FlowId, Flow>,
+    /// Actions transports asked for and not yet carried out (a stack:
+    /// carrying one out can run another transport).
+    actions: Vec<Action>,
     jobs: jobs::Jobs,
     faults: Vec<(Time, FaultAction)>,
     headroom: Vec<u64>,
@@ -240,15 +164,10 @@ pub struct Simulation {
     total_bytes: u64,
     totals: Totals,
     telemetry_ports: Vec<PortId>,
-    /// The pcap being written and, per port, whether it is captured.
-    capture: Option<(crate::net::capture::Capture, Vec<bool>)>,
     telemetry_hosts: Vec<NodeId>,
     samples: report::Samples,
-    /// Data packets sent and dropped per (MRC QP, EV) since the last
-    /// sample, when telemetry asks.
-    ev_activity: Option<EvActivity>,
-    /// MRC EV state changes (time, QP, change), when telemetry asks.
-    ev_log: Option<Vec<(Time, u32, EvChange)>>,
+    /// What telemetry asked to record as the run goes.
+    recorder: recorder::Recorder,
     /// Injected per-EV loss: (NIC port, EV, probability).
     ev_loss: Vec<(u32, u16, f64)>,
     /// Links (by index) on the MRC denylist; empty when there is none.
@@ -260,7 +179,13 @@ pub struct Simulation {
 impl Simulation {
     /// Builds a simulation from a validated scenario.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
-        build::build(scenario)
+        build::build(scenario, None)
+    }
+
+    /// Builds a simulation whose QPs run a transport defined outside this
+    /// crate, built for each QP by `transport`, instead of the scenario's.
+    pub fn with_transport(scenario: Scenario, transport: CustomTransport) -> Result<Simulation, ScenarioError> {
+        build::build(scenario, Some(transport))
     }
 
     pub fn topology(&self) -> &Topology {
@@ -346,9 +271,7 @@ impl Simulation {
                 self.sched[port.0 as usize].wake_at = None;
                 self.try_transmit(port);
             }
-            Event::RtoTimer(qp) => self.on_rto(qp),
-            Event::CcTimer(qp) => self.on_cc_timer(qp),
-            Event::ProbeTimer(qp) => self.mrc_probe_timer(qp),
+            Event::QpTimer { qp, timer } => self.on_qp_timer(qp, Timer::from_index(timer)),
             Event::MapperRound => self.mapper_round(),
             Event::MapperScore(round) => self.mapper_score(round),
             Event::FlowStart(flow) => self.on_flow_start(flow),

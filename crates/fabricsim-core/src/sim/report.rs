@@ -4,8 +4,10 @@
 use serde_json::json;
 
 use super::{Event, Simulation};
+use crate::ids::QpId;
 use crate::metrics::{percentile, Column, RunOutput, Table};
 use crate::net::{PortId, DROP_CAUSES};
+use crate::transport::{QpStats, Transport};
 use crate::units::Time;
 
 /// Sampled time series in long format.
@@ -67,10 +69,10 @@ impl Simulation {
             let name = self.topo.name(nic);
             self.samples.push(now, &name, "rx_goodput_bps", rate);
         }
-        if let Some(activity) = self.ev_activity.as_mut() {
-            for (metric, counts) in [("ev_packets", &mut activity.sent), ("ev_drops", &mut activity.dropped)] {
-                for ((q, ev), packets) in std::mem::take(counts) {
-                    self.samples.push(now, &format!("qp{q}/ev{ev}"), metric, packets as f64);
+        if let Some(activity) = self.recorder.take_ev_activity() {
+            for (metric, counts) in [("ev_packets", activity.sent), ("ev_drops", activity.dropped)] {
+                for ((q, ev), packets) in counts {
+                    self.samples.push(now, &format!("qp{}/ev{ev}", q.0), metric, packets as f64);
                 }
             }
         }
@@ -87,9 +89,9 @@ impl Simulation {
         let mut flows = Table::default();
         let f = &self.flows;
         let fct: Vec<Option<f64>> = f.iter().map(|x| x.end.map(|e| (e - x.start).as_secs_f64())).collect();
-        let qp_stat = |pick: &dyn Fn(&super::Qp) -> u64| -> Vec<u64> {
+        let qp_stat = |pick: &dyn Fn(&QpStats) -> u64| -> Vec<u64> {
             f.iter()
-                .map(|x| self.connections[x.conn as usize].qps.iter().map(|&q| pick(&self.qps[q as usize])).sum())
+                .map(|x| self.connections[x.conn].qps.iter().map(|&q| pick(&self.qps[q].transport.stats())).sum())
                 .collect()
         };
         flows.push("flow", Column::Int((0..f.len() as u64).collect()));
@@ -104,14 +106,12 @@ impl Simulation {
             "slowdown",
             Column::Float(f.iter().zip(&fct).map(|(x, t)| t.map(|t| t / x.ideal.as_secs_f64().max(1e-18))).collect()),
         );
-        flows.push("retransmitted_packets", Column::Int(qp_stat(&|q| q.transport.retransmitted_packets())));
-        flows.push("timeouts", Column::Int(qp_stat(&|q| q.transport.timeouts())));
-        flows.push("qp_errors", Column::Int(qp_stat(&|q| u64::from(q.transport.failed()))));
+        flows.push("retransmitted_packets", Column::Int(qp_stat(&|s| s.retransmitted_packets)));
+        flows.push("timeouts", Column::Int(qp_stat(&|s| s.timeouts)));
+        flows.push("qp_errors", Column::Int(qp_stat(&|s| u64::from(s.failed))));
         flows.push(
             "entropy",
-            Column::Int(
-                f.iter().map(|x| self.qps[self.connections[x.conn as usize].qps[0] as usize].entropy as u64).collect(),
-            ),
+            Column::Int(f.iter().map(|x| self.qps[self.connections[x.conn].qps[0]].entropy as u64).collect()),
         );
 
         let mut ports = Table::default();
@@ -184,17 +184,17 @@ impl Simulation {
             "paused_time_s": ps.iter().map(|p| p.paused_time_at(now).as_secs_f64()).sum::<f64>(),
             "qp_errors": self.totals.qp_errors,
             "imm_completions": self.totals.imm_completions,
-            "retired_evs": self.mrc_sum(|m| m.sender.retired_evs),
-            "resurrected_evs": self.mrc_sum(|m| m.sender.resurrected_evs),
-            "spurious_losses": self.mrc_sum(|m| m.sender.spurious_losses),
-            "timeouts": self.qps.iter().map(|q| q.transport.timeouts()).sum::<u64>(),
-            "retransmitted_packets": self.qps.iter().map(|q| q.transport.retransmitted_packets()).sum::<u64>(),
+            "retired_evs": self.qp_sum(|s| s.retired_evs),
+            "resurrected_evs": self.qp_sum(|s| s.resurrected_evs),
+            "spurious_losses": self.qp_sum(|s| s.spurious_losses),
+            "timeouts": self.qp_sum(|s| s.timeouts),
+            "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
             "packet_pool_high_water": self.pool.capacity(),
         });
         let (collectives, steps, transfers, jobs) = self.job_tables();
         let mut summary = summary;
         summary["jobs"] = jobs;
-        let pcap = self.capture.take().map(|(capture, _)| {
+        let pcap = self.recorder.take_capture().map(|capture| {
             summary["captured_packets"] = json!(capture.packets());
             capture.into_bytes()
         });
@@ -232,21 +232,18 @@ impl Simulation {
         table
     }
 
-    fn mrc_sum(&self, count: impl Fn(&super::MrcQp) -> u64) -> u64 {
-        let mrc = self.qps.iter().filter_map(|q| match &q.transport {
-            super::QpTransport::Mrc(m) => Some(count(m)),
-            super::QpTransport::Roce { .. } => None,
-        });
-        mrc.sum()
+    /// A counter summed over every QP.
+    fn qp_sum(&self, count: impl Fn(&QpStats) -> u64) -> u64 {
+        self.qps.iter().map(|q| count(&q.transport.stats())).sum()
     }
 
     /// The EV log: one row per EV state change, when telemetry asks.
     fn ev_log_table(&mut self) -> Table {
         let mut table = Table::default();
-        let Some(log) = self.ev_log.take() else { return table };
-        let qp = |q: u32| &self.qps[q as usize];
+        let Some(log) = self.recorder.take_ev_log() else { return table };
+        let qp = |q: QpId| &self.qps[q];
         table.push("time_s", Column::Float(log.iter().map(|(t, _, _)| Some(t.as_secs_f64())).collect()));
-        table.push("qp", Column::Int(log.iter().map(|&(_, q, _)| q as u64).collect()));
+        table.push("qp", Column::Int(log.iter().map(|&(_, q, _)| q.0 as u64).collect()));
         table.push("src", Column::Text(log.iter().map(|&(_, q, _)| self.topo.name(qp(q).src)).collect()));
         table.push("dst", Column::Text(log.iter().map(|&(_, q, _)| self.topo.name(qp(q).dst)).collect()));
         table.push("plane", Column::Int(log.iter().map(|(_, _, c)| (c.ev & 7) as u64).collect()));
@@ -356,10 +353,7 @@ impl Simulation {
             transfers.push("channel", Column::Int(ts.iter().map(|t| t.channel as u64).collect()));
             transfers.push("step", Column::Int(ts.iter().map(|t| t.step as u64).collect()));
             transfers.push("chunk", Column::Int(ts.iter().map(|t| t.chunk as u64).collect()));
-            transfers.push(
-                "intra_host",
-                Column::Int(j.transfer_conn.iter().map(|&c| u64::from(c == super::jobs::INTRA_HOST)).collect()),
-            );
+            transfers.push("intra_host", Column::Int(j.transfer_conn.iter().map(|c| u64::from(c.is_none())).collect()));
             transfers.push("ready_s", Column::Float(j.ready.iter().map(|&t| secs(t)).collect()));
             transfers.push("posted_s", Column::Float(j.posted.iter().map(|&t| secs(t)).collect()));
             transfers.push("end_s", Column::Float(j.done.iter().map(|&t| secs(t)).collect()));
@@ -373,7 +367,7 @@ impl Simulation {
                 .transfers
                 .iter()
                 .enumerate()
-                .filter(|(i, t)| mine(t) && j.transfer_conn[*i] != super::jobs::INTRA_HOST)
+                .filter(|(i, t)| mine(t) && j.transfer_conn[*i].is_some())
                 .map(|(_, t)| t.bytes)
                 .sum();
             let jct = j.job_end[job].map(|e| (e - plan.start).as_secs_f64());

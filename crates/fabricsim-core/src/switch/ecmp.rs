@@ -6,6 +6,8 @@
 //! model seeds its hash with the switch id (protocols.md s6.1); giving every
 //! switch the same seed reproduces hash polarization.
 
+use crate::net::PortId;
+
 const ROCE_UDP_PORT: u64 = 4791;
 
 /// A 32-bit hash of the flow's 5-tuple under `seed` (SplitMix64 finalizer:
@@ -18,6 +20,18 @@ pub fn ecmp_hash(src: u32, dst: u32, entropy: u16, seed: u64) -> u32 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
     (z ^ (z >> 32)) as u32
+}
+
+/// The next hop of `hops` (an ECMP group) a packet's 5-tuple hashes to at
+/// a switch seeded `seed`; `None` when the group is empty.
+#[inline]
+pub fn ecmp_pick(hops: &[PortId], src: u32, dst: u32, entropy: u16, seed: u64) -> Option<PortId> {
+    match hops.len() {
+        0 => None,
+        1 => Some(hops[0]),
+        // Lemire's multiply-shift maps the hash onto the group without a division.
+        n => Some(hops[((ecmp_hash(src, dst, entropy, seed) as u64 * n as u64) >> 32) as usize]),
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
-//! Forwarding in switches: shortest-path routes computed from the topology
+//! What a switch decides, each as a function of the packet and the switch's
+//! own state that returns a verdict: where to forward (shortest-path routes
 //! and ECMP over equal-cost next hops, or static SRv6 micro-SID source
-//! routes.
+//! routes), whether to buffer or trim (`admission`), whether to mark ECN
+//! (`ecn`). PFC's verdicts are the ingress port's (`net::pfc`).
 
+pub mod admission;
 mod ecmp;
+pub mod ecn;
 mod routes;
 pub mod srv6;
 
-pub use ecmp::ecmp_hash;
+pub use ecmp::{ecmp_hash, ecmp_pick};
 pub use routes::{Routes, MAX_TABLE_ENTRIES};
 pub use srv6::Srv6;

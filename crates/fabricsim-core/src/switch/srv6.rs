@@ -15,18 +15,18 @@
 //! by the entropy value: the plane is the sending NIC port's (MRC keeps it
 //! in the EV's low 3 bits), and the EV's higher bits pick the T0 uplink,
 //! then the T1 uplink (3 tiers).
-//! Packets keep the path as (source, destination, EV, hops done) and the
-//! address is recomputed from them; `address` gives the 128 bits.
+//! The sending NIC writes the path's uSIDs into the packet (`Packet::usids`,
+//! the 96 bits after the locator block); switches forward from those alone.
 
 use crate::error::{invalid, ScenarioError};
-use crate::net::PortId;
+use crate::net::{Ev, PortId, USIDS};
 use crate::topology::{NodeId, NodeRole, Topology};
 
 /// The locator block every uSID follows (a /32 from the documentation
 /// prefix 2001:db8::/32, RFC 3849).
 pub const LOCATOR_BLOCK: u32 = 0x2001_0db8;
 /// Most uSIDs after a 32-bit block in 128 bits.
-pub const MAX_USIDS: usize = 6;
+pub const MAX_USIDS: usize = USIDS;
 
 /// A path: its uSIDs in order, the last naming the destination downlink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +44,16 @@ impl Path {
         }
         addr
     }
+
+    /// The uSIDs a packet on this path carries when it leaves the NIC.
+    pub fn carrier(&self) -> [u16; USIDS] {
+        self.usids
+    }
+}
+
+/// The outer destination address of a packet carrying `usids`.
+pub fn address(usids: &[u16; USIDS]) -> u128 {
+    usids.iter().enumerate().fold((LOCATOR_BLOCK as u128) << 96, |addr, (k, &u)| addr | (u as u128) << (80 - 16 * k))
 }
 
 pub struct Srv6 {
@@ -139,6 +149,19 @@ impl Srv6 {
         self.usid[node.0 as usize]
     }
 
+    /// uN at `switch` for a packet carrying `usids`: its own uSID must be
+    /// at the front; it is shifted out and the next one looked up in the
+    /// static table. `None` drops the packet.
+    #[inline]
+    pub fn forward(&self, switch: NodeId, usids: &mut [u16; USIDS]) -> Option<PortId> {
+        if usids[0] != self.usid(switch) {
+            return None;
+        }
+        usids.copy_within(1.., 0);
+        usids[USIDS - 1] = 0;
+        self.lookup(switch, usids[0])
+    }
+
     /// The static route of `switch` for `usid`.
     pub fn lookup(&self, switch: NodeId, usid: u16) -> Option<PortId> {
         let table = &self.table[switch.0 as usize];
@@ -157,7 +180,7 @@ impl Srv6 {
             len += 1;
         };
         push(self.usid(src_t0));
-        let choice = (ev >> 3) as usize;
+        let choice = Ev(ev).choice();
         if src_t0 != dst_t0 {
             let ups = &self.up[src_t0.0 as usize];
             let t1 = *ups.get(choice % ups.len().max(1))?;

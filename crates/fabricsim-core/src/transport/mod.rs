@@ -1,16 +1,32 @@
-//! Transports: per-QP reliability and pacing state machines. Each transport
-//! is one file; the simulation dispatches on `TransportSpec` by enum. A
-//! transport never touches ports or events: it answers "what is the next
-//! packet" and "what does this arrival cause", and `sim` acts on that.
+//! Transports: the per-QP state machines of reliability, pacing and
+//! congestion control, one file each. A transport never sees the
+//! simulation, a port or the event queue: the NIC (`sim::nic`) asks it for
+//! the next data packet of a port, hands it the packets of its QP that
+//! arrive and the timers it armed when they fire, and it answers with a
+//! short list of `Action`s (control packets to send, timers to arm, bytes
+//! received, its QP ready to send or failed, EV changes) that the NIC
+//! carries out. The NIC never writes a transport's fields.
+//!
+//! Adding a transport is one file here implementing `Transport`, plus one
+//! arm in `QpTransport` and `dispatch!` below (and, for a scenario to name
+//! it, one in `TransportSpec`). A transport from outside the crate comes in
+//! through `QpTransport::Custom` (`Simulation::with_transport`).
 
 pub mod mrc;
 pub mod rocev2;
 pub mod writes;
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use rocev2::{RoceConfig, RoceReceiver, RoceSender, RxReply};
+use crate::ids::QpId;
+use crate::net::{headers, Ev, IpVersion, Packet, PacketKind};
+use crate::units::{Rate, Time};
+
+pub use mrc::{EvChange, EvSet, EvState, MrcConfig, MrcQp};
+pub use rocev2::{RoceConfig, RoceQp};
 
 /// One RDMA WRITE packet a transport's sender chose to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +41,263 @@ pub struct DataPacket {
     /// data (ImmDt), which raises a completion at the responder.
     pub imm: bool,
     pub retransmission: bool,
+    /// Carries its own RDMA address and length (a RETH in every packet),
+    /// so the responder can place it in any order.
+    pub addressed: bool,
+}
+
+/// A data packet to send, with the UDP source port it goes out with (the
+/// QP's own for a single-path transport, the EV for a sprayed one) and the
+/// earliest time the QP's pacer lets its next packet go.
+#[derive(Clone, Copy, Debug)]
+pub struct Outgoing {
+    pub data: DataPacket,
+    pub entropy: u16,
+    pub not_before: Time,
+}
+
+/// Which end of its QP a packet reached or leaves from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The sender of the data.
+    Requester,
+    /// The receiver of the data.
+    Responder,
+}
+
+/// A transport's timers. The NIC keeps, per QP and timer, the earliest
+/// wake-up still queued; arming a later one queues nothing, and a wake-up
+/// that a later arming made early finds the transport's own deadline not
+/// yet due and arms again. One stale-timer scheme for every transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timer {
+    Retransmit,
+    Congestion,
+    Probe,
+}
+
+pub const TIMERS: usize = 3;
+
+impl Timer {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn from_index(i: u8) -> Timer {
+        [Timer::Retransmit, Timer::Congestion, Timer::Probe][i as usize]
+    }
+}
+
+/// The transport's part of a header-only control packet: the NIC adds the
+/// addresses, the size and its port bitmap.
+#[derive(Clone, Copy, Debug)]
+pub struct Control {
+    pub kind: PacketKind,
+    pub psn: u32,
+    pub entropy: u16,
+    /// Only `flag::CE`: an MRC SACK echoes the data packet's ECN mark.
+    pub flags: u8,
+    /// A SACK's or NACK's cumulative acknowledgement.
+    pub ack: u32,
+    /// The EV of the data packet a SACK or NACK answers.
+    pub echo: u16,
+}
+
+impl Control {
+    pub fn new(kind: PacketKind, psn: u32, entropy: u16) -> Control {
+        Control { kind, psn, entropy, flags: 0, ack: 0, echo: 0 }
+    }
+}
+
+/// What a transport asks the NIC to do, in order.
+#[derive(Clone, Copy, Debug)]
+pub enum Action {
+    /// Send a control packet from `end` of the QP out of its NIC's port
+    /// `port` (by index on the NIC).
+    Send { end: End, port: u8, control: Control },
+    /// Wake the transport's `timer` at `at`.
+    Arm { timer: Timer, at: Time },
+    /// The responder took a data packet: `delivered` new payload bytes,
+    /// `discarded` bytes of a duplicate or out-of-order packet, and the
+    /// oldest `messages` posted messages are now complete.
+    Received { delivered: u32, discarded: u32, messages: u32 },
+    /// A data packet trimmed to its headers reached the responder.
+    TrimmedArrived,
+    /// The requester has data to send: put it on its ports' lists.
+    Ready,
+    /// The QP entered the error state: what was posted on it is lost.
+    Failed,
+    /// One of the QP's EVs changed state (the EV log).
+    EvChanged(EvChange),
+}
+
+/// How the NIC frames a data packet: the sizes a transport paces by.
+#[derive(Clone, Copy, Debug)]
+pub struct Framing {
+    pub ip: IpVersion,
+    /// Bytes of encapsulation every packet carries (the SRv6 outer header).
+    pub encap: u32,
+}
+
+impl Framing {
+    /// Bytes on the wire of a data packet (with a RETH when `reth`, the
+    /// immediate when `imm`).
+    pub fn data_wire(&self, payload: u32, reth: bool, imm: bool) -> u32 {
+        headers::data_wire(self.ip, payload, reth) + if imm { headers::IMM_DT } else { 0 } + self.encap
+    }
+}
+
+/// What a NIC tells a QP's transport about where it runs.
+#[derive(Clone, Copy, Debug)]
+pub struct QpSetup {
+    pub qp: QpId,
+    pub seed: u64,
+    pub mtu: u32,
+    pub framing: Framing,
+    /// The UDP source port the NIC gave the QP (Linux folds the QPN into
+    /// 0xC000-0xFFFF, protocols.md s2.1).
+    pub entropy: u16,
+    /// Ports (planes) of the requester's and the responder's NICs.
+    pub requester_ports: usize,
+    pub responder_ports: usize,
+    /// Line rate of the requester's port for this QP, and of all its ports.
+    pub line_rate: Rate,
+    pub nic_rate: Rate,
+}
+
+/// Random-stream key of QPs.
+pub const STREAM_QP: u64 = 0x0A9;
+
+impl QpSetup {
+    /// A random stream of this QP's own, for purpose `key`.
+    pub fn stream(&self, key: u64) -> crate::engine::Rng {
+        crate::engine::Rng::stream(self.seed, &[STREAM_QP, self.qp.0 as u64, key])
+    }
+}
+
+/// A QP's counters, for the flow table and the summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QpStats {
+    pub retransmitted_packets: u64,
+    pub timeouts: u64,
+    pub failed: bool,
+    pub retired_evs: u64,
+    pub resurrected_evs: u64,
+    pub spurious_losses: u64,
+}
+
+/// A QP's transport: both ends' state machines.
+pub trait Transport {
+    /// Posts an RDMA WRITE of `bytes` (at least one packet), with
+    /// immediate when `imm`.
+    fn post(&mut self, bytes: u64, imm: bool);
+
+    /// Whether the requester has a packet it could send now.
+    fn has_data(&self) -> bool;
+
+    /// Whether the QP sprays over every port of its NIC (each packet on the
+    /// port of its EV's plane) rather than keeping to its one port. A
+    /// sprayed packet may arrive in any order, so every packet is addressed.
+    fn sprays(&self) -> bool;
+
+    /// The next data packet for the requester's port `port` at `now`.
+    fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing>;
+
+    /// A packet of this QP arrived at `end`, on its NIC's port `port`.
+    fn on_packet(&mut self, end: End, port: usize, packet: &Packet, now: Time, out: &mut Vec<Action>);
+
+    /// A timer armed with `Action::Arm` is due.
+    fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>);
+
+    /// The requester's NIC found its port `port` down or back up.
+    fn on_port_state(&mut self, _port: usize, _up: bool) {}
+
+    /// Length of the message `psn` belongs to (a RETH's DMA length).
+    fn message_bytes(&self, psn: u32) -> u64;
+
+    fn stats(&self) -> QpStats;
+
+    /// Starts reporting EV changes, beginning with every EV's state now.
+    fn log_evs(&mut self, _out: &mut Vec<Action>) {}
+
+    /// Takes every EV for which `denied` holds out of use and returns the
+    /// others to use (the denylist, mrc-srv6-multiplane.txt s2.4, s3).
+    fn deny_evs(&mut self, _denied: &dyn Fn(Ev) -> bool, _now: Time, _out: &mut Vec<Action>) {}
+
+    /// Replaces the QP's EVs with hand-picked ones; false if the transport
+    /// has none.
+    fn pin_evs(&mut self, _set: &EvSet) -> bool {
+        false
+    }
+}
+
+/// The transport of one QP, by kind: built-in transports are dispatched by
+/// enum (inlined on the packet path), others through a box.
+#[allow(clippy::large_enum_variant)]
+pub enum QpTransport {
+    /// RoCEv2 RC: one path, go-back-N, DCQCN.
+    Rocev2(RoceQp),
+    /// MRC: sprays over EVs on every plane (inline, though larger: its
+    /// state is read on every packet and boxing it cost 7% of the MRC
+    /// bench).
+    Mrc(MrcQp),
+    /// A transport defined outside this crate.
+    Custom(Box<dyn Transport>),
+}
+
+/// Calls `$call` on the transport inside a `QpTransport`, whatever its kind.
+macro_rules! dispatch {
+    ($qp:expr, $t:ident => $call:expr) => {
+        match $qp {
+            QpTransport::Rocev2($t) => $call,
+            QpTransport::Mrc($t) => $call,
+            QpTransport::Custom($t) => $call,
+        }
+    };
+}
+
+impl Transport for QpTransport {
+    #[inline]
+    fn post(&mut self, bytes: u64, imm: bool) {
+        dispatch!(self, t => t.post(bytes, imm))
+    }
+    #[inline]
+    fn has_data(&self) -> bool {
+        dispatch!(self, t => t.has_data())
+    }
+    #[inline]
+    fn sprays(&self) -> bool {
+        dispatch!(self, t => t.sprays())
+    }
+    #[inline]
+    fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
+        dispatch!(self, t => t.next_packet(port, now, out))
+    }
+    #[inline]
+    fn on_packet(&mut self, end: End, port: usize, packet: &Packet, now: Time, out: &mut Vec<Action>) {
+        dispatch!(self, t => t.on_packet(end, port, packet, now, out))
+    }
+    fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
+        dispatch!(self, t => t.on_timer(timer, now, out))
+    }
+    fn on_port_state(&mut self, port: usize, up: bool) {
+        dispatch!(self, t => t.on_port_state(port, up))
+    }
+    fn message_bytes(&self, psn: u32) -> u64 {
+        dispatch!(self, t => t.message_bytes(psn))
+    }
+    fn stats(&self) -> QpStats {
+        dispatch!(self, t => t.stats())
+    }
+    fn log_evs(&mut self, out: &mut Vec<Action>) {
+        dispatch!(self, t => t.log_evs(out))
+    }
+    fn deny_evs(&mut self, denied: &dyn Fn(Ev) -> bool, now: Time, out: &mut Vec<Action>) {
+        dispatch!(self, t => t.deny_evs(denied, now, out))
+    }
+    fn pin_evs(&mut self, set: &EvSet) -> bool {
+        dispatch!(self, t => t.pin_evs(set))
+    }
 }
 
 /// Which transport the NICs run, with its parameters.
@@ -35,7 +308,7 @@ pub enum TransportSpec {
     Rocev2(RoceConfig),
     /// MRC: packet spraying over EVs on every plane, SACK, trimming-aware
     /// selective retransmission, EV retirement (mrc-srv6-multiplane.txt).
-    Mrc(mrc::MrcConfig),
+    Mrc(MrcConfig),
 }
 
 crate::kind_tagged!(TransportSpec { "rocev2" => Rocev2, "mrc" => Mrc });
@@ -52,6 +325,40 @@ impl TransportSpec {
         match self {
             TransportSpec::Rocev2(c) => c.qps,
             TransportSpec::Mrc(c) => c.qps,
+        }
+    }
+
+    /// Whether its QPs spray over every port of the NIC (see
+    /// `Transport::sprays`).
+    pub fn sprays(&self) -> bool {
+        matches!(self, TransportSpec::Mrc(_))
+    }
+}
+
+/// A transport defined outside this crate: builds the transport of each QP.
+pub type CustomTransport = Box<dyn Fn(&QpSetup) -> Box<dyn Transport>>;
+
+/// Builds the transport of each new QP, all sharing one copy of the
+/// scenario's parameters.
+pub enum QpFactory {
+    Rocev2(Arc<RoceConfig>),
+    Mrc(Arc<MrcConfig>),
+    Custom(CustomTransport),
+}
+
+impl QpFactory {
+    pub fn new(spec: &TransportSpec) -> QpFactory {
+        match spec {
+            TransportSpec::Rocev2(c) => QpFactory::Rocev2(Arc::new(c.clone())),
+            TransportSpec::Mrc(c) => QpFactory::Mrc(Arc::new(c.clone())),
+        }
+    }
+
+    pub fn build(&self, setup: &QpSetup) -> QpTransport {
+        match self {
+            QpFactory::Rocev2(c) => QpTransport::Rocev2(RoceQp::new(c.clone(), setup)),
+            QpFactory::Mrc(c) => QpTransport::Mrc(MrcQp::new(c.clone(), setup)),
+            QpFactory::Custom(build) => QpTransport::Custom(build(setup)),
         }
     }
 }

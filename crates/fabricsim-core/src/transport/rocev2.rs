@@ -13,14 +13,16 @@
 //! PSNs are kept as u32 counters; the 24-bit wrap of the wire format is not
 //! modelled because no simulated QP sends 2^24 packets.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::writes::PostedWrites;
-use super::DataPacket;
-use crate::cc::DcqcnConfig;
-use crate::net::PacketKind;
-use crate::units::{Time, PS_PER_NS};
+use super::{Action, Control, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
+use crate::cc::{Dcqcn, DcqcnConfig};
+use crate::net::{flag, Packet, PacketKind};
+use crate::units::{Rate, Time, PS_PER_NS};
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -63,11 +65,11 @@ pub struct RoceSender {
     /// One past the highest PSN ever sent: below it a send is a retransmission.
     high_water: u32,
     retries: u32,
-    pub failed: bool,
+    failed: bool,
     /// Deadline of the retransmission timer while data is outstanding.
-    pub rto_deadline: Option<Time>,
-    pub retransmitted_packets: u64,
-    pub timeouts: u64,
+    rto_deadline: Option<Time>,
+    retransmitted_packets: u64,
+    timeouts: u64,
 }
 
 impl RoceSender {
@@ -153,7 +155,7 @@ pub struct RoceReceiver {
     expected: u32,
     nak_outstanding: bool,
     unacked: u32,
-    pub last_cnp: Option<Time>,
+    last_cnp: Option<Time>,
 }
 
 impl RoceReceiver {
@@ -182,6 +184,165 @@ impl RoceReceiver {
             }
         }
         out
+    }
+}
+
+/// A RoCEv2 QP: requester, responder and the requester's DCQCN.
+pub struct RoceQp {
+    cfg: Arc<RoceConfig>,
+    sender: RoceSender,
+    receiver: RoceReceiver,
+    cc: Dcqcn,
+    framing: Framing,
+    mtu: u32,
+    line: Rate,
+    /// The QP's UDP source port, on its data and its control packets.
+    entropy: u16,
+}
+
+impl RoceQp {
+    pub fn new(cfg: Arc<RoceConfig>, setup: &QpSetup) -> RoceQp {
+        RoceQp {
+            cfg,
+            sender: RoceSender::default(),
+            receiver: RoceReceiver::default(),
+            cc: Dcqcn::new(setup.line_rate),
+            framing: setup.framing,
+            mtu: setup.mtu,
+            line: setup.line_rate,
+            entropy: setup.entropy,
+        }
+    }
+
+    /// The responder's answer to a data packet: an ACK or NAK, and a CNP
+    /// (at most one per `cnp_interval`) when it came ECN-marked.
+    #[inline]
+    fn on_data(&mut self, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        let trimmed = pkt.has(flag::TRIMMED);
+        if trimmed {
+            out.push(Action::TrimmedArrived);
+        }
+        let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
+        out.push(Action::Received {
+            delivered: reply.delivered,
+            discarded: reply.discarded,
+            messages: u32::from(reply.message_done),
+        });
+        let port = port as u8;
+        if let Some((kind, psn)) = reply.reply {
+            out.push(Action::Send { end: End::Responder, port, control: Control::new(kind, psn, self.entropy) });
+        }
+        let dcqcn = &self.cfg.dcqcn;
+        if dcqcn.enabled && pkt.has(flag::CE) && self.receiver.last_cnp.is_none_or(|t| now - t >= dcqcn.cnp_interval) {
+            self.receiver.last_cnp = Some(now);
+            let cnp = Control::new(PacketKind::Cnp, 0, self.entropy);
+            out.push(Action::Send { end: End::Responder, port, control: cnp });
+        }
+    }
+}
+
+impl Transport for RoceQp {
+    fn post(&mut self, bytes: u64, imm: bool) {
+        self.sender.post(bytes, self.mtu, imm);
+    }
+
+    #[inline]
+    fn has_data(&self) -> bool {
+        self.sender.has_data()
+    }
+
+    fn sprays(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn next_packet(&mut self, _port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
+        let data = self.sender.next_packet()?;
+        let mut not_before = now;
+        let dcqcn = &self.cfg.dcqcn;
+        if dcqcn.enabled {
+            let wire = self.framing.data_wire(data.payload, data.first, data.imm) as u64;
+            self.cc.on_sent(dcqcn, wire);
+            let rate = self.cc.rate();
+            if rate < self.line {
+                not_before = now + rate.tx_time(wire);
+            }
+        }
+        if self.sender.rto_deadline.is_none() {
+            let at = now + self.cfg.retransmit_timeout();
+            self.sender.rto_deadline = Some(at);
+            out.push(Action::Arm { timer: Timer::Retransmit, at });
+        }
+        Some(Outgoing { data, entropy: self.entropy, not_before })
+    }
+
+    #[inline]
+    fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        match pkt.kind {
+            PacketKind::Data => self.on_data(port, pkt, now, out),
+            PacketKind::Ack | PacketKind::Nak => {
+                let progressed = if pkt.kind == PacketKind::Nak {
+                    self.sender.on_nak(pkt.psn);
+                    true
+                } else {
+                    self.sender.on_ack(pkt.psn)
+                };
+                if progressed {
+                    // The timer restarts lazily: its wake-up finds the later deadline.
+                    self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.cfg.retransmit_timeout());
+                }
+                if pkt.kind == PacketKind::Nak {
+                    out.push(Action::Ready);
+                }
+            }
+            PacketKind::Cnp if self.cfg.dcqcn.enabled => {
+                let at = self.cc.on_cnp(&self.cfg.dcqcn, now);
+                out.push(Action::Arm { timer: Timer::Congestion, at });
+            }
+            // RoCE does not probe.
+            PacketKind::Cnp | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {}
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
+        match timer {
+            Timer::Retransmit => {
+                let Some(deadline) = self.sender.rto_deadline else { return };
+                if deadline > now {
+                    out.push(Action::Arm { timer, at: deadline });
+                    return;
+                }
+                self.sender.on_timeout(self.cfg.retry_count);
+                if self.sender.failed {
+                    self.sender.rto_deadline = None;
+                    out.push(Action::Failed);
+                    return;
+                }
+                let at = now + self.cfg.retransmit_timeout();
+                self.sender.rto_deadline = Some(at);
+                out.push(Action::Arm { timer, at });
+                out.push(Action::Ready);
+            }
+            Timer::Congestion => {
+                if let Some(at) = self.cc.on_timer(&self.cfg.dcqcn, now) {
+                    out.push(Action::Arm { timer, at });
+                }
+            }
+            Timer::Probe => {}
+        }
+    }
+
+    fn message_bytes(&self, psn: u32) -> u64 {
+        self.sender.message_bytes(psn)
+    }
+
+    fn stats(&self) -> QpStats {
+        QpStats {
+            retransmitted_packets: self.sender.retransmitted_packets,
+            timeouts: self.sender.timeouts,
+            failed: self.sender.failed,
+            ..QpStats::default()
+        }
     }
 }
 

@@ -55,6 +55,7 @@ impl PostedWrites {
             last,
             imm: last && w.imm,
             retransmission: false,
+            addressed: false,
         })
     }
 

@@ -16,16 +16,22 @@
 //! window follows UET's NSCC (`cc::nscc`): delay and ECN per SACK, trims
 //! per NACK.
 
-use std::collections::VecDeque;
+mod receiver;
+mod sender;
+
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::writes::PostedWrites;
-use super::DataPacket;
-use crate::cc::{Nscc, NsccConfig};
+use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport};
+use crate::cc::NsccConfig;
 use crate::engine::Rng;
+use crate::net::{flag, Ev, Packet, PacketKind};
 use crate::units::{Bytes, Time};
+
+pub use receiver::{MrcArrival, MrcReceiver};
+pub use sender::MrcSender;
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -128,13 +134,6 @@ pub struct EvSet {
     pub backup: Vec<u16>,
 }
 
-/// Convictions remembered for acquittal: about one window's worth of
-/// timeouts' packets.
-const CONVICTIONS_KEPT: usize = 64;
-
-/// An empty active slot: its EV was retired and no backup was left.
-const NO_EV: u16 = u16::MAX;
-
 /// Where an EV stands in its QP's sets (s2.4, s4; Figs 12-14 plot these).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EvState {
@@ -166,1167 +165,203 @@ pub struct EvChange {
     pub state: EvState,
 }
 
-/// A retired EV and how its probes have gone.
-#[derive(Clone, Copy, Debug)]
-struct Retired {
-    ev: u16,
-    /// Consecutive probes answered.
-    successes: u32,
-    /// A probe is out and not yet answered.
-    awaiting: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
-    /// Waiting to be sent; `again` if it was sent before. `suspect` is the
-    /// EV an earlier transmission was lost on (`NO_EV` if none is blamed).
-    Pending {
-        again: bool,
-        suspect: u16,
-    },
-    /// Sent on EV `ev`, in slot `slot` of `plane`, as transmission `seq`
-    /// at `sent`, with the EV blamed for an earlier loss, if any.
-    InFlight {
-        plane: u8,
-        slot: u16,
-        ev: u16,
-        suspect: u16,
-        seq: u32,
-        sent: Time,
-    },
-    Acked,
-}
-
-/// Transmission numbers wrap: a QP has far fewer than 2^31 transmissions
-/// outstanding at once, so wrapping order is exact (RFC 1982 serial number
-/// arithmetic) and the numbers stay 32-bit, which keeps the per-packet
-/// state small enough for the sender's hot arrays to share cache lines.
-fn seq_before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
-
-/// Transmissions (seq, PSN) outstanding on one EV, oldest first. Spraying
-/// puts one or two packets of a window on each EV: those live inline, next
-/// to the other EVs' (a QP walks its EVs in turn, so consecutive packets
-/// touch neighbouring slots), and only a longer queue continues in the
-/// plane's cold `spill` list for the slot.
-#[derive(Clone, Copy, Debug, Default)]
-struct Outstanding {
-    inline: [(u32, u32); 2],
-    start: u8,
-    len: u8,
-    spilled: bool,
-}
-
-/// The EVs of one plane.
-#[derive(Clone, Debug, Default)]
-struct PlaneEvs {
-    /// The active set by slot.
-    active: Vec<EvSlot>,
-    /// Outstanding transmissions beyond the inline two, by active slot.
-    spill: Vec<VecDeque<(u32, u32)>>,
-    backup: Vec<u16>,
-    retired: Vec<Retired>,
-    denied: Vec<u16>,
-    cursor: usize,
-}
-
-impl PlaneEvs {
-    fn new(active: Vec<EvSlot>, backup: Vec<u16>) -> PlaneEvs {
-        let spill = vec![VecDeque::new(); active.len()];
-        PlaneEvs { active, spill, backup, retired: Vec::new(), denied: Vec::new(), cursor: 0 }
-    }
-
-    fn push_outstanding(&mut self, slot: usize, entry: (u32, u32)) {
-        let q = &mut self.active[slot].outstanding;
-        if !q.spilled && (q.len as usize) < q.inline.len() {
-            let at = (q.start + q.len) as usize % q.inline.len();
-            q.inline[at] = entry;
-            q.len += 1;
-        } else {
-            q.spilled = true;
-            self.spill[slot].push_back(entry);
-        }
-    }
-
-    fn front_outstanding(&self, slot: usize) -> Option<(u32, u32)> {
-        let q = &self.active[slot].outstanding;
-        if q.len > 0 {
-            Some(q.inline[q.start as usize])
-        } else if q.spilled {
-            self.spill[slot].front().copied()
-        } else {
-            None
-        }
-    }
-
-    fn pop_outstanding(&mut self, slot: usize) -> Option<(u32, u32)> {
-        let q = &mut self.active[slot].outstanding;
-        if q.len > 0 {
-            let entry = q.inline[q.start as usize];
-            q.start = (q.start + 1) % q.inline.len() as u8;
-            q.len -= 1;
-            Some(entry)
-        } else if q.spilled {
-            let entry = self.spill[slot].pop_front();
-            q.spilled = !self.spill[slot].is_empty();
-            entry
-        } else {
-            None
-        }
-    }
-
-    /// Puts `ev` (or nothing) into an active slot with nothing outstanding.
-    fn reset_slot(&mut self, slot: usize, ev: u16) {
-        self.active[slot] = EvSlot::new(ev);
-        self.spill[slot].clear();
-    }
-}
-
-/// One slot of the active set: its EV (`NO_EV` when left empty), until
-/// when it is avoided after an ECN echo, and the transmissions outstanding
-/// on it; together, as a packet and its SACK need all three (32 bytes: two
-/// slots to a cache line).
-#[derive(Clone, Copy, Debug, Default)]
-struct EvSlot {
-    avoid_until: Time,
-    outstanding: Outstanding,
-    ev: u16,
-}
-
-impl EvSlot {
-    fn new(ev: u16) -> EvSlot {
-        EvSlot { ev, avoid_until: Time::ZERO, outstanding: Outstanding::default() }
-    }
-}
-
-/// Round-trip times measured from SACKs, in picoseconds.
-#[derive(Clone, Copy, Debug)]
-struct RttEstimate {
-    srtt: f64,
-    rttvar: f64,
-    min: Time,
-}
-
-/// Sender side of an MRC QP.
-#[derive(Clone, Debug)]
-pub struct MrcSender {
-    planes: Vec<PlaneEvs>,
-    writes: PostedWrites,
-    /// PSN of `slots[0]`.
-    base: u32,
-    slots: VecDeque<Slot>,
-    /// Transmissions in sending order (seq, PSN, time), for loss detection
-    /// across EVs; entries no longer in flight are dropped lazily.
-    sent: VecDeque<(u32, u32, Time)>,
-    reorder_window: Time,
-    /// The reordering window's fraction of `reorder_window`.
-    reorder_scale: f64,
-    /// Packets declared lost that had arrived (reordered beyond the window).
-    pub spurious_losses: u64,
-    lost_scratch: Vec<u32>,
-    rto: Time,
-    rto_low: Time,
-    rto_min: Time,
-    rtt: Option<RttEstimate>,
-    /// Recent convictions of an EV by a resent copy: (PSN, EV).
-    convicted: VecDeque<(u32, u16)>,
-    /// Backoff of the tail timer after spurious losses (1 = none), and the
-    /// timeout count when it last grew.
-    timer_scale: f64,
-    backed_off: u64,
-    /// PSNs to resend, oldest first.
-    resend: VecDeque<u32>,
-    next_seq: u32,
-    in_flight_bytes: u64,
-    cc: Nscc,
-    mtu: u32,
-    /// Deadline of the retransmission timer.
-    pub rto_deadline: Option<Time>,
-    pub retransmitted_packets: u64,
-    pub timeouts: u64,
-    pub retired_evs: u64,
-    pub resurrected_evs: u64,
-    resurrect_after: u32,
-    /// EV state changes since the last `take_ev_changes`, when logging.
-    ev_log: Option<Vec<EvChange>>,
-    /// Planes usable at this end and, from SACKs, at the other end.
-    local_up: u8,
-    remote_up: u8,
-}
-
-impl MrcSender {
-    /// A sender whose EVs are drawn from `rng`, `evs / planes` per plane.
-    /// An EV keeps its plane in its low 3 bits (the plane number SRv6
-    /// copies into the uSIDs, s2.3) and the path choice above them.
-    pub fn new(cfg: &MrcConfig, planes: usize, mtu: u32, max_window: u64, rng: &mut Rng) -> MrcSender {
-        let per_plane = (cfg.evs as usize / planes).max(1);
-        let backup = cfg.backup_evs as usize / planes;
-        let planes = (0..planes)
-            .map(|plane| {
-                let mut evs = (0..per_plane + backup).map(|k| match cfg.paths_per_plane {
-                    Some(paths) => ((k as u32 % paths.max(1)) as u16) << 3 | plane as u16,
-                    None => random_ev(rng, plane),
-                });
-                let active = evs.by_ref().take(per_plane).map(EvSlot::new).collect();
-                PlaneEvs::new(active, evs.rev().collect())
-            })
-            .collect();
-        MrcSender {
-            planes,
-            writes: PostedWrites::default(),
-            base: 0,
-            slots: VecDeque::new(),
-            sent: VecDeque::new(),
-            reorder_window: cfg.reorder_window,
-            reorder_scale: 1.0,
-            spurious_losses: 0,
-            lost_scratch: Vec::new(),
-            rto: cfg.rto,
-            rto_low: cfg.rto_low,
-            rto_min: cfg.rto_min,
-            rtt: None,
-            convicted: VecDeque::new(),
-            timer_scale: 1.0,
-            backed_off: u64::MAX,
-            resend: VecDeque::new(),
-            next_seq: 0,
-            in_flight_bytes: 0,
-            cc: Nscc::new(&cfg.cc, mtu, max_window),
-            mtu,
-            rto_deadline: None,
-            retransmitted_packets: 0,
-            timeouts: 0,
-            retired_evs: 0,
-            resurrected_evs: 0,
-            resurrect_after: cfg.resurrect_after.max(1),
-            ev_log: None,
-            local_up: 0xFF,
-            remote_up: 0xFF,
-        }
-    }
-
-    /// Replaces the drawn EVs with `set`, each EV in its plane's sets.
-    pub fn set_evs(&mut self, set: &EvSet) {
-        for (plane, evs) in self.planes.iter_mut().enumerate() {
-            let of_plane =
-                |list: &[u16]| list.iter().copied().filter(|&ev| ev as usize & 7 == plane).collect::<Vec<_>>();
-            let mut backup = of_plane(&set.backup);
-            backup.reverse();
-            *evs = PlaneEvs::new(of_plane(&set.active).into_iter().map(EvSlot::new).collect(), backup);
-        }
-    }
-
-    /// Starts logging EV state changes, beginning with the initial sets.
-    pub fn log_evs(&mut self) {
-        let mut log = Vec::new();
-        for plane in &self.planes {
-            log.extend(plane.active.iter().map(|slot| EvChange { ev: slot.ev, state: EvState::Active }));
-            log.extend(plane.backup.iter().map(|&ev| EvChange { ev, state: EvState::Backup }));
-        }
-        self.ev_log = Some(log);
-    }
-
-    /// EV state changes since the last call (empty unless logging).
-    pub fn take_ev_changes(&mut self) -> Vec<EvChange> {
-        self.ev_log.as_mut().map(std::mem::take).unwrap_or_default()
-    }
-
-    fn logged(&mut self, ev: u16, state: EvState) {
-        if let Some(log) = self.ev_log.as_mut() {
-            log.push(EvChange { ev, state });
-        }
-    }
-
-    /// Posts a write (with immediate when `imm`); returns its first PSN and
-    /// packet count.
-    pub fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
-        let (first, packets) = self.writes.post(bytes, self.mtu, imm);
-        self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false, suspect: NO_EV }, packets as usize));
-        self.resend.extend(first..first + packets);
-        (first, packets)
-    }
-
-    /// Length of the message `psn` belongs to.
-    pub fn message_bytes(&self, psn: u32) -> u64 {
-        self.writes.write_bytes(psn)
-    }
-
-    /// Whether a packet could go now (data waiting and room in the window).
-    pub fn has_data(&self) -> bool {
-        !self.resend.is_empty() && (self.in_flight_bytes as f64) < self.cc.window()
-    }
-
-    /// The retransmission timeout now. With at most three packets in
-    /// flight (the tail of a message, where no later SACK will reveal a
-    /// loss), IRN's low timeout, shortened to RFC 6298's SRTT + 4 RTTVAR
-    /// once RTTs have been measured (never below two of the smallest RTT
-    /// seen); else the high one.
-    pub fn rto(&self) -> Time {
-        if self.in_flight_bytes > 3 * self.mtu as u64 {
-            return self.rto;
-        }
-        match self.rtt {
-            Some(rtt) => {
-                let estimate = Time(((rtt.srtt + 4.0 * rtt.rttvar) * self.timer_scale) as u64);
-                estimate.max(rtt.min + rtt.min).max(self.rto_min).min(self.rto_low)
-            }
-            None => self.rto_low,
-        }
-    }
-
-    pub fn outstanding(&self) -> bool {
-        self.slots.iter().any(|s| *s != Slot::Acked)
-    }
-
-    fn slot(&mut self, psn: u32) -> Option<&mut Slot> {
-        psn.checked_sub(self.base).and_then(|i| self.slots.get_mut(i as usize))
-    }
-
-    /// Payload bytes of packet `psn`.
-    fn payload_of(&self, psn: u32) -> u32 {
-        self.writes.packet(psn).expect("a posted PSN").payload
-    }
-
-    /// The next packet for `plane` and the EV it goes on: the next EV of
-    /// that plane that is not being avoided (or the next at all, when every
-    /// one is).
-    pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, u16)> {
-        if !self.has_data() || (self.local_up & self.remote_up) & (1 << plane.min(7)) == 0 {
-            return None;
-        }
-        let pick = self.pick_slot(plane, now)?;
-        let (psn, retransmission, suspect) = loop {
-            let psn = self.resend.pop_front()?;
-            if let Some(&mut Slot::Pending { again, suspect }) = self.slot(psn) {
-                break (psn, again, suspect);
-            }
-        };
-        let evs = &mut self.planes[plane];
-        evs.cursor = pick + 1;
-        let ev = evs.active[pick].ev;
-        let packet = self.writes.packet(psn).expect("a posted PSN");
-        let seq = self.next_seq;
-        self.next_seq = self.next_seq.wrapping_add(1);
-        self.planes[plane].push_outstanding(pick, (seq, psn));
-        *self.slot(psn).expect("slot") =
-            Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, suspect, seq, sent: now };
-        self.sent.push_back((seq, psn, now));
-        self.in_flight_bytes += packet.payload as u64;
-        if retransmission {
-            self.retransmitted_packets += 1;
-        }
-        Some((DataPacket { retransmission, ..packet }, ev))
-    }
-
-    /// The active slot of `plane` the next packet goes on.
-    fn pick_slot(&self, plane: usize, now: Time) -> Option<usize> {
-        let evs = self.planes.get(plane)?;
-        let n = evs.active.len();
-        let mut fallback = None;
-        for k in 0..n {
-            let i = (evs.cursor + k) % n;
-            if evs.active[i].ev == NO_EV {
-                continue;
-            }
-            if evs.active[i].avoid_until <= now {
-                return Some(i);
-            }
-            fallback.get_or_insert(i);
-        }
-        fallback
-    }
-
-    /// A SACK for `psn` of the transmission on EV `echo`, ECN-marked or
-    /// not, whose cumulative acknowledgement is `ack`. Returns whether it
-    /// acknowledged something new.
-    ///
-    /// Nothing below `ack` is declared lost: SACKs can overtake each other
-    /// (a receiver moves its reverse EV to another path), and the later
-    /// SACK's cumulative ack then proves that a packet whose own SACK is
-    /// still on the way arrived. (`on_cumulative_ack` applies it after.)
-    ///
-    /// The echo tells transmissions apart: a SACK of the copy sent on the
-    /// EV blamed for a loss says the loss was not one (its EV is restored);
-    /// a SACK of the resent copy while the blamed one never came confirms
-    /// it (a timeout only blames; this retires the EV).
-    pub fn on_sack(&mut self, psn: u32, echo: u16, ecn: bool, ack: u32, now: Time, ecn_avoid: Time) -> bool {
-        let (plane, slot, ev, suspect, seq, sent) = match self.slot(psn).copied() {
-            Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
-                // The first copy arrived; the resend is now a duplicate.
-                let payload = self.payload_of(psn);
-                self.in_flight_bytes -= payload as u64;
-                self.acked_spuriously(psn, suspect);
-                return true;
-            }
-            Some(Slot::InFlight { plane, slot, ev, suspect, seq, sent }) => {
-                (plane as usize, slot as usize, ev, suspect, seq, sent)
-            }
-            Some(Slot::Pending { again: true, suspect }) => {
-                // Declared lost, not yet resent, and here it is.
-                self.acked_spuriously(psn, suspect);
-                return true;
-            }
-            _ => {
-                // A first copy arriving after its resent copy convicted its
-                // EV: acquit it.
-                if let Some(i) = self.convicted.iter().position(|&c| c == (psn, echo)) {
-                    self.convicted.remove(i);
-                    self.restore(echo);
-                }
-                return false;
-            }
-        };
-        // (Both copies on one EV: the SACK could be either's, no verdict.)
-        if suspect != NO_EV && suspect != ev {
-            self.confirm_loss(psn, suspect);
-        }
-        let rtt = now.saturating_sub(sent);
-        self.timer_scale = (self.timer_scale * (1.0 - 1.0 / 64.0)).max(1.0);
-        *self.slot(psn).expect("slot") = Slot::Acked;
-        let payload = self.payload_of(psn);
-        self.in_flight_bytes -= payload as u64;
-        self.cc.on_ack(payload, sent, now, ecn);
-        self.measure_rtt(rtt);
-        let on = &mut self.planes[plane].active[slot];
-        if ecn && on.ev == ev {
-            on.avoid_until = now + ecn_avoid;
-        }
-        let mut lost = std::mem::take(&mut self.lost_scratch);
-        // Earlier packets on the same EV took the same path: still missing
-        // means lost.
-        while let Some((s, p)) = self.planes[plane].front_outstanding(slot) {
-            if seq_before(seq, s) {
-                break;
-            }
-            self.planes[plane].pop_outstanding(slot);
-            if s != seq && p >= ack && self.in_flight_as(p, s) {
-                lost.push(p);
-            }
-        }
-        // Across EVs, paths reorder by their queueing differences only: a
-        // packet sent more than the reordering window before one that
-        // arrived is lost (RACK's rule, RFC 8985 s6.2), which is how a
-        // path that went dead is noticed without a timeout.
-        let horizon = sent.saturating_sub(self.reorder_window());
-        while let Some(&(s, p, at)) = self.sent.front() {
-            let still = self.in_flight_as(p, s);
-            if still && at >= horizon {
-                break;
-            }
-            self.sent.pop_front();
-            if still && p >= ack {
-                lost.push(p);
-            }
-        }
-        for &p in &lost {
-            self.lose(p);
-        }
-        lost.clear();
-        self.lost_scratch = lost;
-        self.advance();
-        true
-    }
-
-    /// `psn`, declared lost, had arrived after all: reordered beyond the
-    /// window, or held in a queue longer than the timer allowed. The EV
-    /// blamed for it goes back to the backup set if it was retired. Like
-    /// TCP's backoff (RFC 6298 s5.5), the tail timer doubles; each SACK of
-    /// a packet not declared lost takes a little of that back.
-    fn acked_spuriously(&mut self, psn: u32, suspect: u16) {
-        *self.slot(psn).expect("slot") = Slot::Acked;
-        self.restore(suspect);
-        self.advance();
-    }
-
-    /// A loss blamed on `ev` was not one: count it, back the tail timer
-    /// off, and put `ev` back in the backup set if it was retired.
-    fn restore(&mut self, ev: u16) {
-        self.spurious_losses += 1;
-        self.reorder_scale = (self.reorder_scale * 2.0).min(1.0);
-        // Once per timeout: it resent the whole window, most of which was
-        // only waiting in queues.
-        if self.backed_off != self.timeouts {
-            self.backed_off = self.timeouts;
-            self.timer_scale = (self.timer_scale * 2.0).min(64.0);
-        }
-        if let Some(evs) = self.planes.get_mut(ev as usize & 7) {
-            if let Some(i) = evs.retired.iter().position(|r| r.ev == ev) {
-                evs.retired.swap_remove(i);
-                evs.backup.push(ev);
-                self.retired_evs -= 1;
-                self.logged(ev, EvState::Backup);
-            }
-        }
-    }
-
-    /// The resent copy of `psn` arrived and the first, sent on `suspect`,
-    /// did not: retire `suspect` if it is still active, and remember the
-    /// verdict in case the first copy turns up after all. The verdict is
-    /// remembered too when `suspect` was already retired, by the loss
-    /// being declared: otherwise a first copy arriving after the resent
-    /// one could never acquit it.
-    fn confirm_loss(&mut self, psn: u32, suspect: u16) {
-        self.reorder_scale = (self.reorder_scale / 2.0).max(1.0 / 1024.0);
-        let plane = suspect as usize & 7;
-        let Some(evs) = self.planes.get(plane) else { return };
-        if let Some(slot) = evs.active.iter().position(|a| a.ev == suspect) {
-            self.retire(plane, slot);
-        } else if !evs.retired.iter().any(|r| r.ev == suspect) {
-            return;
-        }
-        if self.convicted.len() == CONVICTIONS_KEPT {
-            self.convicted.pop_front();
-        }
-        self.convicted.push_back((psn, suspect));
-    }
-
-    /// How much later a delivered packet must have been sent for an earlier
-    /// one to count as lost. It starts at `reorder_window`, halves with each
-    /// loss the resent copy confirms and doubles back with each that proves
-    /// spurious (RACK adapts its window to DSACKs the same way, RFC 8985
-    /// s6.2), never below RACK's min RTT / 4: random loss then shows within
-    /// a few microseconds, while paths that reorder keep a wide window.
-    fn reorder_window(&self) -> Time {
-        let floor = self.rtt.map_or(Time::ZERO, |r| Time(r.min.0 / 4));
-        Time((self.reorder_window.0 as f64 * self.reorder_scale) as u64).max(floor)
-    }
-
-    /// RFC 6298's smoothed RTT and its variation (gains 1/8 and 1/4).
-    fn measure_rtt(&mut self, sample: Time) {
-        let x = sample.0 as f64;
-        match self.rtt.as_mut() {
-            None => self.rtt = Some(RttEstimate { srtt: x, rttvar: x / 2.0, min: sample }),
-            Some(r) => {
-                r.rttvar += 0.25 * ((r.srtt - x).abs() - r.rttvar);
-                r.srtt += 0.125 * (x - r.srtt);
-                r.min = r.min.min(sample);
-            }
-        }
-    }
-
-    /// Whether `psn` is in flight as transmission `seq`.
-    fn in_flight_as(&mut self, psn: u32, seq: u32) -> bool {
-        matches!(self.slot(psn), Some(&mut Slot::InFlight { seq: s, .. }) if s == seq)
-    }
-
-    /// The SACK's cumulative acknowledgement: every PSN below `ack` has
-    /// arrived, including any whose own SACK was lost. Returns whether it
-    /// acknowledged something new. A packet declared lost and not resent
-    /// yet arrived after all: the EV blamed for it is put back.
-    pub fn on_cumulative_ack(&mut self, ack: u32) -> bool {
-        let mut progressed = false;
-        while self.base < ack {
-            let Some(&front) = self.slots.front() else { break };
-            match front {
-                Slot::InFlight { .. } => {
-                    let payload = self.payload_of(self.base);
-                    self.in_flight_bytes -= payload as u64;
-                }
-                Slot::Pending { again: true, suspect } if suspect != NO_EV => self.restore(suspect),
-                Slot::Pending { .. } | Slot::Acked => {}
-            }
-            progressed |= front != Slot::Acked;
-            self.slots[0] = Slot::Acked;
-            self.advance();
-        }
-        progressed
-    }
-
-    /// This NIC's port for `plane` went down or came back: remap at once,
-    /// resending what was in flight on it over the other planes.
-    pub fn set_plane_up(&mut self, plane: usize, up: bool) {
-        let bit = 1u8 << plane.min(7);
-        self.local_up = if up { self.local_up | bit } else { self.local_up & !bit };
-        if !up {
-            self.abandon_plane(plane);
-        }
-    }
-
-    /// The other end's port state bitmap, from a SACK.
-    pub fn set_remote_planes(&mut self, bits: u8) {
-        let newly_down = self.remote_up & !bits;
-        self.remote_up = bits;
-        for plane in (0..self.planes.len()).filter(|&p| newly_down & (1 << p.min(7)) != 0) {
-            self.abandon_plane(plane);
-        }
-    }
-
-    /// Resends everything in flight on `plane`; its EVs are not at fault.
-    fn abandon_plane(&mut self, plane: usize) {
-        let Some(evs) = self.planes.get_mut(plane) else { return };
-        let mut stranded = Vec::new();
-        for slot in 0..evs.active.len() {
-            stranded.extend(std::iter::from_fn(|| evs.pop_outstanding(slot)).map(|(_, psn)| psn));
-        }
-        for psn in stranded {
-            self.requeue(psn, false);
-        }
-    }
-
-    /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
-    pub fn on_nack(&mut self, psn: u32, now: Time) {
-        if self.requeue(psn, false).is_some() {
-            let payload = self.payload_of(psn);
-            self.cc.on_trim(payload, now);
-        }
-    }
-
-    /// Puts an in-flight packet back at the head of the resend queue,
-    /// blaming the EV it went on when `blame`; returns the plane, slot and
-    /// EV it was sent on.
-    fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, u16)> {
-        let Some(&mut Slot::InFlight { plane, slot, ev, .. }) = self.slot(psn) else { return None };
-        let payload = self.payload_of(psn);
-        self.in_flight_bytes -= payload as u64;
-        let suspect = if blame { ev } else { NO_EV };
-        *self.slot(psn).expect("slot") = Slot::Pending { again: true, suspect };
-        self.resend.push_front(psn);
-        Some((plane as usize, slot as usize, ev))
-    }
-
-    /// A lost packet: retire its EV for a backup of the same plane (or
-    /// leave its slot empty when none is left), resend the packet. A loss
-    /// found after its EV was already replaced retires nothing more.
-    fn lose(&mut self, psn: u32) {
-        let Some((plane, slot, ev)) = self.requeue(psn, true) else { return };
-        if self.planes[plane].active[slot].ev == ev {
-            self.retire(plane, slot);
-        }
-    }
-
-    /// Retires the EV in an active slot for a backup of the same plane, or
-    /// leaves the slot empty when none is left.
-    fn retire(&mut self, plane: usize, slot: usize) {
-        let old = self.planes[plane].active[slot].ev;
-        if old == NO_EV {
-            return;
-        }
-        self.planes[plane].retired.push(Retired { ev: old, successes: 0, awaiting: false });
-        self.retired_evs += 1;
-        self.logged(old, EvState::Retired);
-        let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
-        self.fill_slot(plane, slot, fresh);
-    }
-
-    /// Puts `ev` (or nothing) into an active slot. What is still
-    /// outstanding on the old EV went by another path: it cannot be
-    /// ordered against the new EV's packets.
-    fn fill_slot(&mut self, plane: usize, slot: usize, ev: u16) {
-        self.planes[plane].reset_slot(slot, ev);
-        if ev != NO_EV {
-            self.logged(ev, EvState::Active);
-        }
-    }
-
-    /// Whether some EV is retired and waiting to be probed.
-    pub fn has_retired(&self) -> bool {
-        self.planes.iter().any(|p| !p.retired.is_empty())
-    }
-
-    /// The retired EVs to probe now. A probe still unanswered from the
-    /// previous round counts as failed and restarts that EV's count.
-    pub fn probe_retired(&mut self) -> Vec<u16> {
-        let mut out = Vec::new();
-        for plane in &mut self.planes {
-            for r in &mut plane.retired {
-                if r.awaiting {
-                    r.successes = 0;
-                }
-                r.awaiting = true;
-                out.push(r.ev);
-            }
-        }
-        out
-    }
-
-    /// A probe of retired EV `ev` came back. After enough in a row the EV
-    /// is resurrected: into an empty active slot of its plane if there is
-    /// one, else into the backup set.
-    pub fn on_probe_reply(&mut self, ev: u16) {
-        let plane = ev as usize & 7;
-        let Some(evs) = self.planes.get_mut(plane) else { return };
-        let Some(i) = evs.retired.iter().position(|r| r.ev == ev && r.awaiting) else { return };
-        evs.retired[i].awaiting = false;
-        evs.retired[i].successes += 1;
-        if evs.retired[i].successes < self.resurrect_after {
-            return;
-        }
-        evs.retired.swap_remove(i);
-        self.resurrected_evs += 1;
-        match evs.active.iter().position(|a| a.ev == NO_EV) {
-            Some(slot) => self.fill_slot(plane, slot, ev),
-            None => {
-                evs.backup.insert(0, ev);
-                self.logged(ev, EvState::Backup);
-            }
-        }
-    }
-
-    /// Applies a denylist: every EV for which `denied` says so leaves the
-    /// active, backup and retired sets for good (its active slot takes a
-    /// backup); EVs no longer denied are retired, to be probed back.
-    pub fn set_denied(&mut self, denied: impl Fn(u16) -> bool) {
-        for plane in 0..self.planes.len() {
-            let evs = &mut self.planes[plane];
-            let (still, freed): (Vec<u16>, Vec<u16>) = evs.denied.drain(..).partition(|&ev| denied(ev));
-            evs.denied = still;
-            let (backup, denied_backup): (Vec<u16>, Vec<u16>) = evs.backup.drain(..).partition(|&ev| !denied(ev));
-            evs.backup = backup;
-            let (retired, denied_retired): (Vec<Retired>, Vec<Retired>) =
-                evs.retired.drain(..).partition(|r| !denied(r.ev));
-            evs.retired = retired;
-            let mut newly: Vec<u16> =
-                denied_backup.into_iter().chain(denied_retired.into_iter().map(|r| r.ev)).collect();
-            for &ev in &freed {
-                self.planes[plane].retired.push(Retired { ev, successes: 0, awaiting: false });
-                self.logged(ev, EvState::Retired);
-            }
-            for slot in 0..self.planes[plane].active.len() {
-                let ev = self.planes[plane].active[slot].ev;
-                if ev != NO_EV && denied(ev) {
-                    newly.push(ev);
-                    let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
-                    self.fill_slot(plane, slot, fresh);
-                }
-            }
-            for &ev in &newly {
-                self.logged(ev, EvState::Denied);
-            }
-            self.planes[plane].denied.extend(newly);
-        }
-    }
-
-    /// A working EV of `plane` (for answering the other end's probes).
-    pub fn working_ev(&self, plane: usize) -> Option<u16> {
-        let evs = self.planes.get(plane)?;
-        evs.active.iter().map(|slot| slot.ev).find(|&ev| ev != NO_EV)
-    }
-
-    /// The timer expired: resend everything still in flight.
-    /// A timeout says only that nothing came back for a while, which deep
-    /// queueing also does: what is in flight is resent and its EVs are
-    /// blamed, but one is retired only when its packet's resent copy is
-    /// acknowledged and the first copy never was (`on_sack`).
-    pub fn on_timeout(&mut self) {
-        self.timeouts += 1;
-        let stranded: Vec<u32> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| matches!(s, Slot::InFlight { .. }).then_some(self.base + i as u32))
-            .collect();
-        for psn in stranded.into_iter().rev() {
-            self.requeue(psn, true);
-        }
-        self.sent.clear();
-    }
-
-    /// Drops acknowledged PSNs from the front and finished messages.
-    fn advance(&mut self) {
-        while self.slots.front() == Some(&Slot::Acked) {
-            self.slots.pop_front();
-            self.base += 1;
-        }
-        self.writes.forget_below(self.base);
-    }
-
-    /// Active (non-empty) EV slots of each plane.
-    pub fn active_evs_per_plane(&self) -> Vec<usize> {
-        self.planes.iter().map(|p| p.active.iter().filter(|slot| slot.ev != NO_EV).count()).collect()
-    }
-}
-
-/// Receiver side: places packets in any order, completes messages when all
-/// their packets have arrived, and keeps the reverse EV set its SACKs and
-/// NACKs go on: one EV per plane, refreshed by EV probes (s2.4 Reverse
-/// Paths), since a QP that only receives learns nothing from SACKs.
-#[derive(Clone, Debug)]
-pub struct MrcReceiver {
-    base: u32,
-    received: VecDeque<bool>,
-    /// Messages by PSN range, with packets still missing.
-    messages: VecDeque<(u32, u32, u32)>,
-    reverse: Vec<u16>,
-    next_reverse_probe: Time,
-    probe_plane: usize,
-    rng: Rng,
-}
-
-/// What a data packet's arrival means at the receiver.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MrcArrival {
-    /// New payload placed (zero for a duplicate or a trimmed header).
-    pub delivered: u32,
-    /// Messages this packet completed (by posting order).
-    pub completed: u32,
-    pub duplicate: bool,
-}
-
-impl MrcReceiver {
-    /// A receiver with a random reverse EV on each of `planes` planes.
-    pub fn new(planes: usize, mut rng: Rng) -> MrcReceiver {
-        let reverse = (0..planes).map(|plane| random_ev(&mut rng, plane)).collect();
-        MrcReceiver {
-            base: 0,
-            received: VecDeque::new(),
-            messages: VecDeque::new(),
-            reverse,
-            next_reverse_probe: Time::ZERO,
-            probe_plane: 0,
-            rng,
-        }
-    }
-
-    /// The EV control packets leaving on `plane` use.
-    pub fn reverse_ev(&self, plane: usize) -> u16 {
-        self.reverse.get(plane).copied().unwrap_or(plane as u16)
-    }
-
-    /// The next PSN expected in order: every one below it has arrived.
-    pub fn cumulative(&self) -> u32 {
-        self.base
-    }
-
-    /// An EV probe to send now, if one is due: a random EV of the next
-    /// plane in turn, at most one per `interval`.
-    pub fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<u16> {
-        if now < self.next_reverse_probe || self.reverse.is_empty() {
-            return None;
-        }
-        self.next_reverse_probe = now + interval;
-        let plane = self.probe_plane % self.reverse.len();
-        self.probe_plane += 1;
-        Some(random_ev(&mut self.rng, plane))
-    }
-
-    /// An EV probe came back: its EV works, so control packets of its plane
-    /// take it.
-    pub fn on_probe_reply(&mut self, ev: u16) {
-        if let Some(slot) = self.reverse.get_mut(ev as usize & 7) {
-            *slot = ev;
-        }
-    }
-
-    /// The sender posted a message of `packets` packets from `first`.
-    pub fn expect(&mut self, first: u32, packets: u32) {
-        self.messages.push_back((first, first + packets, packets));
-    }
-
-    pub fn on_data(&mut self, psn: u32, payload: u32) -> MrcArrival {
-        let Some(i) = psn.checked_sub(self.base) else { return MrcArrival { duplicate: true, ..Default::default() } };
-        let i = i as usize;
-        if self.received.len() <= i {
-            self.received.resize(i + 1, false);
-        }
-        if self.received[i] {
-            return MrcArrival { duplicate: true, ..Default::default() };
-        }
-        self.received[i] = true;
-        let mut out = MrcArrival { delivered: payload, ..Default::default() };
-        if let Some(m) = self.messages.iter_mut().find(|m| psn >= m.0 && psn < m.1) {
-            m.2 -= 1;
-        }
-        // Messages complete in posting order once all their packets are in.
-        while self.messages.front().is_some_and(|m| m.2 == 0) {
-            self.messages.pop_front();
-            out.completed += 1;
-        }
-        while self.received.front() == Some(&true) {
-            self.received.pop_front();
-            self.base += 1;
-        }
-        out
-    }
-}
-
 /// A random EV of `plane`: the path choice above the plane's 3 bits.
-fn random_ev(rng: &mut Rng, plane: usize) -> u16 {
+pub(super) fn random_ev(rng: &mut Rng, plane: usize) -> u16 {
     (rng.next_u64() as u16 >> 3) << 3 | plane as u16
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// An MRC QP: the requester's sender and the responder's receiver.
+pub struct MrcQp {
+    cfg: Arc<MrcConfig>,
+    sender: MrcSender,
+    receiver: MrcReceiver,
+}
 
-    fn sender(planes: usize) -> MrcSender {
-        let cfg = MrcConfig { evs: 8, backup_evs: 4, ..Default::default() };
-        MrcSender::new(&cfg, planes, 1000, 1_000_000, &mut Rng::stream(1, &[]))
+impl MrcQp {
+    pub fn new(cfg: Arc<MrcConfig>, setup: &QpSetup) -> MrcQp {
+        // NSCC's maximum window: 1.5 BDP at 12us (protocols.md s5.5).
+        let window = cfg.window.map_or((setup.nic_rate.0 as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
+        let sender = MrcSender::new(&cfg, setup.requester_ports, setup.mtu, window, &mut setup.stream(0xE5));
+        let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
+        MrcQp { cfg, sender, receiver }
     }
 
-    #[test]
-    fn sprays_over_the_evs_of_each_plane_in_turn() {
-        let mut s = sender(2);
-        s.post(8000, false);
-        let evs: Vec<u16> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().1).collect();
-        let distinct: std::collections::BTreeSet<u16> = evs.iter().copied().collect();
-        assert_eq!(distinct.len(), 8);
-        assert_eq!(s.active_evs_per_plane(), [4, 4]);
-    }
-
-    #[test]
-    fn a_lost_packet_retires_its_ev_for_a_backup_of_the_same_plane() {
-        let mut s = sender(1);
-        s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-        // Everything but PSN 0 arrives, including later packets on its EV.
-        for (p, ev) in &sent[1..] {
-            s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
+    /// Restarts the retransmission timer from now, or stops it when nothing
+    /// is outstanding.
+    fn arm_retransmit(&mut self, now: Time, out: &mut Vec<Action>) {
+        let deadline = self.sender.outstanding().then(|| now + self.sender.rto());
+        self.sender.rto_deadline = deadline;
+        if let Some(at) = deadline {
+            out.push(Action::Arm { timer: Timer::Retransmit, at });
         }
-        assert_eq!(s.retired_evs, 1);
-        let (again, ev) = s.next_packet(0, Time::ZERO).unwrap();
-        assert_eq!((again.psn, again.retransmission), (0, true));
-        assert_ne!(ev, sent[0].1);
     }
 
-    /// Transmission numbers are 32-bit and wrap; ten packets per EV also
-    /// take each EV's queue past its two inline entries.
-    #[test]
-    fn per_ev_loss_detection_holds_across_the_transmission_number_wrap() {
-        for lost in [None, Some(0), Some(5)] {
-            let mut s = sender(1);
-            s.next_seq = u32::MAX - 6;
-            s.post(40 * 1000, false);
-            let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-            for (p, ev) in sent.iter().filter(|(p, _)| Some(p.psn) != lost) {
-                s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
+    /// Keeps the retired-EV probe timer running while the QP has retired
+    /// EVs, and reports EV changes.
+    fn after_ev_changes(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.sender.has_retired() {
+            out.push(Action::Arm { timer: Timer::Probe, at: now + self.cfg.probe_interval });
+        }
+        out.extend(self.sender.take_ev_changes().into_iter().map(Action::EvChanged));
+    }
+
+    /// An EV probe from `end` on the port of the EV's plane, naming the EV
+    /// it tests in its PSN field.
+    fn probe(end: End, ev: u16, out: &mut Vec<Action>) {
+        let control = Control::new(PacketKind::Probe, ev as u32, ev);
+        out.push(Action::Send { end, port: Ev(ev).plane() as u8, control });
+    }
+
+    /// The receiver's answer to a data packet: a NACK for a trimmed one
+    /// (resent first), else a SACK that names the packet, echoes its EV and
+    /// ECN mark and acknowledges cumulatively; both on the reverse EV of
+    /// the plane it came on.
+    fn on_data(&mut self, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        let trimmed = pkt.has(flag::TRIMMED);
+        let mut probe = None;
+        let (kind, flags) = if trimmed {
+            out.push(Action::TrimmedArrived);
+            (PacketKind::Nak, 0)
+        } else {
+            let arrival = self.receiver.on_data(pkt.psn, pkt.payload());
+            probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval);
+            let discarded = if arrival.duplicate { pkt.payload() } else { 0 };
+            out.push(Action::Received { delivered: arrival.delivered, discarded, messages: arrival.completed });
+            (PacketKind::Ack, pkt.flags & flag::CE)
+        };
+        let (entropy, ack) = (self.receiver.reverse_ev(port), self.receiver.cumulative());
+        let control = Control { kind, psn: pkt.psn, entropy, flags, ack, echo: pkt.entropy };
+        out.push(Action::Send { end: End::Responder, port: port as u8, control });
+        if let Some(ev) = probe {
+            Self::probe(End::Responder, ev, out);
+        }
+    }
+}
+
+impl Transport for MrcQp {
+    fn post(&mut self, bytes: u64, imm: bool) {
+        let (first, packets) = self.sender.post(bytes, imm);
+        self.receiver.expect(first, packets);
+    }
+
+    #[inline]
+    fn has_data(&self) -> bool {
+        self.sender.has_data()
+    }
+
+    fn sprays(&self) -> bool {
+        true
+    }
+
+    #[inline]
+    fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
+        let (data, ev) = self.sender.next_packet(port, now)?;
+        if self.sender.rto_deadline.is_none() {
+            self.arm_retransmit(now, out);
+        }
+        Some(Outgoing { data: DataPacket { addressed: true, ..data }, entropy: ev, not_before: now })
+    }
+
+    fn on_packet(&mut self, end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        match pkt.kind {
+            PacketKind::Data => self.on_data(port, pkt, now, out),
+            PacketKind::Ack | PacketKind::Nak => {
+                // The SACK's port state bitmap: planes down at the other end.
+                self.sender.set_remote_planes(pkt.ports_up);
+                let progressed = if pkt.kind == PacketKind::Ack {
+                    self.sender.on_sack(pkt.psn, pkt.echo, pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid)
+                } else {
+                    self.sender.on_nack(pkt.psn, now);
+                    true
+                };
+                if self.sender.on_cumulative_ack(pkt.ack) || progressed {
+                    self.arm_retransmit(now, out);
+                }
+                self.after_ev_changes(now, out);
+                out.push(Action::Ready);
             }
-            assert_eq!(s.retired_evs, lost.is_some() as u64, "lost {lost:?}");
-            match lost {
-                Some(psn) => assert_eq!(s.next_packet(0, Time::ZERO).unwrap().0.psn, psn),
-                None => assert!(!s.outstanding()),
+            // A probe is answered on an EV known to work: the receiver's
+            // reverse EV, or an active EV of the sender.
+            PacketKind::Probe => {
+                let ev = match end {
+                    End::Requester => self.sender.working_ev(port),
+                    End::Responder => Some(self.receiver.reverse_ev(port)),
+                };
+                if let Some(ev) = ev {
+                    let control = Control::new(PacketKind::ProbeReply, pkt.psn, ev);
+                    out.push(Action::Send { end, port: port as u8, control });
+                }
             }
-        }
-    }
-
-    #[test]
-    fn trimmed_packets_are_resent_first_and_shrink_the_window() {
-        let mut s = sender(1);
-        s.post(5000, false);
-        let p: Vec<(DataPacket, u16)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-        let before = s.cc.window();
-        s.on_nack(p[2].0.psn, Time::ZERO);
-        assert!(s.cc.window() < before);
-        assert_eq!(s.next_packet(0, Time::ZERO).unwrap().0.psn, 2);
-    }
-
-    #[test]
-    fn receiver_places_out_of_order_and_completes_whole_messages() {
-        let mut r = MrcReceiver::new(1, Rng::stream(1, &[]));
-        r.expect(0, 3);
-        r.expect(3, 2);
-        assert_eq!(r.on_data(4, 10).completed, 0);
-        assert_eq!(r.on_data(0, 10).completed, 0);
-        assert_eq!(r.on_data(2, 10).completed, 0);
-        assert!(r.on_data(2, 10).duplicate);
-        assert_eq!(r.on_data(1, 10).completed, 1);
-        assert_eq!(r.on_data(3, 10).completed, 1);
-    }
-
-    /// Loses the first packet sent on plane 0 (later ones on its EV are
-    /// acknowledged), retiring its EV; returns that EV.
-    fn retire_one(s: &mut MrcSender) -> u16 {
-        s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-        for (p, ev) in &sent[1..] {
-            s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
-        }
-        assert_eq!(s.retired_evs, 1);
-        sent[0].1
-    }
-
-    #[test]
-    fn enough_answered_probes_resurrect_a_retired_ev_into_the_backup_set() {
-        let mut s = sender(1);
-        let ev = retire_one(&mut s);
-        s.log_evs();
-        s.take_ev_changes();
-        for round in 0..3 {
-            assert_eq!(s.probe_retired(), [ev], "round {round}");
-            s.on_probe_reply(ev);
-        }
-        assert!(!s.has_retired());
-        assert_eq!(s.resurrected_evs, 1);
-        assert_eq!(s.take_ev_changes(), [EvChange { ev, state: EvState::Backup }]);
-    }
-
-    #[test]
-    fn an_unanswered_probe_restarts_the_count() {
-        let mut s = sender(1);
-        let ev = retire_one(&mut s);
-        s.probe_retired();
-        s.on_probe_reply(ev);
-        s.probe_retired();
-        s.on_probe_reply(ev);
-        s.probe_retired(); // lost
-        s.probe_retired();
-        s.on_probe_reply(ev);
-        s.probe_retired();
-        s.on_probe_reply(ev);
-        assert!(s.has_retired());
-        s.probe_retired();
-        s.on_probe_reply(ev);
-        assert!(!s.has_retired());
-    }
-
-    #[test]
-    fn with_no_backup_left_a_retired_slot_stays_empty_until_a_resurrection_fills_it() {
-        let cfg = MrcConfig { evs: 4, backup_evs: 0, resurrect_after: 1, ..Default::default() };
-        let mut s = MrcSender::new(&cfg, 1, 1000, 1_000_000, &mut Rng::stream(1, &[]));
-        let ev = retire_one(&mut s);
-        assert_eq!(s.active_evs_per_plane(), [3]);
-        s.post(1000, false);
-        assert!((0..8).all(|_| s.next_packet(0, Time::ZERO).is_none_or(|(_, e)| e != ev)));
-        s.probe_retired();
-        s.on_probe_reply(ev);
-        assert_eq!(s.active_evs_per_plane(), [4]);
-    }
-
-    #[test]
-    fn denied_evs_leave_every_set_and_backups_keep_the_planes_equal() {
-        let mut s = sender(2);
-        // Deny one active EV of plane 1 (its path choice is its bits above 3).
-        let victim = s.planes[1].active[0].ev;
-        s.set_denied(|ev| ev == victim);
-        assert_eq!(s.active_evs_per_plane(), [4, 4]);
-        assert!(s.planes[1].active.iter().all(|slot| slot.ev != victim));
-        assert_eq!(s.planes[1].denied, [victim]);
-        // Lifting the denial returns it to probing, not to use.
-        s.set_denied(|_| false);
-        assert!(s.planes[1].denied.is_empty());
-        assert_eq!(s.probe_retired(), [victim]);
-    }
-
-    #[test]
-    fn paths_per_plane_restricts_evs_to_that_many_paths() {
-        let cfg = MrcConfig { evs: 8, backup_evs: 8, paths_per_plane: Some(2), ..Default::default() };
-        let s = MrcSender::new(&cfg, 8, 1000, 1_000_000, &mut Rng::stream(1, &[]));
-        for (plane, evs) in s.planes.iter().enumerate() {
-            assert_eq!(evs.active.iter().map(|slot| slot.ev).collect::<Vec<_>>(), [plane as u16]);
-            assert_eq!(evs.backup, [1 << 3 | plane as u16]);
-        }
-    }
-
-    #[test]
-    fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
-        let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
-        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10)).unwrap();
-        assert_eq!(probe & 7, 0);
-        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10)), None);
-        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10)).unwrap();
-        assert_eq!(next & 7, 1, "planes are probed in turn");
-        r.on_probe_reply(probe);
-        assert_eq!(r.reverse_ev(0), probe);
-    }
-
-    #[test]
-    fn retirements_keep_the_planes_active_ev_counts_equal() {
-        let cfg = MrcConfig { evs: 16, backup_evs: 16, ..Default::default() };
-        let mut s = MrcSender::new(&cfg, 4, 1000, 1_000_000, &mut Rng::stream(3, &[]));
-        s.post(400 * 1000, false);
-        // Three of plane 2's paths lose everything; the rest all arrive.
-        let bad: Vec<u16> = s.planes[2].active[..3].iter().map(|slot| slot.ev).collect();
-        let sent: Vec<(DataPacket, u16)> =
-            (0..200).map(|k| s.next_packet(k % 4, Time::from_us(k as u64)).unwrap()).collect();
-        for (k, (p, ev)) in sent.iter().enumerate() {
-            if !bad.contains(ev) {
-                s.on_sack(p.psn, *ev, false, 0, Time::from_us(k as u64 + 10), Time::ZERO);
+            PacketKind::ProbeReply => {
+                let probed = pkt.psn as u16;
+                match end {
+                    End::Requester => {
+                        self.sender.on_probe_reply(probed);
+                        self.after_ev_changes(now, out);
+                        out.push(Action::Ready);
+                    }
+                    End::Responder => self.receiver.on_probe_reply(probed),
+                }
             }
-        }
-        assert_eq!(s.retired_evs, 3);
-        assert_eq!(s.active_evs_per_plane(), [4, 4, 4, 4]);
-        for (k, plane) in s.planes.iter().enumerate() {
-            let evs = plane.active.iter().map(|slot| slot.ev).chain(plane.backup.iter().copied());
-            assert!(evs.into_iter().all(|ev| ev as usize & 7 == k), "plane {k}");
+            PacketKind::Cnp | PacketKind::MapProbe => {}
         }
     }
 
-    #[test]
-    fn a_timeout_blames_and_the_resent_copy_convicts() {
-        let mut s = sender(1);
-        s.post(2000, false);
-        let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
-        let (b, ev_b) = s.next_packet(0, Time::ZERO).unwrap();
-        s.on_timeout();
-        assert_eq!(s.retired_evs, 0, "a timeout alone retires nothing");
-        let (a2, ev_a2) = s.next_packet(0, Time::from_us(100)).unwrap();
-        let (b2, _) = s.next_packet(0, Time::from_us(100)).unwrap();
-        assert_eq!((a2.psn, b2.psn), (a.psn, b.psn), "resent in order");
-        assert_ne!(ev_a2, ev_a);
-        // a's resent copy arrives and its first copy never does: convicted.
-        s.on_sack(a.psn, ev_a2, false, 0, Time::from_us(110), Time::ZERO);
-        assert_eq!(s.retired_evs, 1);
-        assert!(s.planes[0].active.iter().all(|slot| slot.ev != ev_a));
-        // b's first copy arrives late: it was not lost, nothing retired.
-        s.on_sack(b.psn, ev_b, false, 0, Time::from_us(111), Time::ZERO);
-        assert_eq!((s.retired_evs, s.spurious_losses), (1, 1));
-        assert!(s.planes[0].active.iter().any(|slot| slot.ev == ev_b));
-        assert!(!s.outstanding());
+    fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
+        match timer {
+            Timer::Retransmit => {
+                let Some(deadline) = self.sender.rto_deadline else { return };
+                if deadline > now {
+                    out.push(Action::Arm { timer, at: deadline });
+                    return;
+                }
+                self.sender.on_timeout();
+                self.arm_retransmit(now, out);
+                self.after_ev_changes(now, out);
+                out.push(Action::Ready);
+            }
+            Timer::Probe => {
+                for ev in self.sender.probe_retired() {
+                    Self::probe(End::Requester, ev, out);
+                }
+                self.after_ev_changes(now, out);
+            }
+            Timer::Congestion => {}
+        }
     }
 
-    /// A packet declared lost across EVs retires its EV at once; if its
-    /// resent copy is acknowledged first and the first copy comes later,
-    /// the EV must still be put back.
-    #[test]
-    fn a_first_copy_arriving_after_its_resent_copy_acquits_an_ev_retired_when_the_loss_was_declared() {
-        let mut s = sender(1);
-        s.post(10 * 1000, false);
-        let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
-        let (b, ev_b) = s.next_packet(0, Time::from_us(60)).unwrap();
-        // b arrives; a, sent more than the reordering window before, is
-        // declared lost and its EV retired.
-        s.on_sack(b.psn, ev_b, false, 0, Time::from_us(70), Time::ZERO);
-        assert_eq!(s.retired_evs, 1);
-        let (a2, ev_a2) = s.next_packet(0, Time::from_us(70)).unwrap();
-        assert_eq!((a2.psn, a2.retransmission), (a.psn, true));
-        assert_ne!(ev_a2, ev_a);
-        s.on_sack(a.psn, ev_a2, false, 0, Time::from_us(75), Time::ZERO);
-        s.on_sack(a.psn, ev_a, false, 0, Time::from_us(76), Time::ZERO);
-        assert_eq!((s.retired_evs, s.spurious_losses), (0, 1), "the late first copy acquits its EV");
-        assert!(!s.has_retired());
+    fn on_port_state(&mut self, port: usize, up: bool) {
+        self.sender.set_plane_up(port, up);
     }
 
-    /// SACKs overtaking each other: the SACK of a later packet on the same
-    /// EV arrives first, but its cumulative ack covers the earlier packet.
-    #[test]
-    fn a_packet_the_cumulative_ack_covers_is_not_declared_lost() {
-        let mut s = sender(1);
-        s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
-        let (first, ev) = sent[0];
-        let (later, _) = *sent.iter().find(|(p, e)| *e == ev && p.psn > first.psn).unwrap();
-        s.on_sack(later.psn, ev, false, later.psn + 1, Time::ZERO, Time::ZERO);
-        s.on_cumulative_ack(later.psn + 1);
-        assert_eq!((s.retired_evs, s.spurious_losses), (0, 0));
-        assert!(s.next_packet(0, Time::ZERO).is_none(), "nothing to resend");
+    fn message_bytes(&self, psn: u32) -> u64 {
+        self.sender.message_bytes(psn)
     }
 
-    /// A packet declared lost is acknowledged cumulatively before it is
-    /// resent: its first copy arrived, and the EV blamed for it is put back.
-    #[test]
-    fn a_cumulative_ack_of_a_packet_declared_lost_and_not_yet_resent_restores_its_ev() {
-        let mut s = sender(1);
-        let ev = retire_one(&mut s);
-        s.on_cumulative_ack(1);
-        assert_eq!((s.retired_evs, s.spurious_losses), (0, 1));
-        assert!(s.planes[0].backup.contains(&ev));
+    fn stats(&self) -> QpStats {
+        let s = &self.sender;
+        QpStats {
+            retransmitted_packets: s.retransmitted_packets,
+            timeouts: s.timeouts,
+            failed: false,
+            retired_evs: s.retired_evs,
+            resurrected_evs: s.resurrected_evs,
+            spurious_losses: s.spurious_losses,
+        }
     }
 
-    #[test]
-    fn confirmed_losses_narrow_the_reordering_window_and_spurious_ones_widen_it() {
-        let mut s = sender(1);
-        s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
-        s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
-        let wide = s.reorder_window();
-        assert_eq!(wide, MrcConfig::default().reorder_window);
-        // A timeout resends 0-2; 0's resent copy arrives, its first never did.
-        s.on_timeout();
-        let resent: Vec<(DataPacket, u16)> = (0..3).map(|_| s.next_packet(0, Time::from_us(400)).unwrap()).collect();
-        s.on_sack(resent[0].0.psn, resent[0].1, false, 0, Time::from_us(410), Time::ZERO);
-        assert_eq!(s.reorder_window(), Time(wide.0 / 2));
-        // 1's first copy turns up: that loss was not one.
-        s.on_sack(sent[1].0.psn, sent[1].1, false, 0, Time::from_us(411), Time::ZERO);
-        assert_eq!(s.reorder_window(), wide);
+    fn log_evs(&mut self, out: &mut Vec<Action>) {
+        self.sender.log_evs();
+        out.extend(self.sender.take_ev_changes().into_iter().map(Action::EvChanged));
+    }
+
+    fn deny_evs(&mut self, denied: &dyn Fn(Ev) -> bool, now: Time, out: &mut Vec<Action>) {
+        self.sender.set_denied(|ev| denied(Ev(ev)));
+        self.after_ev_changes(now, out);
+    }
+
+    fn pin_evs(&mut self, set: &EvSet) -> bool {
+        self.sender.set_evs(set);
+        true
     }
 }

@@ -1,0 +1,34 @@
+//! A QP as its NICs see it: its two ends, its transport, its place in the
+//! ports' round-robin lists, its pacing, its queued timer wake-ups and the
+//! messages posted on it.
+
+use std::collections::VecDeque;
+
+use crate::ids::MessageId;
+use crate::net::PortId;
+use crate::topology::NodeId;
+use crate::transport::{QpTransport, TIMERS};
+use crate::units::Time;
+
+pub struct Qp {
+    pub transport: QpTransport,
+    /// Earliest time the pacer lets the next data packet go.
+    pub next_send: Time,
+    /// Ports of the sending NIC (by index) whose ready list holds this QP.
+    pub in_ready_lists: u32,
+    /// Whether the transport sprays over every port of the NIC.
+    pub sprays: bool,
+    /// The requester at `src`, the responder at `dst`, and the ports the
+    /// QP is bound to (for a sprayed QP, where its first port is).
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub src_port: PortId,
+    pub dst_port: PortId,
+    /// The UDP source port the NIC gave the QP.
+    pub entropy: u16,
+    /// Per transport timer, the earliest wake-up still queued.
+    pub timers_queued: [Option<Time>; TIMERS],
+    /// Messages posted on this QP, oldest first; the responder completes
+    /// them in order.
+    pub messages: VecDeque<MessageId>,
+}

@@ -1,0 +1,381 @@
+//! The NIC side: which QP sends next on each port, posting messages striped
+//! over a connection's QPs and completing them, and the seam to the
+//! transports. A transport is asked for a port's next data packet, handed
+//! the packets of its QP that arrive and the timers it armed, and answers
+//! with actions that are carried out here in order. The NIC frames what a
+//! transport sends: addresses, sizes, its port bitmap, and the SRv6 path
+//! of the packet's port and entropy.
+
+use super::{Event, Message, Owner, Simulation};
+use crate::ids::{ConnectionId, FlowId, QpId};
+use crate::net::{
+    flag, headers, Ev, Packet, PacketId, PacketKind, PortId, Usids, CLASS_CONTROL, CLASS_DATA, NO_PORT, USIDS,
+};
+use crate::nic::Pick;
+use crate::topology::NodeId;
+use crate::transport::{Action, Control, End, Outgoing, Timer, Transport};
+use crate::workload::split_evenly;
+
+impl Simulation {
+    /// The next data packet for this NIC port, from the QP whose turn it is,
+    /// queued on the port. Schedules a wake-up if every ready QP is paced.
+    pub(super) fn next_data_packet(&mut self, port: PortId) -> Option<PacketId> {
+        let p = port.0 as usize;
+        if self.ports[p].paused[CLASS_DATA] || self.sched[p].known_down {
+            return None;
+        }
+        let index = self.ports[p].index as usize;
+        let now = self.now();
+        let first = self.actions.len();
+        let actions = &mut self.actions;
+        let pick = self.sched[p].pick(&mut self.qps, 1 << index.min(31), now, self.scenario.nic.batch, |_, qp| {
+            qp.transport.next_packet(index, now, actions)
+        });
+        match pick {
+            Pick::Packet(q, out) => {
+                self.qps[q].next_send = out.not_before;
+                self.carry_out(q, first);
+                if self.qps[q].sprays {
+                    self.recorder.data_sent(q, out.entropy);
+                }
+                let id = self.alloc_data_packet(q, port, out);
+                let wire = self.pool.get(id).wire();
+                self.ports[p].enqueue(CLASS_DATA, id, wire);
+                Some(id)
+            }
+            Pick::Wait(earliest) => {
+                self.actions.truncate(first);
+                if let Some(t) = earliest {
+                    if self.sched[p].wake_at.is_none_or(|w| t < w) {
+                        self.sched[p].wake_at = Some(t);
+                        self.events.schedule(t, Event::NicWake(port));
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Puts a QP with data on the round-robin lists of the ports it sends
+    /// on (its own port; every port of the NIC when it sprays) and kicks
+    /// them.
+    pub(super) fn make_ready(&mut self, q: QpId) {
+        if !self.qps[q].transport.has_data() {
+            return;
+        }
+        let nic = self.qps[q].src.0 as usize;
+        let (first, count) = if self.qps[q].sprays {
+            (0, self.node_ports[nic].len())
+        } else {
+            (self.ports[self.qps[q].src_port.0 as usize].index as usize, 1)
+        };
+        for k in first..first + count {
+            let port = self.node_ports[nic][k];
+            self.sched[port.0 as usize].join(q, &mut self.qps[q], 1 << k.min(31));
+            self.try_transmit(port);
+        }
+    }
+
+    pub(super) fn on_flow_start(&mut self, f: FlowId) {
+        let flow = &self.flows[f];
+        self.post_message(flow.conn, flow.bytes, Owner::Flow(f), flow.imm);
+    }
+
+    /// Posts an RDMA WRITE of `bytes` on a connection, striped evenly over
+    /// its QPs (QP scaling). A zero-byte write still sends one packet, as
+    /// NCCL still signals every step of a tiny collective.
+    pub(super) fn post_message(&mut self, conn: ConnectionId, bytes: u64, owner: Owner, imm: bool) {
+        let qps = self.connections[conn].qps.len() as u64;
+        let parts = bytes.clamp(1, qps) as u32;
+        let id = self.messages.push(Message { owner, parts_left: parts, imm });
+        for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
+            let q = self.connections[conn].qps[k];
+            self.qps[q].transport.post(share, imm);
+            self.qps[q].messages.push_back(id);
+            self.make_ready(q);
+        }
+    }
+
+    /// The responder finished `count` messages of QP `q`, oldest first.
+    fn messages_arrived(&mut self, q: QpId, count: u32) {
+        for _ in 0..count {
+            let m = self.qps[q].messages.pop_front().expect("a completed message was posted");
+            // A write with immediate raises its completion at the responder
+            // only now that every byte of it has been placed.
+            if self.messages[m].imm {
+                self.totals.imm_completions += 1;
+            }
+            self.messages[m].parts_left -= 1;
+            if self.messages[m].parts_left == 0 {
+                self.message_done(self.messages[m].owner);
+            }
+        }
+    }
+
+    /// Every part of a message has arrived.
+    fn message_done(&mut self, owner: Owner) {
+        match owner {
+            Owner::Flow(f) => {
+                self.flows[f].end = Some(self.now());
+                self.work_left -= 1;
+            }
+            Owner::Transfer(t) => self.transfer_done(t),
+        }
+    }
+
+    /// QP `q` failed: everything still posted on it is lost with it.
+    fn fail_qp(&mut self, q: QpId) {
+        self.totals.qp_errors += 1;
+        let lost: Vec<Owner> = self.qps[q].messages.iter().map(|&m| self.messages[m].owner).collect();
+        for owner in lost {
+            match owner {
+                Owner::Flow(f) if !self.flows[f].failed && self.flows[f].end.is_none() => {
+                    self.flows[f].failed = true;
+                    self.work_left -= 1;
+                }
+                Owner::Flow(_) => {}
+                Owner::Transfer(t) => self.transfer_failed(t),
+            }
+        }
+    }
+
+    /// Carries out, in order, the actions QP `q`'s transport appended to
+    /// `self.actions` from `first` on. Carrying one out can append more
+    /// (another QP's transport runs); those are carried out and removed
+    /// before it returns, so the buffer is used as a stack.
+    #[inline(always)]
+    fn carry_out(&mut self, q: QpId, first: usize) {
+        if self.actions.len() > first {
+            self.carry_out_all(q, first);
+        }
+    }
+
+    #[inline(never)]
+    fn carry_out_all(&mut self, q: QpId, first: usize) {
+        let end = self.actions.len();
+        for i in first..end {
+            match self.actions[i] {
+                Action::Send { end, port, control } => self.send_control(q, end, port as usize, control),
+                Action::Arm { timer, at } => self.arm(q, timer, at),
+                Action::Received { delivered, discarded, messages } => {
+                    self.totals.delivered_payload += delivered as u64;
+                    self.totals.discarded_payload += discarded as u64;
+                    self.nic_rx_payload[self.qps[q].dst.0 as usize] += delivered as u64;
+                    self.messages_arrived(q, messages);
+                }
+                Action::TrimmedArrived => self.totals.trimmed_received += 1,
+                Action::Ready => self.make_ready(q),
+                Action::Failed => self.fail_qp(q),
+                Action::EvChanged(change) => self.recorder.ev_changed(self.events.now(), q, change),
+            }
+        }
+        self.actions.truncate(first);
+    }
+
+    /// Queues a wake-up of QP `q`'s `timer` at `at`, unless one no later is
+    /// queued already.
+    fn arm(&mut self, q: QpId, timer: Timer, at: crate::units::Time) {
+        let queued = &mut self.qps[q].timers_queued[timer.index()];
+        if queued.is_none_or(|t| at < t) {
+            *queued = Some(at);
+            self.events.schedule(at, Event::QpTimer { qp: q, timer: timer.index() as u8 });
+        }
+    }
+
+    pub(super) fn on_qp_timer(&mut self, q: QpId, timer: Timer) {
+        let now = self.now();
+        let queued = &mut self.qps[q].timers_queued[timer.index()];
+        if *queued != Some(now) {
+            return; // superseded by an earlier wake-up
+        }
+        *queued = None;
+        let first = self.actions.len();
+        self.qps[q].transport.on_timer(timer, now, &mut self.actions);
+        self.carry_out(q, first);
+    }
+
+    /// The data packet a transport chose to send on QP `q` out of `port`.
+    fn alloc_data_packet(&mut self, q: QpId, port: PortId, out: Outgoing) -> PacketId {
+        let data = out.data;
+        let mut flags = flag::ECT;
+        for (set, bit) in [
+            (data.first, flag::FIRST),
+            (data.last, flag::LAST),
+            (data.retransmission, flag::RETX),
+            (data.imm, flag::IMM),
+            (data.addressed, flag::ADDRESSED),
+        ] {
+            if set {
+                flags |= bit;
+            }
+        }
+        self.totals.sent_payload += data.payload as u64;
+        let qp = &self.qps[q];
+        let packet = Packet {
+            kind: PacketKind::Data,
+            class: CLASS_DATA as u8,
+            flags,
+            entropy: out.entropy,
+            src: qp.src,
+            dst: qp.dst,
+            qp: q.0,
+            psn: data.psn,
+            payload: data.payload as u16,
+            wire: self.framing.data_wire(data.payload, data.first || data.addressed, data.imm) as u16,
+            port: NO_PORT,
+            ports_up: 0xFF,
+            ack: 0,
+            echo: 0,
+        };
+        let usids = self.srv6_usids(q, End::Requester, port, out.entropy);
+        self.pool.alloc_routed(packet, usids)
+    }
+
+    /// The uSIDs of the SRv6 path a packet of QP `q` leaving `from` at
+    /// `end` takes to the other end, picked by its entropy: to the port of
+    /// the same plane there for a sprayed QP, else to the QP's own port.
+    /// None when switches do not forward by SRv6 or there is no such path
+    /// (the first switch then drops the packet).
+    #[inline(always)]
+    fn srv6_usids(&self, q: QpId, end: End, from: PortId, entropy: u16) -> Usids {
+        match self.srv6 {
+            None => [0; USIDS],
+            Some(_) => self.srv6_path_usids(q, end, from, entropy),
+        }
+    }
+
+    fn srv6_path_usids(&self, q: QpId, end: End, from: PortId, entropy: u16) -> Usids {
+        let Some(srv6) = self.srv6.as_ref() else { return [0; USIDS] };
+        let qp = &self.qps[q];
+        let to = match (qp.sprays, end) {
+            (true, End::Requester) => {
+                self.node_ports[qp.dst.0 as usize].get(self.ports[from.0 as usize].index as usize)
+            }
+            (true, End::Responder) => {
+                self.node_ports[qp.src.0 as usize].get(self.ports[from.0 as usize].index as usize)
+            }
+            (false, End::Requester) => Some(&qp.dst_port),
+            (false, End::Responder) => Some(&qp.src_port),
+        };
+        to.and_then(|&to| srv6.path(from, to, entropy)).map_or([0; USIDS], |p| p.carrier())
+    }
+
+    /// Sends a control packet of QP `q` from its `end` out of that NIC's
+    /// port `index` (for a QP that does not spray, its own port there). A
+    /// NIC sends no probe on a port it knows is down.
+    fn send_control(&mut self, q: QpId, end: End, index: usize, control: Control) {
+        let qp = &self.qps[q];
+        let (from, to, own_port) = match end {
+            End::Requester => (qp.src, qp.dst, qp.src_port),
+            End::Responder => (qp.dst, qp.src, qp.dst_port),
+        };
+        let port = if qp.sprays {
+            let Some(&port) = self.node_ports[from.0 as usize].get(index) else { return };
+            port
+        } else {
+            own_port
+        };
+        if control.kind == PacketKind::Probe && self.sched[port.0 as usize].known_down {
+            return;
+        }
+        let ip = self.framing.ip;
+        let wire = self.framing.encap
+            + match control.kind {
+                PacketKind::Cnp => headers::cnp_wire(ip),
+                _ => headers::ack_wire(ip),
+            };
+        let base = Packet::control(control.kind, from, to, q.0, control.psn, control.entropy, wire);
+        let packet = Packet {
+            flags: control.flags,
+            ack: control.ack,
+            echo: control.echo,
+            ports_up: self.ports_up(from),
+            ..base
+        };
+        let usids = self.srv6_usids(q, end, port, control.entropy);
+        self.send_control_packet(port, packet, usids);
+    }
+
+    /// Queues a control packet carrying `usids` on NIC `port` (high class)
+    /// and kicks it.
+    pub(super) fn send_control_packet(&mut self, port: PortId, packet: Packet, usids: Usids) {
+        let wire = packet.wire();
+        let id = self.pool.alloc_routed(packet, usids);
+        self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
+        self.try_transmit(port);
+    }
+
+    /// The bitmap of a NIC's ports it believes up.
+    pub(super) fn ports_up(&self, nic: NodeId) -> u8 {
+        self.node_ports[nic.0 as usize]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !self.sched[p.0 as usize].known_down)
+            .fold(0u8, |bits, (i, _)| bits | 1 << i.min(7))
+    }
+
+    /// A packet reached the NIC by `port`: a Clustermapper probe back home,
+    /// or a packet of one of its QPs for the transport.
+    pub(super) fn nic_receive(&mut self, port: PortId, id: PacketId) {
+        let pkt = *self.pool.get(id);
+        self.pool.free(id);
+        if pkt.kind == PacketKind::MapProbe {
+            self.mapper_receive(&pkt);
+            return;
+        }
+        let q = QpId(pkt.qp);
+        let end = if pkt.dst == self.qps[q].src { End::Requester } else { End::Responder };
+        let index = self.ports[port.0 as usize].index as usize;
+        let (now, first) = (self.now(), self.actions.len());
+        self.qps[q].transport.on_packet(end, index, &pkt, now, &mut self.actions);
+        self.carry_out(q, first);
+    }
+
+    pub(super) fn on_nic_port_state(&mut self, port: PortId, up: bool) {
+        self.sched[port.0 as usize].known_down = !up;
+        let nic = self.ports[port.0 as usize].node;
+        let index = self.ports[port.0 as usize].index as usize;
+        for q in self.qps.ids() {
+            if self.qps[q].src != nic {
+                continue;
+            }
+            self.qps[q].transport.on_port_state(index, up);
+            self.make_ready(q);
+        }
+    }
+
+    /// Starts the EV log with every QP's initial EV sets.
+    pub(super) fn start_ev_log(&mut self) {
+        for q in self.qps.ids() {
+            let first = self.actions.len();
+            self.qps[q].transport.log_evs(&mut self.actions);
+            self.carry_out(q, first);
+        }
+    }
+
+    /// Takes every EV whose static path crosses a denied link out of use,
+    /// and returns those no longer denied to probing (s2.4, s3).
+    pub(super) fn apply_denylist(&mut self) {
+        if self.srv6.is_none() || self.denied_links.is_empty() {
+            return;
+        }
+        let now = self.now();
+        for q in self.qps.ids() {
+            let first = self.actions.len();
+            let Some(srv6) = self.srv6.as_ref() else { return };
+            let (ports, denied_links) = (&self.ports, &self.denied_links);
+            let qp = &mut self.qps[q];
+            let (src_ports, dst_ports) = (&self.node_ports[qp.src.0 as usize], &self.node_ports[qp.dst.0 as usize]);
+            let denied = |ev: Ev| {
+                let (Some(&from), Some(&to)) = (src_ports.get(ev.plane()), dst_ports.get(ev.plane())) else {
+                    return false;
+                };
+                srv6.path(from, to, ev.0).is_some_and(|path| {
+                    srv6.links(from, &path, |p| ports[p.peer().0 as usize].node).iter().any(|&l| denied_links[l])
+                })
+            };
+            qp.transport.deny_evs(&denied, now, &mut self.actions);
+            self.carry_out(q, first);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The probe the model reports to as it runs: data packets per QP and EV,
+//! EV state changes, and the frames of captured ports. Each record is kept
+//! only when telemetry asks for it; the model calls the same methods either
+//! way and never looks at what is kept.
+
+use std::collections::BTreeMap;
+
+use crate::ids::QpId;
+use crate::net::capture::Capture;
+use crate::net::{IpVersion, Packet, PortId};
+use crate::transport::EvChange;
+use crate::units::Time;
+
+/// Data packets sent and dropped per (sprayed QP, EV) since the last sample.
+#[derive(Default)]
+pub(super) struct EvActivity {
+    pub(super) sent: BTreeMap<(QpId, u16), u64>,
+    pub(super) dropped: BTreeMap<(QpId, u16), u64>,
+}
+
+#[derive(Default)]
+pub(super) struct Recorder {
+    ev_activity: Option<EvActivity>,
+    ev_log: Option<Vec<(Time, QpId, EvChange)>>,
+    /// The pcap being written and, per port, whether it is captured.
+    capture: Option<(Capture, Vec<bool>)>,
+}
+
+impl Recorder {
+    pub(super) fn new(ev_activity: bool, ev_log: bool, capture: Option<(Capture, Vec<bool>)>) -> Recorder {
+        Recorder { ev_activity: ev_activity.then(Default::default), ev_log: ev_log.then(Vec::new), capture }
+    }
+
+    /// Whether EV state changes are logged.
+    pub(super) fn logs_evs(&self) -> bool {
+        self.ev_log.is_some()
+    }
+
+    /// A sprayed QP sent a data packet on `ev`.
+    #[inline]
+    pub(super) fn data_sent(&mut self, qp: QpId, ev: u16) {
+        if let Some(activity) = self.ev_activity.as_mut() {
+            *activity.sent.entry((qp, ev)).or_default() += 1;
+        }
+    }
+
+    /// Whether drops of data packets are counted per EV (so the caller
+    /// need look up nothing otherwise).
+    #[inline]
+    pub(super) fn counts_ev_drops(&self) -> bool {
+        self.ev_activity.is_some()
+    }
+
+    /// The fabric dropped a data packet a sprayed QP sent on `ev`.
+    pub(super) fn data_dropped(&mut self, qp: QpId, ev: u16) {
+        if let Some(activity) = self.ev_activity.as_mut() {
+            *activity.dropped.entry((qp, ev)).or_default() += 1;
+        }
+    }
+
+    pub(super) fn ev_changed(&mut self, now: Time, qp: QpId, change: EvChange) {
+        if let Some(log) = self.ev_log.as_mut() {
+            log.push((now, qp, change));
+        }
+    }
+
+    #[inline]
+    pub(super) fn captures(&self, port: PortId) -> bool {
+        self.capture.as_ref().is_some_and(|(_, on)| on[port.0 as usize])
+    }
+
+    /// Writes a frame starting to leave a captured port between nodes
+    /// `from` and `to`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn capture(
+        &mut self,
+        now: Time,
+        packet: &Packet,
+        from: u32,
+        to: u32,
+        ip: IpVersion,
+        message_len: u64,
+        outer: Option<u128>,
+    ) {
+        if let Some((capture, _)) = self.capture.as_mut() {
+            capture.record(now, packet, from, to, ip, message_len, outer);
+        }
+    }
+
+    /// The counts since the last sample, leaving them at zero.
+    pub(super) fn take_ev_activity(&mut self) -> Option<EvActivity> {
+        self.ev_activity.as_mut().map(std::mem::take)
+    }
+
+    pub(super) fn take_ev_log(&mut self) -> Option<Vec<(Time, QpId, EvChange)>> {
+        self.ev_log.take()
+    }
+
+    pub(super) fn take_capture(&mut self) -> Option<Capture> {
+        self.capture.take().map(|(capture, _)| capture)
+    }
+}

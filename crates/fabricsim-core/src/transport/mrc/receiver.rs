@@ -1,0 +1,141 @@
+//! The receiver of an MRC QP: out-of-order placement, message completion
+//! and the reverse EV set.
+
+use std::collections::VecDeque;
+
+use super::random_ev;
+use crate::engine::Rng;
+use crate::units::Time;
+
+/// Receiver side: places packets in any order, completes messages when all
+/// their packets have arrived, and keeps the reverse EV set its SACKs and
+/// NACKs go on: one EV per plane, refreshed by EV probes (s2.4 Reverse
+/// Paths), since a QP that only receives learns nothing from SACKs.
+#[derive(Clone, Debug)]
+pub struct MrcReceiver {
+    base: u32,
+    received: VecDeque<bool>,
+    /// Messages by PSN range, with packets still missing.
+    messages: VecDeque<(u32, u32, u32)>,
+    reverse: Vec<u16>,
+    next_reverse_probe: Time,
+    probe_plane: usize,
+    rng: Rng,
+}
+
+/// What a data packet's arrival means at the receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MrcArrival {
+    /// New payload placed (zero for a duplicate or a trimmed header).
+    pub delivered: u32,
+    /// Messages this packet completed (by posting order).
+    pub completed: u32,
+    pub duplicate: bool,
+}
+
+impl MrcReceiver {
+    /// A receiver with a random reverse EV on each of `planes` planes.
+    pub fn new(planes: usize, mut rng: Rng) -> MrcReceiver {
+        let reverse = (0..planes).map(|plane| random_ev(&mut rng, plane)).collect();
+        MrcReceiver {
+            base: 0,
+            received: VecDeque::new(),
+            messages: VecDeque::new(),
+            reverse,
+            next_reverse_probe: Time::ZERO,
+            probe_plane: 0,
+            rng,
+        }
+    }
+
+    /// The EV control packets leaving on `plane` use.
+    pub fn reverse_ev(&self, plane: usize) -> u16 {
+        self.reverse.get(plane).copied().unwrap_or(plane as u16)
+    }
+
+    /// The next PSN expected in order: every one below it has arrived.
+    pub fn cumulative(&self) -> u32 {
+        self.base
+    }
+
+    /// An EV probe to send now, if one is due: a random EV of the next
+    /// plane in turn, at most one per `interval`.
+    pub fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<u16> {
+        if now < self.next_reverse_probe || self.reverse.is_empty() {
+            return None;
+        }
+        self.next_reverse_probe = now + interval;
+        let plane = self.probe_plane % self.reverse.len();
+        self.probe_plane += 1;
+        Some(random_ev(&mut self.rng, plane))
+    }
+
+    /// An EV probe came back: its EV works, so control packets of its plane
+    /// take it.
+    pub fn on_probe_reply(&mut self, ev: u16) {
+        if let Some(slot) = self.reverse.get_mut(ev as usize & 7) {
+            *slot = ev;
+        }
+    }
+
+    /// The sender posted a message of `packets` packets from `first`.
+    pub fn expect(&mut self, first: u32, packets: u32) {
+        self.messages.push_back((first, first + packets, packets));
+    }
+
+    pub fn on_data(&mut self, psn: u32, payload: u32) -> MrcArrival {
+        let Some(i) = psn.checked_sub(self.base) else { return MrcArrival { duplicate: true, ..Default::default() } };
+        let i = i as usize;
+        if self.received.len() <= i {
+            self.received.resize(i + 1, false);
+        }
+        if self.received[i] {
+            return MrcArrival { duplicate: true, ..Default::default() };
+        }
+        self.received[i] = true;
+        let mut out = MrcArrival { delivered: payload, ..Default::default() };
+        if let Some(m) = self.messages.iter_mut().find(|m| psn >= m.0 && psn < m.1) {
+            m.2 -= 1;
+        }
+        // Messages complete in posting order once all their packets are in.
+        while self.messages.front().is_some_and(|m| m.2 == 0) {
+            self.messages.pop_front();
+            out.completed += 1;
+        }
+        while self.received.front() == Some(&true) {
+            self.received.pop_front();
+            self.base += 1;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receiver_places_out_of_order_and_completes_whole_messages() {
+        let mut r = MrcReceiver::new(1, Rng::stream(1, &[]));
+        r.expect(0, 3);
+        r.expect(3, 2);
+        assert_eq!(r.on_data(4, 10).completed, 0);
+        assert_eq!(r.on_data(0, 10).completed, 0);
+        assert_eq!(r.on_data(2, 10).completed, 0);
+        assert!(r.on_data(2, 10).duplicate);
+        assert_eq!(r.on_data(1, 10).completed, 1);
+        assert_eq!(r.on_data(3, 10).completed, 1);
+    }
+
+    #[test]
+    fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
+        let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
+        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10)).unwrap();
+        assert_eq!(probe & 7, 0);
+        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10)), None);
+        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10)).unwrap();
+        assert_eq!(next & 7, 1, "planes are probed in turn");
+        r.on_probe_reply(probe);
+        assert_eq!(r.reverse_ev(0), probe);
+    }
+}
