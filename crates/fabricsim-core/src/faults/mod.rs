@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
+use crate::net::Ev;
 use crate::topology::{NodeId, Topology};
 use crate::units::Time;
 use crate::workload::NicRef;
@@ -288,8 +289,9 @@ pub fn expand(
                 if !(0.0..=1.0).contains(rate) {
                     return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
                 }
-                let port = nic_port(nic, ev & 7).map_err(|_| {
-                    ScenarioError::new(field("ev"), format!("{ev}: its plane ({}) is not a port of the NIC", ev & 7))
+                let plane = Ev(*ev).plane();
+                let port = nic_port(nic, plane as u16).map_err(|_| {
+                    ScenarioError::new(field("ev"), format!("{ev}: its plane ({plane}) is not a port of the NIC"))
                 })?;
                 actions.push((*at, FaultAction::EvLoss { port, ev: *ev, rate: *rate }));
             }

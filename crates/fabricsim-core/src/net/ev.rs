@@ -4,6 +4,9 @@
 //! uSIDs, and the path choice within the plane in the bits above. This is
 //! the one place that convention is written down.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 /// Bits of an EV that name its plane.
 const PLANE_BITS: u32 = 3;
 const PLANE_MASK: u16 = (1 << PLANE_BITS) - 1;
@@ -11,8 +14,12 @@ const PLANE_MASK: u16 = (1 << PLANE_BITS) - 1;
 /// Most planes an EV can name.
 pub const MAX_PLANES: usize = 1 << PLANE_BITS;
 
-/// An entropy value, carried as the packet's UDP source port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+/// An entropy value, carried as the packet's UDP source port. Scenarios
+/// write it as the plain integer, and the scenario schema shows it as one
+/// (inline, with no description of its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+#[schemars(inline, description = "")]
 #[repr(transparent)]
 pub struct Ev(pub u16);
 

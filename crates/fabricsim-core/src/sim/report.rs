@@ -246,8 +246,8 @@ impl Simulation {
         table.push("qp", Column::Int(log.iter().map(|&(_, q, _)| q.0 as u64).collect()));
         table.push("src", Column::Text(log.iter().map(|&(_, q, _)| self.topo.name(qp(q).src)).collect()));
         table.push("dst", Column::Text(log.iter().map(|&(_, q, _)| self.topo.name(qp(q).dst)).collect()));
-        table.push("plane", Column::Int(log.iter().map(|(_, _, c)| (c.ev & 7) as u64).collect()));
-        table.push("ev", Column::Int(log.iter().map(|(_, _, c)| c.ev as u64).collect()));
+        table.push("plane", Column::Int(log.iter().map(|(_, _, c)| c.ev.plane() as u64).collect()));
+        table.push("ev", Column::Int(log.iter().map(|(_, _, c)| c.ev.0 as u64).collect()));
         table.push("state", Column::Text(log.iter().map(|(_, _, c)| c.state.name().to_string()).collect()));
         table
     }

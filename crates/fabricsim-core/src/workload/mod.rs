@@ -230,10 +230,10 @@ pub fn expand(
                     if set.active.is_empty() {
                         return invalid(field("ev_set.active"), "[]: a QP needs at least one active EV");
                     }
-                    if let Some(ev) = set.active.iter().chain(&set.backup).find(|&&ev| ev as usize & 7 >= planes) {
+                    if let Some(ev) = set.active.iter().chain(&set.backup).find(|ev| ev.plane() >= planes) {
                         return invalid(
                             field("ev_set"),
-                            format!("EV {ev} names plane {}, the NIC has {planes}", ev & 7),
+                            format!("EV {ev} names plane {}, the NIC has {planes}", ev.plane()),
                         );
                     }
                 }

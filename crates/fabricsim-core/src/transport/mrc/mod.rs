@@ -129,9 +129,9 @@ impl Default for MrcConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvSet {
-    pub active: Vec<u16>,
+    pub active: Vec<Ev>,
     #[serde(default)]
-    pub backup: Vec<u16>,
+    pub backup: Vec<Ev>,
 }
 
 /// Where an EV stands in its QP's sets (s2.4, s4; Figs 12-14 plot these).
@@ -161,13 +161,13 @@ impl EvState {
 /// One change of an EV's state, for the EV log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EvChange {
-    pub ev: u16,
+    pub ev: Ev,
     pub state: EvState,
 }
 
-/// A random EV of `plane`: the path choice above the plane's 3 bits.
-pub(super) fn random_ev(rng: &mut Rng, plane: usize) -> u16 {
-    (rng.next_u64() as u16 >> 3) << 3 | plane as u16
+/// A random EV of `plane`: the path choice a random 16-bit value names.
+pub(super) fn random_ev(rng: &mut Rng, plane: usize) -> Ev {
+    Ev::new(plane, Ev(rng.next_u64() as u16).choice() as u32)
 }
 
 /// An MRC QP: the requester's sender and the responder's receiver.
@@ -207,9 +207,9 @@ impl MrcQp {
 
     /// An EV probe from `end` on the port of the EV's plane, naming the EV
     /// it tests in its PSN field.
-    fn probe(end: End, ev: u16, out: &mut Vec<Action>) {
-        let control = Control::new(PacketKind::Probe, ev as u32, ev);
-        out.push(Action::Send { end, port: Ev(ev).plane() as u8, control });
+    fn probe(end: End, ev: Ev, out: &mut Vec<Action>) {
+        let control = Control::new(PacketKind::Probe, ev.0 as u32, ev.0);
+        out.push(Action::Send { end, port: ev.plane() as u8, control });
     }
 
     /// The receiver's answer to a data packet: a NACK for a trimmed one
@@ -229,7 +229,7 @@ impl MrcQp {
             out.push(Action::Received { delivered: arrival.delivered, discarded, messages: arrival.completed });
             (PacketKind::Ack, pkt.flags & flag::CE)
         };
-        let (entropy, ack) = (self.receiver.reverse_ev(port), self.receiver.cumulative());
+        let (entropy, ack) = (self.receiver.reverse_ev(port).0, self.receiver.cumulative());
         let control = Control { kind, psn: pkt.psn, entropy, flags, ack, echo: pkt.entropy };
         out.push(Action::Send { end: End::Responder, port: port as u8, control });
         if let Some(ev) = probe {
@@ -259,7 +259,7 @@ impl Transport for MrcQp {
         if self.sender.rto_deadline.is_none() {
             self.arm_retransmit(now, out);
         }
-        Some(Outgoing { data: DataPacket { addressed: true, ..data }, entropy: ev, not_before: now })
+        Some(Outgoing { data: DataPacket { addressed: true, ..data }, entropy: ev.0, not_before: now })
     }
 
     fn on_packet(&mut self, end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
@@ -269,7 +269,7 @@ impl Transport for MrcQp {
                 // The SACK's port state bitmap: planes down at the other end.
                 self.sender.set_remote_planes(pkt.ports_up);
                 let progressed = if pkt.kind == PacketKind::Ack {
-                    self.sender.on_sack(pkt.psn, pkt.echo, pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid)
+                    self.sender.on_sack(pkt.psn, Ev(pkt.echo), pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid)
                 } else {
                     self.sender.on_nack(pkt.psn, now);
                     true
@@ -288,12 +288,13 @@ impl Transport for MrcQp {
                     End::Responder => Some(self.receiver.reverse_ev(port)),
                 };
                 if let Some(ev) = ev {
-                    let control = Control::new(PacketKind::ProbeReply, pkt.psn, ev);
+                    let control = Control::new(PacketKind::ProbeReply, pkt.psn, ev.0);
                     out.push(Action::Send { end, port: port as u8, control });
                 }
             }
             PacketKind::ProbeReply => {
-                let probed = pkt.psn as u16;
+                // A probe names the EV it tests in its PSN field.
+                let probed = Ev(pkt.psn as u16);
                 match end {
                     End::Requester => {
                         self.sender.on_probe_reply(probed);
@@ -356,7 +357,7 @@ impl Transport for MrcQp {
     }
 
     fn deny_evs(&mut self, denied: &dyn Fn(Ev) -> bool, now: Time, out: &mut Vec<Action>) {
-        self.sender.set_denied(|ev| denied(Ev(ev)));
+        self.sender.set_denied(denied);
         self.after_ev_changes(now, out);
     }
 

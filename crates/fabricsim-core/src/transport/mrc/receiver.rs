@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use super::random_ev;
 use crate::engine::Rng;
+use crate::net::Ev;
 use crate::units::Time;
 
 /// Receiver side: places packets in any order, completes messages when all
@@ -17,7 +18,7 @@ pub struct MrcReceiver {
     received: VecDeque<bool>,
     /// Messages by PSN range, with packets still missing.
     messages: VecDeque<(u32, u32, u32)>,
-    reverse: Vec<u16>,
+    reverse: Vec<Ev>,
     next_reverse_probe: Time,
     probe_plane: usize,
     rng: Rng,
@@ -49,8 +50,8 @@ impl MrcReceiver {
     }
 
     /// The EV control packets leaving on `plane` use.
-    pub fn reverse_ev(&self, plane: usize) -> u16 {
-        self.reverse.get(plane).copied().unwrap_or(plane as u16)
+    pub fn reverse_ev(&self, plane: usize) -> Ev {
+        self.reverse.get(plane).copied().unwrap_or(Ev::new(plane, 0))
     }
 
     /// The next PSN expected in order: every one below it has arrived.
@@ -60,7 +61,7 @@ impl MrcReceiver {
 
     /// An EV probe to send now, if one is due: a random EV of the next
     /// plane in turn, at most one per `interval`.
-    pub fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<u16> {
+    pub fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<Ev> {
         if now < self.next_reverse_probe || self.reverse.is_empty() {
             return None;
         }
@@ -72,8 +73,8 @@ impl MrcReceiver {
 
     /// An EV probe came back: its EV works, so control packets of its plane
     /// take it.
-    pub fn on_probe_reply(&mut self, ev: u16) {
-        if let Some(slot) = self.reverse.get_mut(ev as usize & 7) {
+    pub fn on_probe_reply(&mut self, ev: Ev) {
+        if let Some(slot) = self.reverse.get_mut(ev.plane()) {
             *slot = ev;
         }
     }
@@ -131,10 +132,10 @@ mod tests {
     fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
         let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
         let probe = r.reverse_probe(Time::ZERO, Time::from_us(10)).unwrap();
-        assert_eq!(probe & 7, 0);
+        assert_eq!(probe.plane(), 0);
         assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10)), None);
         let next = r.reverse_probe(Time::from_us(10), Time::from_us(10)).unwrap();
-        assert_eq!(next & 7, 1, "planes are probed in turn");
+        assert_eq!(next.plane(), 1, "planes are probed in turn");
         r.on_probe_reply(probe);
         assert_eq!(r.reverse_ev(0), probe);
     }

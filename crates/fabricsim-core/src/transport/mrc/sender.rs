@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use super::{random_ev, EvChange, EvSet, EvState, MrcConfig};
 use crate::cc::Nscc;
 use crate::engine::Rng;
+use crate::net::Ev;
 use crate::transport::writes::PostedWrites;
 use crate::transport::DataPacket;
 use crate::units::Time;
@@ -16,12 +17,12 @@ use crate::units::Time;
 const CONVICTIONS_KEPT: usize = 64;
 
 /// An empty active slot: its EV was retired and no backup was left.
-const NO_EV: u16 = u16::MAX;
+const NO_EV: Ev = Ev(u16::MAX);
 
 /// A retired EV and how its probes have gone.
 #[derive(Clone, Copy, Debug)]
 struct Retired {
-    ev: u16,
+    ev: Ev,
     /// Consecutive probes answered.
     successes: u32,
     /// A probe is out and not yet answered.
@@ -34,15 +35,15 @@ enum Slot {
     /// EV an earlier transmission was lost on (`NO_EV` if none is blamed).
     Pending {
         again: bool,
-        suspect: u16,
+        suspect: Ev,
     },
     /// Sent on EV `ev`, in slot `slot` of `plane`, as transmission `seq`
     /// at `sent`, with the EV blamed for an earlier loss, if any.
     InFlight {
         plane: u8,
         slot: u16,
-        ev: u16,
-        suspect: u16,
+        ev: Ev,
+        suspect: Ev,
         seq: u32,
         sent: Time,
     },
@@ -77,14 +78,14 @@ struct PlaneEvs {
     active: Vec<EvSlot>,
     /// Outstanding transmissions beyond the inline two, by active slot.
     spill: Vec<VecDeque<(u32, u32)>>,
-    backup: Vec<u16>,
+    backup: Vec<Ev>,
     retired: Vec<Retired>,
-    denied: Vec<u16>,
+    denied: Vec<Ev>,
     cursor: usize,
 }
 
 impl PlaneEvs {
-    fn new(active: Vec<EvSlot>, backup: Vec<u16>) -> PlaneEvs {
+    fn new(active: Vec<EvSlot>, backup: Vec<Ev>) -> PlaneEvs {
         let spill = vec![VecDeque::new(); active.len()];
         PlaneEvs { active, spill, backup, retired: Vec::new(), denied: Vec::new(), cursor: 0 }
     }
@@ -129,7 +130,7 @@ impl PlaneEvs {
     }
 
     /// Puts `ev` (or nothing) into an active slot with nothing outstanding.
-    fn reset_slot(&mut self, slot: usize, ev: u16) {
+    fn reset_slot(&mut self, slot: usize, ev: Ev) {
         self.active[slot] = EvSlot::new(ev);
         self.spill[slot].clear();
     }
@@ -143,11 +144,11 @@ impl PlaneEvs {
 struct EvSlot {
     avoid_until: Time,
     outstanding: Outstanding,
-    ev: u16,
+    ev: Ev,
 }
 
 impl EvSlot {
-    fn new(ev: u16) -> EvSlot {
+    fn new(ev: Ev) -> EvSlot {
         EvSlot { ev, avoid_until: Time::ZERO, outstanding: Outstanding::default() }
     }
 }
@@ -182,7 +183,7 @@ pub struct MrcSender {
     rto_min: Time,
     rtt: Option<RttEstimate>,
     /// Recent convictions of an EV by a resent copy: (PSN, EV).
-    convicted: VecDeque<(u32, u16)>,
+    convicted: VecDeque<(u32, Ev)>,
     /// Backoff of the tail timer after spurious losses (1 = none), and the
     /// timeout count when it last grew.
     timer_scale: f64,
@@ -208,16 +209,15 @@ pub struct MrcSender {
 }
 
 impl MrcSender {
-    /// A sender whose EVs are drawn from `rng`, `evs / planes` per plane.
-    /// An EV keeps its plane in its low 3 bits (the plane number SRv6
-    /// copies into the uSIDs, s2.3) and the path choice above them.
+    /// A sender whose EVs are drawn from `rng`, `evs / planes` per plane,
+    /// or take path choices `0..paths_per_plane` when that is set.
     pub fn new(cfg: &MrcConfig, planes: usize, mtu: u32, max_window: u64, rng: &mut Rng) -> MrcSender {
         let per_plane = (cfg.evs as usize / planes).max(1);
         let backup = cfg.backup_evs as usize / planes;
         let planes = (0..planes)
             .map(|plane| {
                 let mut evs = (0..per_plane + backup).map(|k| match cfg.paths_per_plane {
-                    Some(paths) => ((k as u32 % paths.max(1)) as u16) << 3 | plane as u16,
+                    Some(paths) => Ev::new(plane, k as u32 % paths.max(1)),
                     None => random_ev(rng, plane),
                 });
                 let active = evs.by_ref().take(per_plane).map(EvSlot::new).collect();
@@ -261,8 +261,7 @@ impl MrcSender {
     /// Replaces the drawn EVs with `set`, each EV in its plane's sets.
     pub fn set_evs(&mut self, set: &EvSet) {
         for (plane, evs) in self.planes.iter_mut().enumerate() {
-            let of_plane =
-                |list: &[u16]| list.iter().copied().filter(|&ev| ev as usize & 7 == plane).collect::<Vec<_>>();
+            let of_plane = |list: &[Ev]| list.iter().copied().filter(|ev| ev.plane() == plane).collect::<Vec<_>>();
             let mut backup = of_plane(&set.backup);
             backup.reverse();
             *evs = PlaneEvs::new(of_plane(&set.active).into_iter().map(EvSlot::new).collect(), backup);
@@ -284,7 +283,7 @@ impl MrcSender {
         self.ev_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    fn logged(&mut self, ev: u16, state: EvState) {
+    fn logged(&mut self, ev: Ev, state: EvState) {
         if let Some(log) = self.ev_log.as_mut() {
             log.push(EvChange { ev, state });
         }
@@ -343,7 +342,7 @@ impl MrcSender {
     /// The next packet for `plane` and the EV it goes on: the next EV of
     /// that plane that is not being avoided (or the next at all, when every
     /// one is).
-    pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, u16)> {
+    pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, Ev)> {
         if !self.has_data() || (self.local_up & self.remote_up) & (1 << plane.min(7)) == 0 {
             return None;
         }
@@ -402,7 +401,7 @@ impl MrcSender {
     /// EV blamed for a loss says the loss was not one (its EV is restored);
     /// a SACK of the resent copy while the blamed one never came confirms
     /// it (a timeout only blames; this retires the EV).
-    pub fn on_sack(&mut self, psn: u32, echo: u16, ecn: bool, ack: u32, now: Time, ecn_avoid: Time) -> bool {
+    pub fn on_sack(&mut self, psn: u32, echo: Ev, ecn: bool, ack: u32, now: Time, ecn_avoid: Time) -> bool {
         let (plane, slot, ev, suspect, seq, sent) = match self.slot(psn).copied() {
             Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
                 // The first copy arrived; the resend is now a duplicate.
@@ -485,7 +484,7 @@ impl MrcSender {
     /// blamed for it goes back to the backup set if it was retired. Like
     /// TCP's backoff (RFC 6298 s5.5), the tail timer doubles; each SACK of
     /// a packet not declared lost takes a little of that back.
-    fn acked_spuriously(&mut self, psn: u32, suspect: u16) {
+    fn acked_spuriously(&mut self, psn: u32, suspect: Ev) {
         *self.slot(psn).expect("slot") = Slot::Acked;
         self.restore(suspect);
         self.advance();
@@ -493,7 +492,7 @@ impl MrcSender {
 
     /// A loss blamed on `ev` was not one: count it, back the tail timer
     /// off, and put `ev` back in the backup set if it was retired.
-    fn restore(&mut self, ev: u16) {
+    fn restore(&mut self, ev: Ev) {
         self.spurious_losses += 1;
         self.reorder_scale = (self.reorder_scale * 2.0).min(1.0);
         // Once per timeout: it resent the whole window, most of which was
@@ -502,7 +501,7 @@ impl MrcSender {
             self.backed_off = self.timeouts;
             self.timer_scale = (self.timer_scale * 2.0).min(64.0);
         }
-        if let Some(evs) = self.planes.get_mut(ev as usize & 7) {
+        if let Some(evs) = self.planes.get_mut(ev.plane()) {
             if let Some(i) = evs.retired.iter().position(|r| r.ev == ev) {
                 evs.retired.swap_remove(i);
                 evs.backup.push(ev);
@@ -518,9 +517,9 @@ impl MrcSender {
     /// remembered too when `suspect` was already retired, by the loss
     /// being declared: otherwise a first copy arriving after the resent
     /// one could never acquit it.
-    fn confirm_loss(&mut self, psn: u32, suspect: u16) {
+    fn confirm_loss(&mut self, psn: u32, suspect: Ev) {
         self.reorder_scale = (self.reorder_scale / 2.0).max(1.0 / 1024.0);
-        let plane = suspect as usize & 7;
+        let plane = suspect.plane();
         let Some(evs) = self.planes.get(plane) else { return };
         if let Some(slot) = evs.active.iter().position(|a| a.ev == suspect) {
             self.retire(plane, slot);
@@ -627,7 +626,7 @@ impl MrcSender {
     /// Puts an in-flight packet back at the head of the resend queue,
     /// blaming the EV it went on when `blame`; returns the plane, slot and
     /// EV it was sent on.
-    fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, u16)> {
+    fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, Ev)> {
         let Some(&mut Slot::InFlight { plane, slot, ev, .. }) = self.slot(psn) else { return None };
         let payload = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
@@ -664,7 +663,7 @@ impl MrcSender {
     /// Puts `ev` (or nothing) into an active slot. What is still
     /// outstanding on the old EV went by another path: it cannot be
     /// ordered against the new EV's packets.
-    fn fill_slot(&mut self, plane: usize, slot: usize, ev: u16) {
+    fn fill_slot(&mut self, plane: usize, slot: usize, ev: Ev) {
         self.planes[plane].reset_slot(slot, ev);
         if ev != NO_EV {
             self.logged(ev, EvState::Active);
@@ -678,7 +677,7 @@ impl MrcSender {
 
     /// The retired EVs to probe now. A probe still unanswered from the
     /// previous round counts as failed and restarts that EV's count.
-    pub fn probe_retired(&mut self) -> Vec<u16> {
+    pub fn probe_retired(&mut self) -> Vec<Ev> {
         let mut out = Vec::new();
         for plane in &mut self.planes {
             for r in &mut plane.retired {
@@ -695,8 +694,8 @@ impl MrcSender {
     /// A probe of retired EV `ev` came back. After enough in a row the EV
     /// is resurrected: into an empty active slot of its plane if there is
     /// one, else into the backup set.
-    pub fn on_probe_reply(&mut self, ev: u16) {
-        let plane = ev as usize & 7;
+    pub fn on_probe_reply(&mut self, ev: Ev) {
+        let plane = ev.plane();
         let Some(evs) = self.planes.get_mut(plane) else { return };
         let Some(i) = evs.retired.iter().position(|r| r.ev == ev && r.awaiting) else { return };
         evs.retired[i].awaiting = false;
@@ -718,17 +717,17 @@ impl MrcSender {
     /// Applies a denylist: every EV for which `denied` says so leaves the
     /// active, backup and retired sets for good (its active slot takes a
     /// backup); EVs no longer denied are retired, to be probed back.
-    pub fn set_denied(&mut self, denied: impl Fn(u16) -> bool) {
+    pub fn set_denied(&mut self, denied: impl Fn(Ev) -> bool) {
         for plane in 0..self.planes.len() {
             let evs = &mut self.planes[plane];
-            let (still, freed): (Vec<u16>, Vec<u16>) = evs.denied.drain(..).partition(|&ev| denied(ev));
+            let (still, freed): (Vec<Ev>, Vec<Ev>) = evs.denied.drain(..).partition(|&ev| denied(ev));
             evs.denied = still;
-            let (backup, denied_backup): (Vec<u16>, Vec<u16>) = evs.backup.drain(..).partition(|&ev| !denied(ev));
+            let (backup, denied_backup): (Vec<Ev>, Vec<Ev>) = evs.backup.drain(..).partition(|&ev| !denied(ev));
             evs.backup = backup;
             let (retired, denied_retired): (Vec<Retired>, Vec<Retired>) =
                 evs.retired.drain(..).partition(|r| !denied(r.ev));
             evs.retired = retired;
-            let mut newly: Vec<u16> =
+            let mut newly: Vec<Ev> =
                 denied_backup.into_iter().chain(denied_retired.into_iter().map(|r| r.ev)).collect();
             for &ev in &freed {
                 self.planes[plane].retired.push(Retired { ev, successes: 0, awaiting: false });
@@ -750,7 +749,7 @@ impl MrcSender {
     }
 
     /// A working EV of `plane` (for answering the other end's probes).
-    pub fn working_ev(&self, plane: usize) -> Option<u16> {
+    pub fn working_ev(&self, plane: usize) -> Option<Ev> {
         let evs = self.planes.get(plane)?;
         evs.active.iter().map(|slot| slot.ev).find(|&ev| ev != NO_EV)
     }
@@ -802,8 +801,8 @@ mod tests {
     fn sprays_over_the_evs_of_each_plane_in_turn() {
         let mut s = sender(2);
         s.post(8000, false);
-        let evs: Vec<u16> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().1).collect();
-        let distinct: std::collections::BTreeSet<u16> = evs.iter().copied().collect();
+        let evs: Vec<Ev> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().1).collect();
+        let distinct: std::collections::BTreeSet<Ev> = evs.iter().copied().collect();
         assert_eq!(distinct.len(), 8);
         assert_eq!(s.active_evs_per_plane(), [4, 4]);
     }
@@ -812,7 +811,7 @@ mod tests {
     fn a_lost_packet_retires_its_ev_for_a_backup_of_the_same_plane() {
         let mut s = sender(1);
         s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         // Everything but PSN 0 arrives, including later packets on its EV.
         for (p, ev) in &sent[1..] {
             s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
@@ -831,7 +830,7 @@ mod tests {
             let mut s = sender(1);
             s.next_seq = u32::MAX - 6;
             s.post(40 * 1000, false);
-            let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+            let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
             for (p, ev) in sent.iter().filter(|(p, _)| Some(p.psn) != lost) {
                 s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
             }
@@ -847,7 +846,7 @@ mod tests {
     fn trimmed_packets_are_resent_first_and_shrink_the_window() {
         let mut s = sender(1);
         s.post(5000, false);
-        let p: Vec<(DataPacket, u16)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let p: Vec<(DataPacket, Ev)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         let before = s.cc.window();
         s.on_nack(p[2].0.psn, Time::ZERO);
         assert!(s.cc.window() < before);
@@ -856,9 +855,9 @@ mod tests {
 
     /// Loses the first packet sent on plane 0 (later ones on its EV are
     /// acknowledged), retiring its EV; returns that EV.
-    fn retire_one(s: &mut MrcSender) -> u16 {
+    fn retire_one(s: &mut MrcSender) -> Ev {
         s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         for (p, ev) in &sent[1..] {
             s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
         }
@@ -916,7 +915,7 @@ mod tests {
     #[test]
     fn denied_evs_leave_every_set_and_backups_keep_the_planes_equal() {
         let mut s = sender(2);
-        // Deny one active EV of plane 1 (its path choice is its bits above 3).
+        // Deny one active EV of plane 1.
         let victim = s.planes[1].active[0].ev;
         s.set_denied(|ev| ev == victim);
         assert_eq!(s.active_evs_per_plane(), [4, 4]);
@@ -933,8 +932,8 @@ mod tests {
         let cfg = MrcConfig { evs: 8, backup_evs: 8, paths_per_plane: Some(2), ..Default::default() };
         let s = MrcSender::new(&cfg, 8, 1000, 1_000_000, &mut Rng::stream(1, &[]));
         for (plane, evs) in s.planes.iter().enumerate() {
-            assert_eq!(evs.active.iter().map(|slot| slot.ev).collect::<Vec<_>>(), [plane as u16]);
-            assert_eq!(evs.backup, [1 << 3 | plane as u16]);
+            assert_eq!(evs.active.iter().map(|slot| slot.ev).collect::<Vec<_>>(), [Ev::new(plane, 0)]);
+            assert_eq!(evs.backup, [Ev::new(plane, 1)]);
         }
     }
 
@@ -944,8 +943,8 @@ mod tests {
         let mut s = MrcSender::new(&cfg, 4, 1000, 1_000_000, &mut Rng::stream(3, &[]));
         s.post(400 * 1000, false);
         // Three of plane 2's paths lose everything; the rest all arrive.
-        let bad: Vec<u16> = s.planes[2].active[..3].iter().map(|slot| slot.ev).collect();
-        let sent: Vec<(DataPacket, u16)> =
+        let bad: Vec<Ev> = s.planes[2].active[..3].iter().map(|slot| slot.ev).collect();
+        let sent: Vec<(DataPacket, Ev)> =
             (0..200).map(|k| s.next_packet(k % 4, Time::from_us(k as u64)).unwrap()).collect();
         for (k, (p, ev)) in sent.iter().enumerate() {
             if !bad.contains(ev) {
@@ -956,7 +955,7 @@ mod tests {
         assert_eq!(s.active_evs_per_plane(), [4, 4, 4, 4]);
         for (k, plane) in s.planes.iter().enumerate() {
             let evs = plane.active.iter().map(|slot| slot.ev).chain(plane.backup.iter().copied());
-            assert!(evs.into_iter().all(|ev| ev as usize & 7 == k), "plane {k}");
+            assert!(evs.into_iter().all(|ev| ev.plane() == k), "plane {k}");
         }
     }
 
@@ -1011,7 +1010,7 @@ mod tests {
     fn a_packet_the_cumulative_ack_covers_is_not_declared_lost() {
         let mut s = sender(1);
         s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         let (first, ev) = sent[0];
         let (later, _) = *sent.iter().find(|(p, e)| *e == ev && p.psn > first.psn).unwrap();
         s.on_sack(later.psn, ev, false, later.psn + 1, Time::ZERO, Time::ZERO);
@@ -1035,13 +1034,13 @@ mod tests {
     fn confirmed_losses_narrow_the_reordering_window_and_spurious_ones_widen_it() {
         let mut s = sender(1);
         s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, u16)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
+        let sent: Vec<(DataPacket, Ev)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
         s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
         let wide = s.reorder_window();
         assert_eq!(wide, MrcConfig::default().reorder_window);
         // A timeout resends 0-2; 0's resent copy arrives, its first never did.
         s.on_timeout();
-        let resent: Vec<(DataPacket, u16)> = (0..3).map(|_| s.next_packet(0, Time::from_us(400)).unwrap()).collect();
+        let resent: Vec<(DataPacket, Ev)> = (0..3).map(|_| s.next_packet(0, Time::from_us(400)).unwrap()).collect();
         s.on_sack(resent[0].0.psn, resent[0].1, false, 0, Time::from_us(410), Time::ZERO);
         assert_eq!(s.reorder_window(), Time(wide.0 / 2));
         // 1's first copy turns up: that loss was not one.
