@@ -9,7 +9,7 @@ use crate::clustermapper::ClustermapperConfig;
 use crate::error::ScenarioError;
 use crate::faults::FaultSpec;
 use crate::metrics::TelemetryConfig;
-use crate::net::SwitchConfig;
+use crate::net::{Forwarding, SwitchConfig};
 use crate::nic::NicConfig;
 use crate::tagged::nest;
 use crate::topology::TopologySpec;
@@ -162,7 +162,54 @@ impl Scenario {
         if matches!(self.telemetry.sample_interval, Some(Time(0))) {
             return Err(ScenarioError::new("telemetry.sample_interval", "0ns: must be positive"));
         }
-        Ok(())
+        self.validate_relations()
+    }
+
+    /// Checks the settings that only make sense with others: what needs SRv6,
+    /// sampling, or a multipath transport.
+    fn validate_relations(&self) -> Result<(), ScenarioError> {
+        let srv6 = self.switch.forwarding == Forwarding::Srv6;
+        let telemetry = &self.telemetry;
+        if telemetry.ev_activity && telemetry.sample_interval.is_none() {
+            return Err(ScenarioError::new(
+                "telemetry.ev_activity",
+                "true: per-EV counts are sampled; set telemetry.sample_interval",
+            ));
+        }
+        if let Some(pcap) = &telemetry.pcap {
+            if pcap.snaplen.0 < 64 {
+                return Err(ScenarioError::new(
+                    "telemetry.pcap.snaplen",
+                    format!("{}: keep at least 64B", pcap.snaplen),
+                ));
+            }
+        }
+        if let TransportSpec::Mrc(cfg) = &self.transport {
+            if !cfg.denylist.is_empty() && !srv6 {
+                return Err(ScenarioError::new(
+                    "transport.denylist",
+                    "a denylist names links, and only SRv6 tells which EVs cross them: set switch.forwarding: srv6",
+                ));
+            }
+        }
+        let pinned = self.traffic.iter().any(|t| matches!(t, TrafficSpec::Flow(f) if f.ev_set.is_some()));
+        if pinned && !self.transport.sprays() {
+            return Err(ScenarioError::new("traffic", "a flow's ev_set pins MRC EVs: set transport.kind: mrc"));
+        }
+        match &self.clustermapper {
+            Some(_) if !srv6 => Err(ScenarioError::new(
+                "clustermapper",
+                "its probes are source-routed to a switch and back: set switch.forwarding: srv6",
+            )),
+            Some(cfg) if cfg.timeout >= cfg.period || cfg.timeout.0 == 0 => Err(ScenarioError::new(
+                "clustermapper.timeout",
+                format!(
+                    "{}: a probe's timeout must be positive and shorter than the period ({})",
+                    cfg.timeout, cfg.period
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

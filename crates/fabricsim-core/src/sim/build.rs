@@ -190,9 +190,6 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
                 let field = format!("telemetry.pcap.ports[{i}]");
                 captured[faults::resolve_port(&topo, &raw_node_ports, text, &field)? as usize] = true;
             }
-            if pcap.snaplen.0 < 64 {
-                return invalid("telemetry.pcap.snaplen", format!("{}: keep at least 64B", pcap.snaplen));
-            }
             Some((Capture::new(pcap.snaplen.0.min(u32::MAX as u64) as u32, pcap.max_packets), captured))
         }
     };
@@ -219,17 +216,8 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         events.schedule(Time::ZERO, Event::Sample);
     }
 
-    if scenario.telemetry.ev_activity && scenario.telemetry.sample_interval.is_none() {
-        return invalid("telemetry.ev_activity", "true: per-EV counts are sampled; set telemetry.sample_interval");
-    }
     let mut denied_links = Vec::new();
     if let TransportSpec::Mrc(cfg) = &scenario.transport {
-        if !cfg.denylist.is_empty() && srv6.is_none() {
-            return invalid(
-                "transport.denylist",
-                "a denylist names links, and only SRv6 tells which EVs cross them: set switch.forwarding: srv6",
-            );
-        }
         for (i, text) in cfg.denylist.iter().enumerate() {
             let port = faults::resolve_port(&topo, &raw_node_ports, text, &format!("transport.denylist[{i}]"))?;
             denied_links.resize(topo.links.len(), false);
@@ -238,28 +226,10 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     }
     let n_ports = ports.len();
     let n_nodes = topo.nodes.len();
-    let mapper = match &scenario.clustermapper {
-        None => None,
-        Some(_) if srv6.is_none() => {
-            return invalid(
-                "clustermapper",
-                "its probes are source-routed to a switch and back: set switch.forwarding: srv6",
-            )
-        }
-        Some(cfg) if cfg.timeout >= cfg.period || cfg.timeout.0 == 0 => {
-            return invalid(
-                "clustermapper.timeout",
-                format!(
-                    "{}: a probe's timeout must be positive and shorter than the period ({})",
-                    cfg.timeout, cfg.period
-                ),
-            )
-        }
-        Some(cfg) => {
-            events.schedule(Time::ZERO, Event::MapperRound);
-            Some(super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes))
-        }
-    };
+    let mapper = scenario.clustermapper.as_ref().map(|cfg| {
+        events.schedule(Time::ZERO, Event::MapperRound);
+        super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes)
+    });
     let recorder = Recorder::new(scenario.telemetry.ev_activity, scenario.telemetry.ev_log, capture);
     let mut sim = Simulation {
         events,
