@@ -1,19 +1,22 @@
 //! fabricsim-core: a discrete-event, packet-level simulator of AI-training
 //! networks. Pure Rust: no Python, no files, no terminal, no wall clock.
 //!
-//! Layers, bottom to top (a module only uses the ones below it):
-//! - `units`, `error`, `engine`: time, rates and sizes; errors; the event
-//!   queue and random streams.
-//! - `net`, `cc`, `metrics`, `scenario`: packets, ports, queues, buffers,
-//!   ECN, PFC and trimming; congestion controllers; counters and samples;
-//!   the scenario schema.
-//! - `topology`, `transport`, `faults`, `clustermapper`: the graph and its
-//!   generators; the RoCEv2 and MRC transports; failure schedules; the
+//! Modules, bottom to top (a module only uses the ones above it here;
+//! docs/ARCHITECTURE.md has the whole map and a packet's journey):
+//! - `units`, `error`, `ids`, `tagged`, `engine`: time, rates and sizes;
+//!   errors; typed ids and arenas; the event queue and random streams.
+//! - `topology`: the graph and its generators.
+//! - `net`, `cc`: packets and their pool, EVs, ports and queues, PFC, the
+//!   shared buffer, wire sizes, pcap frames; congestion controllers.
+//! - `transport`: the `Transport` interface; RoCEv2 and MRC.
+//! - `workload`, `metrics`, `faults`, `clustermapper`: flows, jobs and
+//!   collectives; telemetry and result tables; failure schedules; the
 //!   probe-based fault map.
-//! - `switch`, `nic`: forwarding (routes, ECMP); NIC ports and QP scheduling.
-//! - `workload`, `control`: flows and traffic generators; routing
-//!   reconvergence.
-//! - `sim`: the `Simulation` that owns everything and runs the loop.
+//! - `switch`, `nic`: a switch's decisions as verdicts (routes, ECMP, SRv6,
+//!   admission and trimming, ECN); a NIC's QP records and scheduling.
+//! - `scenario`: the schema's root and the checks that need no topology.
+//! - `sim`: the `Simulation` that owns everything, runs the loop and routes
+//!   what each element decides.
 
 pub mod error;
 pub mod ids;
@@ -21,15 +24,16 @@ pub mod tagged;
 pub mod units;
 
 pub mod engine;
-pub mod net;
 pub mod topology;
 
 pub mod cc;
-pub mod metrics;
+pub mod net;
+
+pub mod transport;
 
 pub mod clustermapper;
 pub mod faults;
-pub mod transport;
+pub mod metrics;
 pub mod workload;
 
 pub mod nic;
