@@ -160,3 +160,25 @@ fn bad_ev_sets_are_named() {
     s["telemetry"] = json!({"ev_activity": true});
     assert!(error_of(s.clone()).starts_with("telemetry.ev_activity: "), "{}", error_of(s));
 }
+
+/// `Simulation::check` (what `fabricsim` uses to resolve a scenario) refuses
+/// exactly what building the simulation refuses, naming the same field.
+#[test]
+fn checking_refuses_what_building_refuses() {
+    let cases = [
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "telemetry": {"ports": ["t0.p0.0:9"]}}),
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "traffic": [{"kind": "flow", "src": 0, "dst": 99, "bytes": "1MB"}]}),
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "faults": [{"kind": "switch_down", "at": "1us", "switch": "t9"}]}),
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "telemetry": {"pcap": {"ports": ["nic0:3"]}}}),
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "jobs": [{"name": "j", "ranks": 64, "phases": [{"name": "c", "compute": "1us"}]}]}),
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}}),
+    ];
+    let last = cases.len() - 1;
+    for (k, case) in cases.into_iter().enumerate() {
+        let scenario = fabricsim_core::Scenario::from_json(&case.to_string()).expect("schema-valid");
+        let checked = fabricsim_core::Simulation::check(&scenario).err().map(|e| e.to_string());
+        let built = fabricsim_core::Simulation::new(scenario).err().map(|e| e.to_string());
+        assert_eq!(checked, built, "{case}");
+        assert_eq!(checked.is_none(), k == last, "only the last case is valid: {case} gave {checked:?}");
+    }
+}

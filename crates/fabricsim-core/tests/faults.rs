@@ -104,14 +104,7 @@ fn random_flap_counts_match_the_mtbf() {
     ))
     .unwrap();
     let topo = topo.build().unwrap();
-    let node_ports: Vec<Vec<u32>> = topo
-        .adjacency()
-        .iter()
-        .enumerate()
-        .map(|(n, links)| {
-            links.iter().map(|l| 2 * l.0 + u32::from(topo.links[l.0 as usize].a.0 as usize != n)).collect()
-        })
-        .collect();
+    let node_ports = topo.node_ports();
     let spec: FaultSpec =
         serde_json::from_value(json!({"kind": "random_flaps", "mtbf": "10ms", "duration": "1ms", "until": "1s"}))
             .unwrap();

@@ -59,8 +59,8 @@ fn schema() -> String {
 fn resolve(scenario_json: &str) -> PyResult<String> {
     guarded(|| {
         let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
-        // Building catches what the schema cannot: topology, hosts, ports.
-        Simulation::new(scenario.clone()).map_err(scenario_error)?;
+        // Planning catches what the schema cannot: topology, hosts, ports.
+        Simulation::check(&scenario).map_err(scenario_error)?;
         Ok(scenario.to_json())
     })
 }

@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
 use crate::net::Ev;
-use crate::topology::{NodeId, Topology};
+use crate::topology::{LinkId, NicRef, NodeId, PortId, Topology};
 use crate::units::Time;
-use crate::workload::NicRef;
 
 /// Which directions of a link a fault affects, seen from the named port.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -172,18 +171,18 @@ pub enum FaultAction {
     /// Sets the up state of a port's egress direction. `routed` says whether
     /// the control plane sees it (and reconverges).
     PortUp {
-        port: u32,
+        port: PortId,
         up: bool,
         routed: bool,
     },
     PortLoss {
-        port: u32,
+        port: PortId,
         rate: f64,
     },
     /// Data packets on entropy `ev` leaving NIC port `port` are lost with
     /// probability `rate`.
     EvLoss {
-        port: u32,
+        port: PortId,
         ev: u16,
         rate: f64,
     },
@@ -194,8 +193,13 @@ pub enum FaultAction {
     },
 }
 
-/// Resolves `node:port` to a global port id (`2 * link + side`).
-pub fn resolve_port(topo: &Topology, node_ports: &[Vec<u32>], text: &str, field: &str) -> Result<u32, ScenarioError> {
+/// Resolves `node:port` to the port it names.
+pub fn resolve_port(
+    topo: &Topology,
+    node_ports: &[Vec<PortId>],
+    text: &str,
+    field: &str,
+) -> Result<PortId, ScenarioError> {
     let Some((node, index)) = text.rsplit_once(':') else {
         return invalid(field, format!("'{text}' is not a port: write `node:port`, e.g. `t0.p0.3:5`"));
     };
@@ -214,16 +218,16 @@ pub fn resolve_port(topo: &Topology, node_ports: &[Vec<u32>], text: &str, field:
 pub fn expand(
     specs: &[FaultSpec],
     topo: &Topology,
-    node_ports: &[Vec<u32>],
+    node_ports: &[Vec<PortId>],
     seed: u64,
 ) -> Result<Vec<(Time, FaultAction)>, ScenarioError> {
     let nics = topo.nics();
     let mut actions = Vec::new();
-    let both = |port: u32, dir: Direction| -> Vec<u32> {
+    let both = |port: PortId, dir: Direction| -> Vec<PortId> {
         match dir {
-            Direction::Both => vec![port, port ^ 1],
+            Direction::Both => vec![port, port.peer()],
             Direction::Egress => vec![port],
-            Direction::Ingress => vec![port ^ 1],
+            Direction::Ingress => vec![port.peer()],
         }
     };
     for (i, spec) in specs.iter().enumerate() {
@@ -233,14 +237,14 @@ pub fn expand(
             Some(id) if !topo.is_nic(id) => Ok(id),
             _ => invalid(field("switch"), format!("there is no switch named '{name}'")),
         };
-        let nic_port = |nic: &NicRef, port: u16| -> Result<u32, ScenarioError> {
+        let nic_port = |nic: &NicRef, port: u16| -> Result<PortId, ScenarioError> {
             let id = nic.resolve(topo, &nics, &field("nic"))?;
             node_ports[id.0 as usize].get(port as usize).copied().map_or_else(
                 || invalid(field("port"), format!("{port}: the NIC has ports 0..{}", node_ports[id.0 as usize].len())),
                 Ok,
             )
         };
-        let mut set = |at: Time, ports: Vec<u32>, up: bool| {
+        let mut set = |at: Time, ports: Vec<PortId>, up: bool| {
             actions.extend(ports.into_iter().map(|port| (at, FaultAction::PortUp { port, up, routed: true })));
         };
         match spec {
@@ -310,7 +314,7 @@ pub fn expand(
                         if t >= *until {
                             break;
                         }
-                        for port in [2 * l as u32, 2 * l as u32 + 1] {
+                        for port in [PortId::of_link(LinkId(l as u32), 0), PortId::of_link(LinkId(l as u32), 1)] {
                             actions.push((t, FaultAction::PortUp { port, up: false, routed: false }));
                             actions.push((t + *duration, FaultAction::PortUp { port, up: true, routed: false }));
                         }

@@ -7,8 +7,8 @@ mod output;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::topology::NicRef;
 use crate::units::{Bytes, Time};
-use crate::workload::NicRef;
 
 pub use output::{percentile, Column, RunOutput, Table};
 

@@ -11,21 +11,9 @@
 use std::collections::VecDeque;
 
 use super::packet::{PacketId, CLASSES};
-use crate::topology::{LinkId, NodeId};
+use crate::topology::NodeId;
+pub use crate::topology::PortId;
 use crate::units::{Rate, Time};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PortId(pub u32);
-
-impl PortId {
-    /// The port at the other end of the same link.
-    pub fn peer(self) -> PortId {
-        PortId(self.0 ^ 1)
-    }
-    pub fn link(self) -> LinkId {
-        LinkId(self.0 / 2)
-    }
-}
 
 /// Why a packet was lost; each cause has its own counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,15 +1,15 @@
 //! Instantiates a scenario: ports from links, switch buffers, routes, QPs
 //! and flows, the fault schedule, and the first events.
 
-use super::report::Samples;
 use std::collections::HashMap;
 
 use super::jobs::Jobs;
 use super::recorder::Recorder;
+use super::report::Samples;
 use super::{Connection, Event, Flow, Simulation, SwitchState, Totals};
 use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
-use crate::faults;
+use crate::faults::{self, FaultAction};
 use crate::ids::{Arena, ConnectionId, FlowId, JobId, QpId};
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
@@ -17,22 +17,119 @@ use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
-use crate::topology::{NodeId, NodeRole};
+use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{
     CustomTransport, EvSet, Framing, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
 };
 use crate::units::{Rate, Time};
-use crate::workload::{self, program, split_evenly};
+use crate::workload::program::{self, Program};
+use crate::workload::{self, split_evenly, FlowSpec};
 
 /// Random-stream keys, one per kind of entity.
 pub(super) const STREAM_PORT: u64 = 0x9027;
 const STREAM_ECMP: u64 = 0xEC39;
 
-pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Result<Simulation, ScenarioError> {
+/// A scenario resolved against its topology. Everything that can be wrong
+/// with a scenario that passed its own validation is found while planning,
+/// before anything is instantiated: names of NICs, ports and switches, sizes
+/// past what the route tables and uSIDs hold, placements that do not fit.
+pub(super) struct Plan {
+    topo: Topology,
+    /// Each node's ports by index: a port's index on its node is the
+    /// position of its link in the node's adjacency (a NIC's port number).
+    node_ports: Vec<Vec<PortId>>,
+    srv6: Option<Srv6>,
+    flows: Vec<FlowSpec>,
+    program: Program,
+    faults: Vec<(Time, FaultAction)>,
+    telemetry_ports: Vec<PortId>,
+    telemetry_hosts: Vec<NodeId>,
+    /// Per port, whether the pcap captures it.
+    captured: Option<Vec<bool>>,
+    /// Links on the MRC denylist (by index); empty when there is none.
+    denied_links: Vec<bool>,
+}
+
+pub(super) fn plan(scenario: &Scenario) -> Result<Plan, ScenarioError> {
     let topo = scenario.topology.build()?;
+    let seed = scenario.seed;
+    let node_ports = topo.node_ports();
+    let entries = Routes::table_entries(&topo);
+    if entries > crate::switch::MAX_TABLE_ENTRIES {
+        return invalid(
+            "topology",
+            format!(
+                "{} NICs and {} switches are too many for packet-level simulation ({entries} route entries, at most \
+                 {}); `fabricsim topo` sizes such a fabric, or set `topology.nics` to simulate part of it",
+                topo.nics().len(),
+                topo.nodes.len() - topo.nics().len(),
+                crate::switch::MAX_TABLE_ENTRIES
+            ),
+        );
+    }
+    let port_node = |p: PortId| {
+        let link = &topo.links[p.link().0 as usize];
+        [link.a, link.b][p.side() as usize]
+    };
+    let srv6 = match scenario.switch.forwarding {
+        Forwarding::Ecmp => None,
+        Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
+    };
+    let flows = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
+    for (f, spec) in flows.iter().enumerate() {
+        if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
+            return invalid("traffic", format!("flow {f} uses a NIC without ports"));
+        }
+    }
+    let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
+    let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
+    let faults = faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
+    let telemetry = &scenario.telemetry;
+    let telemetry_ports = (telemetry.ports.iter().enumerate())
+        .map(|(i, text)| port(text, format!("telemetry.ports[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let captured = match &telemetry.pcap {
+        None => None,
+        Some(pcap) => {
+            let mut captured = vec![false; topo.links.len() * 2];
+            for (i, text) in pcap.ports.iter().enumerate() {
+                captured[port(text, format!("telemetry.pcap.ports[{i}]"))?.0 as usize] = true;
+            }
+            Some(captured)
+        }
+    };
+    let nics = topo.nics();
+    let telemetry_hosts = (telemetry.hosts.iter().enumerate())
+        .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut denied_links = Vec::new();
+    if let TransportSpec::Mrc(cfg) = &scenario.transport {
+        for (i, text) in cfg.denylist.iter().enumerate() {
+            let denied = port(text, format!("transport.denylist[{i}]"))?;
+            denied_links.resize(topo.links.len(), false);
+            denied_links[denied.link().0 as usize] = true;
+        }
+    }
+    Ok(Plan {
+        topo,
+        node_ports,
+        srv6,
+        flows,
+        program,
+        faults,
+        telemetry_ports,
+        telemetry_hosts,
+        captured,
+        denied_links,
+    })
+}
+
+pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Result<Simulation, ScenarioError> {
+    let plan = plan(&scenario)?;
+    let Plan { topo, node_ports, srv6, program, faults, telemetry_ports, telemetry_hosts, denied_links, .. } = plan;
+    let (flow_specs, captured) = (plan.flows, plan.captured);
     let factory = custom.map_or_else(|| QpFactory::new(&scenario.transport), QpFactory::Custom);
     let seed = scenario.seed;
-    let adjacency = topo.adjacency();
 
     let mut ports = Vec::with_capacity(topo.links.len() * 2);
     for link in &topo.links {
@@ -41,21 +138,6 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
             ports.push(Port::new(from, 0, link.rate, delay, topo.is_nic(to)));
         }
     }
-    // A port's index on its node is the position of its link in the node's
-    // adjacency (a NIC's port number).
-    let node_ports: Vec<Vec<PortId>> = adjacency
-        .iter()
-        .enumerate()
-        .map(|(node, links)| {
-            links
-                .iter()
-                .map(|l| {
-                    let side = if topo.links[l.0 as usize].a.0 as usize == node { 0 } else { 1 };
-                    PortId(2 * l.0 + side)
-                })
-                .collect()
-        })
-        .collect();
     for list in &node_ports {
         for (i, p) in list.iter().enumerate() {
             ports[p.0 as usize].index = i as u16;
@@ -88,28 +170,9 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
             None => (2.0 * p.rate.bytes_in(p.delay)) as u64 + 2 * full_wire,
         })
         .collect();
-
-    let entries = Routes::table_entries(&topo);
-    if entries > crate::switch::MAX_TABLE_ENTRIES {
-        return invalid(
-            "topology",
-            format!(
-                "{} NICs and {} switches are too many for packet-level simulation ({entries} route entries, at most \
-                 {}); `fabricsim topo` sizes such a fabric, or set `topology.nics` to simulate part of it",
-                topo.nics().len(),
-                topo.nodes.len() - topo.nics().len(),
-                crate::switch::MAX_TABLE_ENTRIES
-            ),
-        );
-    }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
-    let srv6 = match scenario.switch.forwarding {
-        Forwarding::Ecmp => None,
-        Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, |p| ports[p.0 as usize].node)?),
-    };
     let framing = Framing { ip: scenario.nic.ip, encap: if srv6.is_some() { headers::SRV6_OUTER } else { 0 } };
 
-    let flow_specs = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
     let mut links = Links {
         qps: Arena::default(),
         connections: Arena::default(),
@@ -120,9 +183,6 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     };
     let mut flows = Arena::<FlowId, Flow>::default();
     for (f, spec) in flow_specs.iter().enumerate() {
-        if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
-            return invalid("traffic", format!("flow {f} uses a NIC without ports"));
-        }
         let conn = links.connect(&ports, &node_ports, spec.src, spec.dst, spec.qps, f);
         if let Some(set) = &spec.ev_set {
             links.pin_evs(conn, set)?;
@@ -140,7 +200,6 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         });
     }
 
-    let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
     // One connection per (job, channel, QP count, source NIC, destination
     // NIC): NCCL opens connections per communicator and channel.
     let mut by_key: HashMap<(u32, u32, u32, NodeId, NodeId), ConnectionId> = HashMap::new();
@@ -171,36 +230,10 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     }
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
-    let raw_node_ports: Vec<Vec<u32>> = node_ports.iter().map(|l| l.iter().map(|p| p.0).collect()).collect();
-    let fault_actions = faults::expand(&scenario.faults, &topo, &raw_node_ports, seed)?;
-    let telemetry_ports = scenario
-        .telemetry
-        .ports
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            faults::resolve_port(&topo, &raw_node_ports, text, &format!("telemetry.ports[{i}]")).map(PortId)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let capture = match &scenario.telemetry.pcap {
-        None => None,
-        Some(pcap) => {
-            let mut captured = vec![false; ports.len()];
-            for (i, text) in pcap.ports.iter().enumerate() {
-                let field = format!("telemetry.pcap.ports[{i}]");
-                captured[faults::resolve_port(&topo, &raw_node_ports, text, &field)? as usize] = true;
-            }
-            Some((Capture::new(pcap.snaplen.0.min(u32::MAX as u64) as u32, pcap.max_packets), captured))
-        }
-    };
-    let nics = topo.nics();
-    let telemetry_hosts = scenario
-        .telemetry
-        .hosts
-        .iter()
-        .enumerate()
-        .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
-        .collect::<Result<Vec<_>, _>>()?;
+    let capture =
+        scenario.telemetry.pcap.as_ref().zip(captured).map(|(pcap, captured)| {
+            (Capture::new(pcap.snaplen.0.min(u32::MAX as u64) as u32, pcap.max_packets), captured)
+        });
 
     let mut events = EventQueue::default();
     for (f, flow) in flows.enumerate() {
@@ -209,21 +242,13 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     for (j, job) in jobs.program.jobs.iter().enumerate() {
         events.schedule(job.start, Event::JobStart(JobId(j as u32)));
     }
-    for (i, (at, _)) in fault_actions.iter().enumerate() {
+    for (i, (at, _)) in faults.iter().enumerate() {
         events.schedule(*at, Event::Fault(i as u32));
     }
     if scenario.telemetry.sample_interval.is_some() {
         events.schedule(Time::ZERO, Event::Sample);
     }
 
-    let mut denied_links = Vec::new();
-    if let TransportSpec::Mrc(cfg) = &scenario.transport {
-        for (i, text) in cfg.denylist.iter().enumerate() {
-            let port = faults::resolve_port(&topo, &raw_node_ports, text, &format!("transport.denylist[{i}]"))?;
-            denied_links.resize(topo.links.len(), false);
-            denied_links[port as usize / 2] = true;
-        }
-    }
     let n_ports = ports.len();
     let n_nodes = topo.nodes.len();
     let mapper = scenario.clustermapper.as_ref().map(|cfg| {
@@ -249,7 +274,7 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         flows,
         actions: Vec::new(),
         jobs,
-        faults: fault_actions,
+        faults,
         headroom,
         totals: Totals::default(),
         samples: Samples::new(telemetry_ports.len(), telemetry_hosts.len()),

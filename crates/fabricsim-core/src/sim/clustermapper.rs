@@ -155,7 +155,7 @@ impl Simulation {
                 mapper.verdicts.push((now, self.port_name(port), kind, health, loss));
                 if mapper.cfg.update_denylist {
                     self.denied_links.resize(self.topo.links.len(), false);
-                    self.denied_links[port.0 as usize / 2] = health != Health::Healthy;
+                    self.denied_links[port.link().0 as usize] = health != Health::Healthy;
                     denylist_changed = true;
                 }
             }

@@ -11,21 +11,21 @@ impl Simulation {
         let (_, action) = self.faults[i as usize];
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
-                self.ports[port as usize].up = up;
+                self.ports[port.0 as usize].up = up;
                 // A NIC notices its own port going down after its remap delay.
-                if self.switches[self.ports[port as usize].node.0 as usize].is_none() {
+                if self.switches[self.ports[port.0 as usize].node.0 as usize].is_none() {
                     let delay = if up { crate::units::Time::ZERO } else { self.scenario.nic.remap_delay };
-                    self.events.schedule_in(delay, Event::NicPortState { port: PortId(port), up });
+                    self.events.schedule_in(delay, Event::NicPortState { port, up });
                 }
                 if up {
-                    self.try_transmit(PortId(port));
+                    self.try_transmit(port);
                 } else {
-                    self.flush_port(PortId(port));
+                    self.flush_port(port);
                 }
                 routed
             }
             FaultAction::PortLoss { port, rate } => {
-                self.ports[port as usize].loss = rate;
+                self.ports[port.0 as usize].loss = rate;
                 false
             }
             FaultAction::EvLoss { port, ev, rate } => {

@@ -86,7 +86,7 @@ impl Simulation {
             return false;
         }
         let ev = pkt.entropy;
-        let rate = self.ev_loss.iter().find(|&&(p, e, _)| p == port.0 && e == ev).map(|&(_, _, r)| r);
+        let rate = self.ev_loss.iter().find(|&&(p, e, _)| p == port && e == ev).map(|&(_, _, r)| r);
         rate.is_some_and(|r| self.port_rng[port.0 as usize].chance(r))
     }
 

@@ -169,7 +169,7 @@ pub struct Simulation {
     /// What telemetry asked to record as the run goes.
     recorder: recorder::Recorder,
     /// Injected per-EV loss: (NIC port, EV, probability).
-    ev_loss: Vec<(u32, u16, f64)>,
+    ev_loss: Vec<(PortId, u16, f64)>,
     /// Links (by index) on the MRC denylist; empty when there is none.
     denied_links: Vec<bool>,
     /// Clustermapper agents and their fault map, when the scenario has them.
@@ -180,6 +180,13 @@ impl Simulation {
     /// Builds a simulation from a validated scenario.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         build::build(scenario, None)
+    }
+
+    /// Checks a scenario against its topology (every name, size and
+    /// placement) without instantiating the simulation: what `new` would
+    /// refuse, this refuses.
+    pub fn check(scenario: &Scenario) -> Result<(), ScenarioError> {
+        build::plan(scenario).map(drop)
     }
 
     /// Builds a simulation whose QPs run a transport defined outside this

@@ -230,11 +230,11 @@ impl Srv6 {
     /// `from` on `path` crosses, walking the static tables; `peer_node`
     /// gives the node at the far end of a port.
     pub fn links(&self, from: PortId, path: &Path, peer_node: impl Fn(PortId) -> NodeId) -> Vec<usize> {
-        let mut links = vec![from.0 as usize / 2];
+        let mut links = vec![from.link().0 as usize];
         let mut node = peer_node(from);
         for &usid in &path.usids[1..path.len as usize] {
             let Some(port) = self.lookup(node, usid) else { break };
-            links.push(port.0 as usize / 2);
+            links.push(port.link().0 as usize);
             node = peer_node(port);
         }
         links

@@ -13,6 +13,7 @@
 
 mod clos;
 mod explicit;
+mod nic_ref;
 mod report;
 
 use schemars::JsonSchema;
@@ -23,6 +24,7 @@ use crate::units::{Rate, Time};
 
 pub use clos::ClosSpec;
 pub use explicit::ExplicitSpec;
+pub use nic_ref::NicRef;
 pub use report::TopologyReport;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,6 +32,34 @@ pub struct NodeId(pub u32);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LinkId(pub u32);
+
+/// One end of a link: port `2 x link + side` is the end at the link's `a`
+/// (side 0) or `b` (side 1). This is the one place that numbering is
+/// written down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortId(pub u32);
+
+impl PortId {
+    /// The end of `link` at its `a` (side 0) or `b` (side 1).
+    pub fn of_link(link: LinkId, side: u32) -> PortId {
+        PortId(2 * link.0 + (side & 1))
+    }
+
+    /// The port at the other end of the same link.
+    #[inline(always)]
+    pub fn peer(self) -> PortId {
+        PortId(self.0 ^ 1)
+    }
+
+    pub fn link(self) -> LinkId {
+        LinkId(self.0 / 2)
+    }
+
+    /// 0 at the link's `a`, 1 at its `b`.
+    pub fn side(self) -> u32 {
+        self.0 & 1
+    }
+}
 
 /// What a node is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +150,16 @@ impl Topology {
     }
 
     /// For every node, its links in insertion order (a NIC's port order).
+    /// Each node's ports in order: a port's index on its node is the
+    /// position of its link in the node's adjacency (a NIC's port number).
+    pub fn node_ports(&self) -> Vec<Vec<PortId>> {
+        let adjacency = self.adjacency();
+        let side = |node: usize, l: LinkId| u32::from(self.links[l.0 as usize].a.0 as usize != node);
+        (adjacency.iter().enumerate())
+            .map(|(node, links)| links.iter().map(|&l| PortId::of_link(l, side(node, l))).collect())
+            .collect()
+    }
+
     pub fn adjacency(&self) -> Vec<Vec<LinkId>> {
         let mut adj = vec![Vec::new(); self.nodes.len()];
         for (i, link) in self.links.iter().enumerate() {

@@ -12,16 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
+pub use crate::topology::NicRef;
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::units::{Bytes, Time};
-
-/// A NIC named by its index (`12`) or its name (`"nic12"`).
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum NicRef {
-    Index(u32),
-    Name(String),
-}
 
 /// One traffic source of the scenario, chosen by `kind`.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -152,29 +145,6 @@ pub struct FlowSpec {
     pub imm: bool,
     /// Hand-picked MRC EVs.
     pub ev_set: Option<crate::transport::mrc::EvSet>,
-}
-
-impl NicRef {
-    /// The NIC this names among `nics` (the topology's NICs in index
-    /// order), or an error on `field`.
-    pub fn resolve(&self, topo: &Topology, nics: &[NodeId], field: &str) -> Result<NodeId, ScenarioError> {
-        match self {
-            NicRef::Index(i) => nics.get(*i as usize).copied().map_or_else(
-                || {
-                    invalid(
-                        field,
-                        format!("there is no NIC {i}: the topology has {} NICs (0..{})", nics.len(), nics.len()),
-                    )
-                },
-                Ok,
-            ),
-            NicRef::Name(name) => match topo.find(name) {
-                Some(id) if topo.is_nic(id) => Ok(id),
-                Some(_) => invalid(field, format!("'{name}' is a switch, not a NIC")),
-                None => invalid(field, format!("there is no NIC named '{name}'")),
-            },
-        }
-    }
 }
 
 /// The ToR index (plane 0) each NIC's first port attaches to.
