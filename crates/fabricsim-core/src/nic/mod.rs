@@ -4,8 +4,8 @@
 mod qp;
 mod scheduler;
 
-pub use qp::Qp;
-pub use scheduler::{Pick, PortScheduler};
+pub(crate) use qp::Qp;
+pub(crate) use scheduler::{Pick, PortScheduler};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

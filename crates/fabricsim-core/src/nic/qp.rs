@@ -10,7 +10,7 @@ use crate::topology::NodeId;
 use crate::transport::{QpTransport, TIMERS};
 use crate::units::Time;
 
-pub struct Qp {
+pub(crate) struct Qp {
     pub transport: QpTransport,
     /// Earliest time the pacer lets the next data packet go.
     pub next_send: Time,

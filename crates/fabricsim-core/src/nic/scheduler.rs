@@ -13,7 +13,7 @@ use crate::units::Time;
 
 /// Scheduling state of one NIC port.
 #[derive(Clone, Debug, Default)]
-pub struct PortScheduler {
+pub(crate) struct PortScheduler {
     /// QPs with data for this port, in round-robin order.
     pub ready: VecDeque<QpId>,
     /// Packets the QP at the front has sent in its current turn.
@@ -25,7 +25,7 @@ pub struct PortScheduler {
 }
 
 /// What the port sends next.
-pub enum Pick<T> {
+pub(crate) enum Pick<T> {
     /// QP `qp` gave this packet.
     Packet(QpId, T),
     /// Nothing now; the earliest time a paced QP may send, if any.

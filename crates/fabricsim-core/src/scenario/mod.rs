@@ -184,13 +184,11 @@ impl Scenario {
                 ));
             }
         }
-        if let TransportSpec::Mrc(cfg) = &self.transport {
-            if !cfg.denylist.is_empty() && !srv6 {
-                return Err(ScenarioError::new(
-                    "transport.denylist",
-                    "a denylist names links, and only SRv6 tells which EVs cross them: set switch.forwarding: srv6",
-                ));
-            }
+        if !self.transport.denylist().is_empty() && !srv6 {
+            return Err(ScenarioError::new(
+                "transport.denylist",
+                "a denylist names links, and only SRv6 tells which EVs cross them: set switch.forwarding: srv6",
+            ));
         }
         let pinned = self.traffic.iter().any(|t| matches!(t, TrafficSpec::Flow(f) if f.ev_set.is_some()));
         if pinned && !self.transport.sprays() {

@@ -18,9 +18,7 @@ use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
 use crate::topology::{NodeId, NodeRole, Topology};
-use crate::transport::{
-    CustomTransport, EvSet, Framing, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
-};
+use crate::transport::{CustomTransport, EvSet, Framing, QpFactory, QpSetup, Transport, STREAM_QP, TIMERS};
 use crate::units::{Rate, Time};
 use crate::workload::program::{self, Program};
 use crate::workload::{self, split_evenly, FlowSpec};
@@ -103,12 +101,10 @@ pub(super) fn plan(scenario: &Scenario) -> Result<Plan, ScenarioError> {
         .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
     let mut denied_links = Vec::new();
-    if let TransportSpec::Mrc(cfg) = &scenario.transport {
-        for (i, text) in cfg.denylist.iter().enumerate() {
-            let denied = port(text, format!("transport.denylist[{i}]"))?;
-            denied_links.resize(topo.links.len(), false);
-            denied_links[denied.link().0 as usize] = true;
-        }
+    for (i, text) in scenario.transport.denylist().iter().enumerate() {
+        let denied = port(text, format!("transport.denylist[{i}]"))?;
+        denied_links.resize(topo.links.len(), false);
+        denied_links[denied.link().0 as usize] = true;
     }
     Ok(Plan {
         topo,

@@ -328,6 +328,14 @@ impl TransportSpec {
         }
     }
 
+    /// Links (`node:port`) whose paths the QPs must never use.
+    pub fn denylist(&self) -> &[String] {
+        match self {
+            TransportSpec::Mrc(c) => &c.denylist,
+            TransportSpec::Rocev2(_) => &[],
+        }
+    }
+
     /// Whether its QPs spray over every port of the NIC (see
     /// `Transport::sprays`).
     pub fn sprays(&self) -> bool {

@@ -58,7 +58,7 @@ impl RoceConfig {
 
 /// Requester side of a QP.
 #[derive(Clone, Debug, Default)]
-pub struct RoceSender {
+struct RoceSender {
     writes: PostedWrites,
     snd_nxt: u32,
     snd_una: u32,
@@ -138,7 +138,7 @@ impl RoceSender {
 
 /// What a data packet's arrival asks the responder to send back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RxReply {
+struct RxReply {
     /// In-order payload accepted.
     pub delivered: u32,
     /// The accepted packet ended a message.
@@ -151,7 +151,7 @@ pub struct RxReply {
 
 /// Responder side of a QP.
 #[derive(Clone, Debug, Default)]
-pub struct RoceReceiver {
+struct RoceReceiver {
     expected: u32,
     nak_outstanding: bool,
     unacked: u32,

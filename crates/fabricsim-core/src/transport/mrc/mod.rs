@@ -30,8 +30,8 @@ use crate::engine::Rng;
 use crate::net::{flag, Ev, Packet, PacketKind};
 use crate::units::{Bytes, Time};
 
-pub use receiver::{MrcArrival, MrcReceiver};
-pub use sender::MrcSender;
+use receiver::MrcReceiver;
+use sender::MrcSender;
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]

@@ -13,7 +13,7 @@ use crate::units::Time;
 /// NACKs go on: one EV per plane, refreshed by EV probes (s2.4 Reverse
 /// Paths), since a QP that only receives learns nothing from SACKs.
 #[derive(Clone, Debug)]
-pub struct MrcReceiver {
+pub(super) struct MrcReceiver {
     base: u32,
     received: VecDeque<bool>,
     /// Messages by PSN range, with packets still missing.
@@ -26,17 +26,17 @@ pub struct MrcReceiver {
 
 /// What a data packet's arrival means at the receiver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MrcArrival {
+pub(super) struct MrcArrival {
     /// New payload placed (zero for a duplicate or a trimmed header).
-    pub delivered: u32,
+    pub(super) delivered: u32,
     /// Messages this packet completed (by posting order).
-    pub completed: u32,
-    pub duplicate: bool,
+    pub(super) completed: u32,
+    pub(super) duplicate: bool,
 }
 
 impl MrcReceiver {
     /// A receiver with a random reverse EV on each of `planes` planes.
-    pub fn new(planes: usize, mut rng: Rng) -> MrcReceiver {
+    pub(super) fn new(planes: usize, mut rng: Rng) -> MrcReceiver {
         let reverse = (0..planes).map(|plane| random_ev(&mut rng, plane)).collect();
         MrcReceiver {
             base: 0,
@@ -50,18 +50,18 @@ impl MrcReceiver {
     }
 
     /// The EV control packets leaving on `plane` use.
-    pub fn reverse_ev(&self, plane: usize) -> Ev {
+    pub(super) fn reverse_ev(&self, plane: usize) -> Ev {
         self.reverse.get(plane).copied().unwrap_or(Ev::new(plane, 0))
     }
 
     /// The next PSN expected in order: every one below it has arrived.
-    pub fn cumulative(&self) -> u32 {
+    pub(super) fn cumulative(&self) -> u32 {
         self.base
     }
 
     /// An EV probe to send now, if one is due: a random EV of the next
     /// plane in turn, at most one per `interval`.
-    pub fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<Ev> {
+    pub(super) fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<Ev> {
         if now < self.next_reverse_probe || self.reverse.is_empty() {
             return None;
         }
@@ -73,18 +73,18 @@ impl MrcReceiver {
 
     /// An EV probe came back: its EV works, so control packets of its plane
     /// take it.
-    pub fn on_probe_reply(&mut self, ev: Ev) {
+    pub(super) fn on_probe_reply(&mut self, ev: Ev) {
         if let Some(slot) = self.reverse.get_mut(ev.plane()) {
             *slot = ev;
         }
     }
 
     /// The sender posted a message of `packets` packets from `first`.
-    pub fn expect(&mut self, first: u32, packets: u32) {
+    pub(super) fn expect(&mut self, first: u32, packets: u32) {
         self.messages.push_back((first, first + packets, packets));
     }
 
-    pub fn on_data(&mut self, psn: u32, payload: u32) -> MrcArrival {
+    pub(super) fn on_data(&mut self, psn: u32, payload: u32) -> MrcArrival {
         let Some(i) = psn.checked_sub(self.base) else { return MrcArrival { duplicate: true, ..Default::default() } };
         let i = i as usize;
         if self.received.len() <= i {

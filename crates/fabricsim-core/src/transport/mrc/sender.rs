@@ -163,7 +163,7 @@ struct RttEstimate {
 
 /// Sender side of an MRC QP.
 #[derive(Clone, Debug)]
-pub struct MrcSender {
+pub(super) struct MrcSender {
     planes: Vec<PlaneEvs>,
     writes: PostedWrites,
     /// PSN of `slots[0]`.
@@ -176,7 +176,7 @@ pub struct MrcSender {
     /// The reordering window's fraction of `reorder_window`.
     reorder_scale: f64,
     /// Packets declared lost that had arrived (reordered beyond the window).
-    pub spurious_losses: u64,
+    pub(super) spurious_losses: u64,
     lost_scratch: Vec<u32>,
     rto: Time,
     rto_low: Time,
@@ -195,11 +195,11 @@ pub struct MrcSender {
     cc: Nscc,
     mtu: u32,
     /// Deadline of the retransmission timer.
-    pub rto_deadline: Option<Time>,
-    pub retransmitted_packets: u64,
-    pub timeouts: u64,
-    pub retired_evs: u64,
-    pub resurrected_evs: u64,
+    pub(super) rto_deadline: Option<Time>,
+    pub(super) retransmitted_packets: u64,
+    pub(super) timeouts: u64,
+    pub(super) retired_evs: u64,
+    pub(super) resurrected_evs: u64,
     resurrect_after: u32,
     /// EV state changes since the last `take_ev_changes`, when logging.
     ev_log: Option<Vec<EvChange>>,
@@ -211,7 +211,7 @@ pub struct MrcSender {
 impl MrcSender {
     /// A sender whose EVs are drawn from `rng`, `evs / planes` per plane,
     /// or take path choices `0..paths_per_plane` when that is set.
-    pub fn new(cfg: &MrcConfig, planes: usize, mtu: u32, max_window: u64, rng: &mut Rng) -> MrcSender {
+    pub(super) fn new(cfg: &MrcConfig, planes: usize, mtu: u32, max_window: u64, rng: &mut Rng) -> MrcSender {
         let per_plane = (cfg.evs as usize / planes).max(1);
         let backup = cfg.backup_evs as usize / planes;
         let planes = (0..planes)
@@ -259,7 +259,7 @@ impl MrcSender {
     }
 
     /// Replaces the drawn EVs with `set`, each EV in its plane's sets.
-    pub fn set_evs(&mut self, set: &EvSet) {
+    pub(super) fn set_evs(&mut self, set: &EvSet) {
         for (plane, evs) in self.planes.iter_mut().enumerate() {
             let of_plane = |list: &[Ev]| list.iter().copied().filter(|ev| ev.plane() == plane).collect::<Vec<_>>();
             let mut backup = of_plane(&set.backup);
@@ -269,7 +269,7 @@ impl MrcSender {
     }
 
     /// Starts logging EV state changes, beginning with the initial sets.
-    pub fn log_evs(&mut self) {
+    pub(super) fn log_evs(&mut self) {
         let mut log = Vec::new();
         for plane in &self.planes {
             log.extend(plane.active.iter().map(|slot| EvChange { ev: slot.ev, state: EvState::Active }));
@@ -279,7 +279,7 @@ impl MrcSender {
     }
 
     /// EV state changes since the last call (empty unless logging).
-    pub fn take_ev_changes(&mut self) -> Vec<EvChange> {
+    pub(super) fn take_ev_changes(&mut self) -> Vec<EvChange> {
         self.ev_log.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
@@ -291,7 +291,7 @@ impl MrcSender {
 
     /// Posts a write (with immediate when `imm`); returns its first PSN and
     /// packet count.
-    pub fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
+    pub(super) fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
         let (first, packets) = self.writes.post(bytes, self.mtu, imm);
         self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false, suspect: NO_EV }, packets as usize));
         self.resend.extend(first..first + packets);
@@ -299,12 +299,12 @@ impl MrcSender {
     }
 
     /// Length of the message `psn` belongs to.
-    pub fn message_bytes(&self, psn: u32) -> u64 {
+    pub(super) fn message_bytes(&self, psn: u32) -> u64 {
         self.writes.write_bytes(psn)
     }
 
     /// Whether a packet could go now (data waiting and room in the window).
-    pub fn has_data(&self) -> bool {
+    pub(super) fn has_data(&self) -> bool {
         !self.resend.is_empty() && (self.in_flight_bytes as f64) < self.cc.window()
     }
 
@@ -313,7 +313,7 @@ impl MrcSender {
     /// loss), IRN's low timeout, shortened to RFC 6298's SRTT + 4 RTTVAR
     /// once RTTs have been measured (never below two of the smallest RTT
     /// seen); else the high one.
-    pub fn rto(&self) -> Time {
+    pub(super) fn rto(&self) -> Time {
         if self.in_flight_bytes > 3 * self.mtu as u64 {
             return self.rto;
         }
@@ -326,7 +326,7 @@ impl MrcSender {
         }
     }
 
-    pub fn outstanding(&self) -> bool {
+    pub(super) fn outstanding(&self) -> bool {
         self.slots.iter().any(|s| *s != Slot::Acked)
     }
 
@@ -342,7 +342,7 @@ impl MrcSender {
     /// The next packet for `plane` and the EV it goes on: the next EV of
     /// that plane that is not being avoided (or the next at all, when every
     /// one is).
-    pub fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, Ev)> {
+    pub(super) fn next_packet(&mut self, plane: usize, now: Time) -> Option<(DataPacket, Ev)> {
         if !self.has_data() || (self.local_up & self.remote_up) & (1 << plane.min(7)) == 0 {
             return None;
         }
@@ -401,7 +401,7 @@ impl MrcSender {
     /// EV blamed for a loss says the loss was not one (its EV is restored);
     /// a SACK of the resent copy while the blamed one never came confirms
     /// it (a timeout only blames; this retires the EV).
-    pub fn on_sack(&mut self, psn: u32, echo: Ev, ecn: bool, ack: u32, now: Time, ecn_avoid: Time) -> bool {
+    pub(super) fn on_sack(&mut self, psn: u32, echo: Ev, ecn: bool, ack: u32, now: Time, ecn_avoid: Time) -> bool {
         let (plane, slot, ev, suspect, seq, sent) = match self.slot(psn).copied() {
             Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
                 // The first copy arrived; the resend is now a duplicate.
@@ -565,7 +565,7 @@ impl MrcSender {
     /// arrived, including any whose own SACK was lost. Returns whether it
     /// acknowledged something new. A packet declared lost and not resent
     /// yet arrived after all: the EV blamed for it is put back.
-    pub fn on_cumulative_ack(&mut self, ack: u32) -> bool {
+    pub(super) fn on_cumulative_ack(&mut self, ack: u32) -> bool {
         let mut progressed = false;
         while self.base < ack {
             let Some(&front) = self.slots.front() else { break };
@@ -586,7 +586,7 @@ impl MrcSender {
 
     /// This NIC's port for `plane` went down or came back: remap at once,
     /// resending what was in flight on it over the other planes.
-    pub fn set_plane_up(&mut self, plane: usize, up: bool) {
+    pub(super) fn set_plane_up(&mut self, plane: usize, up: bool) {
         let bit = 1u8 << plane.min(7);
         self.local_up = if up { self.local_up | bit } else { self.local_up & !bit };
         if !up {
@@ -595,7 +595,7 @@ impl MrcSender {
     }
 
     /// The other end's port state bitmap, from a SACK.
-    pub fn set_remote_planes(&mut self, bits: u8) {
+    pub(super) fn set_remote_planes(&mut self, bits: u8) {
         let newly_down = self.remote_up & !bits;
         self.remote_up = bits;
         for plane in (0..self.planes.len()).filter(|&p| newly_down & (1 << p.min(7)) != 0) {
@@ -616,7 +616,7 @@ impl MrcSender {
     }
 
     /// A NACK: `psn` was trimmed on `ev`. Resend it; shrink the window.
-    pub fn on_nack(&mut self, psn: u32, now: Time) {
+    pub(super) fn on_nack(&mut self, psn: u32, now: Time) {
         if self.requeue(psn, false).is_some() {
             let payload = self.payload_of(psn);
             self.cc.on_trim(payload, now);
@@ -671,13 +671,13 @@ impl MrcSender {
     }
 
     /// Whether some EV is retired and waiting to be probed.
-    pub fn has_retired(&self) -> bool {
+    pub(super) fn has_retired(&self) -> bool {
         self.planes.iter().any(|p| !p.retired.is_empty())
     }
 
     /// The retired EVs to probe now. A probe still unanswered from the
     /// previous round counts as failed and restarts that EV's count.
-    pub fn probe_retired(&mut self) -> Vec<Ev> {
+    pub(super) fn probe_retired(&mut self) -> Vec<Ev> {
         let mut out = Vec::new();
         for plane in &mut self.planes {
             for r in &mut plane.retired {
@@ -694,7 +694,7 @@ impl MrcSender {
     /// A probe of retired EV `ev` came back. After enough in a row the EV
     /// is resurrected: into an empty active slot of its plane if there is
     /// one, else into the backup set.
-    pub fn on_probe_reply(&mut self, ev: Ev) {
+    pub(super) fn on_probe_reply(&mut self, ev: Ev) {
         let plane = ev.plane();
         let Some(evs) = self.planes.get_mut(plane) else { return };
         let Some(i) = evs.retired.iter().position(|r| r.ev == ev && r.awaiting) else { return };
@@ -717,7 +717,7 @@ impl MrcSender {
     /// Applies a denylist: every EV for which `denied` says so leaves the
     /// active, backup and retired sets for good (its active slot takes a
     /// backup); EVs no longer denied are retired, to be probed back.
-    pub fn set_denied(&mut self, denied: impl Fn(Ev) -> bool) {
+    pub(super) fn set_denied(&mut self, denied: impl Fn(Ev) -> bool) {
         for plane in 0..self.planes.len() {
             let evs = &mut self.planes[plane];
             let (still, freed): (Vec<Ev>, Vec<Ev>) = evs.denied.drain(..).partition(|&ev| denied(ev));
@@ -749,7 +749,7 @@ impl MrcSender {
     }
 
     /// A working EV of `plane` (for answering the other end's probes).
-    pub fn working_ev(&self, plane: usize) -> Option<Ev> {
+    pub(super) fn working_ev(&self, plane: usize) -> Option<Ev> {
         let evs = self.planes.get(plane)?;
         evs.active.iter().map(|slot| slot.ev).find(|&ev| ev != NO_EV)
     }
@@ -759,7 +759,7 @@ impl MrcSender {
     /// queueing also does: what is in flight is resent and its EVs are
     /// blamed, but one is retired only when its packet's resent copy is
     /// acknowledged and the first copy never was (`on_sack`).
-    pub fn on_timeout(&mut self) {
+    pub(super) fn on_timeout(&mut self) {
         self.timeouts += 1;
         let stranded: Vec<u32> = self
             .slots
@@ -783,7 +783,8 @@ impl MrcSender {
     }
 
     /// Active (non-empty) EV slots of each plane.
-    pub fn active_evs_per_plane(&self) -> Vec<usize> {
+    #[cfg(test)]
+    pub(super) fn active_evs_per_plane(&self) -> Vec<usize> {
         self.planes.iter().map(|p| p.active.iter().filter(|slot| slot.ev != NO_EV).count()).collect()
     }
 }
