@@ -258,6 +258,7 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         port_rng,
         switches,
         sched: vec![PortScheduler::default(); n_ports],
+        nic_ports_up: vec![0; n_nodes],
         nic_rx_payload: vec![0; n_nodes],
         routes,
         srv6,
@@ -285,6 +286,9 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         topo,
         scenario,
     };
+    for nic in sim.topo.nics() {
+        sim.note_ports_up(nic);
+    }
     for f in sim.flows.ids() {
         sim.flows[f].ideal = sim.ideal_fct(f);
     }

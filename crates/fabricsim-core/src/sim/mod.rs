@@ -143,6 +143,9 @@ pub struct Simulation {
     node_ports: Vec<Vec<PortId>>,
     switches: Vec<Option<SwitchState>>,
     sched: Vec<PortScheduler>,
+    /// Per NIC, the bitmap of its ports it believes up (MRC's port state
+    /// bitmap, which control packets carry).
+    nic_ports_up: Vec<u8>,
     nic_rx_payload: Vec<u64>,
     routes: Routes,
     /// Static SRv6 routes, when switches forward by SRv6.

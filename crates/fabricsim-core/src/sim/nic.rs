@@ -305,13 +305,20 @@ impl Simulation {
         self.try_transmit(port);
     }
 
-    /// The bitmap of a NIC's ports it believes up.
+    /// The bitmap of a NIC's ports it believes up (ports past the eighth
+    /// share the last bit).
+    #[inline]
     pub(super) fn ports_up(&self, nic: NodeId) -> u8 {
-        self.node_ports[nic.0 as usize]
+        self.nic_ports_up[nic.0 as usize]
+    }
+
+    /// Recomputes NIC `nic`'s bitmap of the ports it believes up.
+    pub(super) fn note_ports_up(&mut self, nic: NodeId) {
+        self.nic_ports_up[nic.0 as usize] = self.node_ports[nic.0 as usize]
             .iter()
             .enumerate()
             .filter(|(_, p)| !self.sched[p.0 as usize].known_down)
-            .fold(0u8, |bits, (i, _)| bits | 1 << i.min(7))
+            .fold(0u8, |bits, (i, _)| bits | 1 << i.min(7));
     }
 
     /// A packet reached the NIC by `port`: a Clustermapper probe back home,
@@ -334,6 +341,7 @@ impl Simulation {
     pub(super) fn on_nic_port_state(&mut self, port: PortId, up: bool) {
         self.sched[port.0 as usize].known_down = !up;
         let nic = self.ports[port.0 as usize].node;
+        self.note_ports_up(nic);
         let index = self.ports[port.0 as usize].index as usize;
         for q in self.qps.ids() {
             if self.qps[q].src != nic {

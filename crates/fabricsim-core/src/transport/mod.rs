@@ -277,15 +277,19 @@ impl Transport for QpTransport {
     fn on_packet(&mut self, end: End, port: usize, packet: &Packet, now: Time, out: &mut Vec<Action>) {
         dispatch!(self, t => t.on_packet(end, port, packet, now, out))
     }
+    #[inline]
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         dispatch!(self, t => t.on_timer(timer, now, out))
     }
+    #[inline]
     fn on_port_state(&mut self, port: usize, up: bool) {
         dispatch!(self, t => t.on_port_state(port, up))
     }
+    #[inline]
     fn message_bytes(&self, psn: u32) -> u64 {
         dispatch!(self, t => t.message_bytes(psn))
     }
+    #[inline]
     fn stats(&self) -> QpStats {
         dispatch!(self, t => t.stats())
     }

@@ -242,6 +242,7 @@ impl RoceQp {
 }
 
 impl Transport for RoceQp {
+    #[inline]
     fn post(&mut self, bytes: u64, imm: bool) {
         self.sender.post(bytes, self.mtu, imm);
     }
@@ -304,6 +305,7 @@ impl Transport for RoceQp {
         }
     }
 
+    #[inline]
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         match timer {
             Timer::Retransmit => {
