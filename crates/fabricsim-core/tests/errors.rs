@@ -182,3 +182,18 @@ fn checking_refuses_what_building_refuses() {
         assert_eq!(checked.is_none(), k == last, "only the last case is valid: {case} gave {checked:?}");
     }
 }
+
+/// An EV names its plane in 3 bits: a spraying transport on NICs with more
+/// than 8 ports is refused rather than sending on the wrong planes.
+#[test]
+fn mrc_refuses_nics_with_more_planes_than_an_ev_can_name() {
+    let mut s = json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "nics": 4, "planes": 9, "link_rate": "100Gbps"},
+        "transport": {"kind": "mrc"},
+    });
+    let e = error_of(s.clone());
+    assert!(e.starts_with("topology: nic0 has 9 ports"), "{e}");
+    s["topology"]["planes"] = json!(8);
+    let scenario = fabricsim_core::Scenario::from_json(&s.to_string()).expect("valid");
+    assert!(fabricsim_core::Simulation::check(&scenario).is_ok());
+}

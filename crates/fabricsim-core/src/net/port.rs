@@ -177,6 +177,37 @@ impl Port {
         self.queue_bytes.iter().sum()
     }
 
+    /// Starts serializing `wire` bytes at `now`; returns when the last bit
+    /// leaves (the link is busy until then).
+    #[inline]
+    pub fn start_serializing(&mut self, now: Time, wire: u32) -> Time {
+        self.busy_until = now + self.tx_time(wire);
+        self.busy_until
+    }
+
+    /// A packet of `wire` bytes carrying `payload` left on the wire.
+    #[inline]
+    pub fn count_sent(&mut self, wire: u32, payload: u32) {
+        let c = &mut self.counters;
+        c.tx_bytes += wire as u64;
+        c.tx_packets += 1;
+        c.tx_payload += payload as u64;
+    }
+
+    /// A packet queued here was cut to its headers, losing `payload` bytes.
+    pub fn count_trim(&mut self, payload: u32) {
+        self.counters.trims += 1;
+        self.counters.trimmed_payload += payload as u64;
+    }
+
+    pub fn count_ecn_mark(&mut self) {
+        self.counters.ecn_marks += 1;
+    }
+
+    pub fn count_pause_sent(&mut self) {
+        self.counters.pauses_sent += 1;
+    }
+
     pub fn count_drop(&mut self, cause: DropCause, payload: u32) {
         self.counters.drops[cause as usize] += 1;
         self.counters.dropped_payload += payload as u64;

@@ -13,7 +13,7 @@ use crate::faults::{self, FaultAction};
 use crate::ids::{Arena, ConnectionId, FlowId, JobId, QpId};
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
-use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer};
+use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Routes, Srv6};
@@ -73,6 +73,19 @@ pub(super) fn plan(scenario: &Scenario) -> Result<Plan, ScenarioError> {
         Forwarding::Ecmp => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
+    if scenario.transport.sprays() {
+        if let Some(nic) = topo.nics().into_iter().find(|n| node_ports[n.0 as usize].len() > MAX_PLANES) {
+            return invalid(
+                "topology",
+                format!(
+                    "{} has {} ports: a spraying transport names a NIC port (plane) in an EV's low 3 bits, so at \
+                     most {MAX_PLANES}",
+                    topo.name(nic),
+                    node_ports[nic.0 as usize].len()
+                ),
+            );
+        }
+    }
     let flows = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
     for (f, spec) in flows.iter().enumerate() {
         if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {

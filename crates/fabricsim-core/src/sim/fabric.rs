@@ -37,8 +37,7 @@ impl Simulation {
         if is_switch {
             self.on_switch_dequeue(port, id, class);
         }
-        let done = now + self.ports[p].tx_time(wire);
-        self.ports[p].busy_until = done;
+        let done = self.ports[p].start_serializing(now, wire);
         self.put_on_wire(port, id, done);
         if self.has_work(port) {
             self.ports[p].tx_done_pending = true;
@@ -61,10 +60,7 @@ impl Simulation {
             self.capture_packet(port, id);
         }
         let pkt = self.pool.get(id);
-        let c = &mut self.ports[p].counters;
-        c.tx_bytes += pkt.wire() as u64;
-        c.tx_packets += 1;
-        c.tx_payload += pkt.payload() as u64;
+        self.ports[p].count_sent(pkt.wire(), pkt.payload());
         self.totals.packet_hops += 1;
         if !self.ports[p].up {
             self.drop_packet(port, id, DropCause::LinkDown);
@@ -97,7 +93,7 @@ impl Simulation {
         let mark = ecn::mark_probability(&self.scenario.switch.ecn, self.pool.get(id), class, &self.ports[p]);
         if mark > 0.0 && self.port_rng[p].chance(mark) {
             self.pool.get_mut(id).flags |= flag::CE;
-            self.ports[p].counters.ecn_marks += 1;
+            self.ports[p].count_ecn_mark();
         }
     }
 
@@ -182,9 +178,7 @@ impl Simulation {
                 return;
             }
             Verdict::Trim { wire } => {
-                let counters = &mut self.ports[o].counters;
-                counters.trims += 1;
-                counters.trimmed_payload += pkt.payload() as u64;
+                self.ports[o].count_trim(pkt.payload());
                 let pkt = self.pool.get_mut(id);
                 pkt.flags |= flag::TRIMMED;
                 pkt.payload = 0;
@@ -218,7 +212,7 @@ impl Simulation {
     fn send_pfc(&mut self, port: PortId, class: usize, pause: bool) {
         let p = &mut self.ports[port.0 as usize];
         if pause {
-            p.counters.pauses_sent += 1;
+            p.count_pause_sent();
         }
         let arrival = self.events.now() + p.rate.tx_time(headers::pause_wire() as u64) + p.delay;
         self.events.schedule(arrival, Event::Pfc { port: port.peer(), class: class as u8, pause });
