@@ -1,10 +1,11 @@
 //! fabricsim-core: a discrete-event, packet-level simulator of AI-training
 //! networks. Pure Rust: no Python, no files, no terminal, no wall clock.
 //!
-//! Modules, bottom to top (a module only uses the ones above it here;
-//! docs/ARCHITECTURE.md has the whole map and a packet's journey):
-//! - `units`, `error`, `ids`, `tagged`, `engine`: time, rates and sizes;
-//!   errors; typed ids and arenas; the event queue and random streams.
+//! Modules, lowest layer first (a module only uses modules in lines before
+//! its own; docs/ARCHITECTURE.md has the whole map and a packet's journey):
+//! - `units`, `error`, `ids`, `tagged`: time, rates and sizes; errors;
+//!   typed ids and arenas; `kind`-tagged enums.
+//! - `engine`: the event queue and random streams.
 //! - `topology`: the graph and its generators.
 //! - `net`, `cc`: packets and their pool, EVs, ports and queues, PFC, the
 //!   shared buffer, wire sizes, pcap frames; congestion controllers.

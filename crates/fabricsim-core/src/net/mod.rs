@@ -1,6 +1,7 @@
-//! Network elements below forwarding: packets and their wire sizes, ports
-//! with strict-priority egress queues, the switch's shared buffer with
-//! dynamic thresholds, RED-style ECN marking, PFC and packet trimming.
+//! What every network element shares: packets, their pool and wire sizes,
+//! entropy values, ports with strict-priority egress queues and their PFC
+//! verdicts, the shared buffer with dynamic thresholds and the RED curve of
+//! ECN marking. The decisions a switch makes with them are in `switch`.
 
 mod buffer;
 pub mod capture;

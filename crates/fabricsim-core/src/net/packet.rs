@@ -71,7 +71,7 @@ pub struct Packet {
     pub qp: u32,
     pub psn: u32,
     /// Payload bytes (the MTU is at most 9000, so 16 bits suffice and a
-    /// packet fits in half a cache line).
+    /// packet record stays 36 bytes).
     pub payload: u16,
     /// Bytes on the wire including preamble and inter-frame gap.
     pub wire: u16,
@@ -130,6 +130,9 @@ pub const NO_PORT: u32 = u32::MAX;
 /// uSIDs after a 32-bit locator block in a 128-bit address.
 pub const USIDS: usize = 6;
 
+// The record's size is what the pool's cache footprint is made of.
+const _: () = assert!(std::mem::size_of::<Packet>() == 36);
+
 /// The uSIDs of a packet's SRv6 outer destination address after its
 /// locator block: each switch on the path shifts its own out (uN).
 pub type Usids = [u16; USIDS];
@@ -137,7 +140,7 @@ pub type Usids = [u16; USIDS];
 /// Owns every packet in flight; ids stay valid until `free`. In a fabric
 /// that forwards by SRv6, each packet also carries its outer destination
 /// address's uSIDs, kept beside the packet record so that the records of
-/// other fabrics stay 40 bytes.
+/// other fabrics stay 36 bytes.
 #[derive(Default)]
 pub struct PacketPool {
     slots: Vec<Packet>,

@@ -1,12 +1,14 @@
 //! The `Simulation`: owns the topology instance (ports, switch buffers,
 //! routes), the NICs' QPs and flows, the event queue, and runs the loop.
 //!
-//! Event handlers live in submodules by concern: `fabric` moves packets
-//! through ports and switches (queues, buffer, ECN, PFC, trimming,
-//! forwarding), `host` runs the NIC side (QP scheduling and the transport),
-//! `jobs` runs phases and collectives, `control` applies faults and
-//! reconverges routes, `report` builds the output tables. They share this struct; each handler does one thing and
-//! schedules what happens next.
+//! Event handlers live in submodules by concern: `build` instantiates a
+//! scenario, `fabric` moves packets through ports and switches (queues,
+//! buffer, ECN, PFC, trimming, forwarding), `nic` runs the NICs (QP
+//! scheduling and the seam to the transports), `jobs` runs phases and
+//! collectives, `control` applies faults and reconverges routes,
+//! `clustermapper` probes, `recorder` keeps what telemetry asks for,
+//! `report` builds the output tables. They share this struct; each handler
+//! does one thing and schedules what happens next.
 
 mod build;
 mod clustermapper;

@@ -15,8 +15,9 @@
 //! by the entropy value: the plane is the sending NIC port's (MRC keeps it
 //! in the EV's low 3 bits), and the EV's higher bits pick the T0 uplink,
 //! then the T1 uplink (3 tiers).
-//! The sending NIC writes the path's uSIDs into the packet (`Packet::usids`,
-//! the 96 bits after the locator block); switches forward from those alone.
+//! The sending NIC writes the path's uSIDs (the 96 bits after the locator
+//! block) with the packet (`PacketPool::alloc_routed`); switches forward
+//! from those alone (`PacketPool::usids_mut`).
 
 use crate::error::{invalid, ScenarioError};
 use crate::net::{Ev, PortId, USIDS};

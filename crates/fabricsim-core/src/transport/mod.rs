@@ -7,10 +7,11 @@
 //! received, its QP ready to send or failed, EV changes) that the NIC
 //! carries out. The NIC never writes a transport's fields.
 //!
-//! Adding a transport is one file here implementing `Transport`, plus one
-//! arm in `QpTransport` and `dispatch!` below (and, for a scenario to name
-//! it, one in `TransportSpec`). A transport from outside the crate comes in
-//! through `QpTransport::Custom` (`Simulation::with_transport`).
+//! Adding a transport is one file here implementing `Transport`, plus its
+//! arm in `QpTransport` and `dispatch!` below and, for a scenario to name
+//! it, in `TransportSpec` and `QpFactory` (docs/ARCHITECTURE.md has the
+//! recipe). A transport from outside the crate comes in through
+//! `QpTransport::Custom` (`Simulation::with_transport`).
 
 pub mod mrc;
 pub mod rocev2;
