@@ -46,6 +46,19 @@ def test_registered_scenario_validates(exp: Experiment, run: Run, quick: bool) -
     assert resolved["name"] == Path(run.scenario).stem
 
 
+def test_experiment_scenarios_ship_inside_the_package() -> None:
+    """`reproduce` must work from an installed wheel, not only from a checkout."""
+    import fabricsim
+
+    package = Path(fabricsim.__file__).resolve().parent
+    assert scenarios_dir().resolve().is_relative_to(package), scenarios_dir()
+    for paper in PAPERS:
+        for exp in paper_experiments(paper):
+            for run in exp.runs:
+                for name in (run.scenario, run.quick_scenario):
+                    assert name is None or (scenarios_dir() / name).is_file(), (exp.key, name)
+
+
 def test_every_quick_file_is_a_registered_quick_version() -> None:
     registered = {run.quick_scenario for _, run in RUNS if run.quick_scenario}
     assert registered == {f"mrc/{p.name}" for p in (scenarios_dir() / "mrc").glob("*_quick.yaml")}

@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ Outcome = Results | SweepResults
 
 
 def scenarios_dir() -> Path:
-    """The repository's scenarios/ directory (a `Run`'s files are relative to it)."""
-    return Path(__file__).resolve().parents[3] / "scenarios"
+    """The scenarios shipped in the package (`scenarios/` at the repository's top); a `Run`'s files are relative."""
+    return Path(str(resources.files("fabricsim").joinpath("scenarios")))
 
 
 @dataclass(frozen=True)
