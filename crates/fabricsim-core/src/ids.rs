@@ -1,7 +1,7 @@
 //! Typed ids of the things a simulation keeps in arenas (QPs, flows, jobs,
-//! messages, collective transfers), and the arena they index. An id is a
-//! `u32` position; its type says what it indexes, so a flow id can never
-//! be used to look up a QP.
+//! their phases and collectives, messages, collective transfers), and the
+//! arena they index. An id is a `u32` position; its type says what it
+//! indexes, so a flow id can never be used to look up a QP.
 
 use std::marker::PhantomData;
 
@@ -37,12 +37,43 @@ ids! {
     FlowId;
     /// A job of the scenario's `jobs`.
     JobId;
+    /// One phase of a job in one iteration.
+    PhaseId;
+    /// One collective run by one group of a job's ranks in one phase.
+    CollectiveId;
     /// One posted RDMA write, striped over the QPs of a connection.
     MessageId;
     /// One transfer of a collective between two ranks.
     TransferId;
     /// The QPs between two NICs that one flow or one channel uses.
     ConnectionId;
+}
+
+/// Consecutive ids `start..end`: what one job's phases or one collective's
+/// transfers are, as they are pushed together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdRange<I> {
+    pub start: I,
+    pub end: I,
+}
+
+impl<I: Id> IdRange<I> {
+    pub fn len(self) -> usize {
+        self.end.index() - self.start.index()
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = I> {
+        (self.start.index()..self.end.index()).map(I::new)
+    }
+
+    /// Position of `id` in the range.
+    pub fn offset(self, id: I) -> usize {
+        id.index() - self.start.index()
+    }
 }
 
 /// A vector indexed by one kind of id.
@@ -105,6 +136,12 @@ impl<I: Id, T> From<Vec<T>> for Arena<I, T> {
     }
 }
 
+impl<I: Id, T> FromIterator<T> for Arena<I, T> {
+    fn from_iter<It: IntoIterator<Item = T>>(items: It) -> Self {
+        Arena { items: items.into_iter().collect(), _id: PhantomData }
+    }
+}
+
 impl<I: Id, T> std::ops::Index<I> for Arena<I, T> {
     type Output = T;
     #[inline(always)]
@@ -117,6 +154,14 @@ impl<I: Id, T> std::ops::IndexMut<I> for Arena<I, T> {
     #[inline(always)]
     fn index_mut(&mut self, id: I) -> &mut T {
         &mut self.items[id.index()]
+    }
+}
+
+/// The items of consecutive ids.
+impl<I: Id, T> std::ops::Index<IdRange<I>> for Arena<I, T> {
+    type Output = [T];
+    fn index(&self, range: IdRange<I>) -> &[T] {
+        &self.items[range.start.index()..range.end.index()]
     }
 }
 

@@ -131,6 +131,7 @@ fn training_steps_follow_their_phases_and_overlap_where_asked() {
 
 #[test]
 fn placements_put_ranks_where_they_say() {
+    use fabricsim_core::ids::JobId;
     use fabricsim_core::topology::{NodeRole, TopologySpec};
     use fabricsim_core::workload::job::JobSpec;
     use fabricsim_core::workload::program::expand;
@@ -150,7 +151,7 @@ fn placements_put_ranks_where_they_say() {
             "phases": [{"name": "c", "compute": "1us"}]}))
         .unwrap()
     };
-    let placed = |placement: Value| expand(&[job(placement)], &topo, 1, 1).unwrap().jobs[0].nics.clone();
+    let placed = |placement: Value| expand(&[job(placement)], &topo, 1, 1).unwrap().jobs[JobId(0)].nics.clone();
     let local = placed(json!("t0_local"));
     assert!(local.iter().all(|&n| tor(n) == tor(local[0])));
     let cross = placed(json!("cross_t1"));
@@ -160,7 +161,8 @@ fn placements_put_ranks_where_they_say() {
     }
     let contiguous = placed(json!("contiguous"));
     assert_eq!(contiguous.iter().map(|n| topo.name(*n)).collect::<Vec<_>>(), ["nic0", "nic1", "nic2", "nic3"]);
-    let (a, b) = (placed(json!("random")), expand(&[job(json!("random"))], &topo, 1, 2).unwrap().jobs[0].nics.clone());
+    let (a, b) =
+        (placed(json!("random")), expand(&[job(json!("random"))], &topo, 1, 2).unwrap().jobs[JobId(0)].nics.clone());
     assert_ne!(a, b, "another seed draws another random placement");
     // Two jobs never share a NIC.
     let two = expand(
@@ -174,5 +176,5 @@ fn placements_put_ranks_where_they_say() {
         1,
     )
     .unwrap();
-    assert!(two.jobs[0].nics.iter().all(|n| !two.jobs[1].nics.contains(n)));
+    assert!(two.jobs[JobId(0)].nics.iter().all(|n| !two.jobs[JobId(1)].nics.contains(n)));
 }

@@ -10,7 +10,7 @@ use super::{Connection, Event, Flow, Simulation, SwitchState, Totals};
 use crate::engine::{EventQueue, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::{self, FaultAction};
-use crate::ids::{Arena, ConnectionId, FlowId, JobId, QpId};
+use crate::ids::{Arena, CollectiveId, ConnectionId, FlowId, JobId, QpId, TransferId};
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
@@ -211,12 +211,12 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
 
     // One connection per (job, channel, QP count, source NIC, destination
     // NIC): NCCL opens connections per communicator and channel.
-    let mut by_key: HashMap<(u32, u32, u32, NodeId, NodeId), ConnectionId> = HashMap::new();
-    let mut transfer_conn = Vec::with_capacity(program.transfers.len());
+    let mut by_key: HashMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = HashMap::new();
+    let mut transfer_conn: Arena<TransferId, Option<ConnectionId>> = Arena::default();
     for t in &program.transfers {
-        let run = &program.collectives[t.collective as usize];
-        let job = program.phases[run.phase as usize].job;
-        let nics = &program.jobs[job as usize].nics;
+        let run = &program.collectives[t.collective];
+        let job = program.phases[run.phase].job;
+        let nics = &program.jobs[job].nics;
         let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
         let same_host = match (topo.node(src).role, topo.node(dst).role) {
             (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
@@ -248,8 +248,8 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     for (f, flow) in flows.enumerate() {
         events.schedule(flow.start, Event::FlowStart(f));
     }
-    for (j, job) in jobs.program.jobs.iter().enumerate() {
-        events.schedule(job.start, Event::JobStart(JobId(j as u32)));
+    for (j, job) in jobs.program.jobs.enumerate() {
+        events.schedule(job.start, Event::JobStart(j));
     }
     for (i, (at, _)) in faults.iter().enumerate() {
         events.schedule(*at, Event::Fault(i as u32));
@@ -305,7 +305,7 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     for f in sim.flows.ids() {
         sim.flows[f].ideal = sim.ideal_fct(f);
     }
-    for c in 0..sim.jobs.program.collectives.len() {
+    for c in sim.jobs.program.collectives.ids() {
         sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
     }
     if sim.recorder.logs_evs() {
@@ -472,15 +472,15 @@ impl Simulation {
     /// the latency under the bandwidth, so the ideal is the larger bound, not
     /// their sum: small collectives are latency-bound, large ones
     /// bandwidth-bound.
-    fn ideal_cct(&self, c: usize) -> Time {
+    fn ideal_cct(&self, c: CollectiveId) -> Time {
         let run = &self.jobs.program.collectives[c];
-        if run.count == 0 {
+        if run.transfers.is_empty() {
             return Time::ZERO;
         }
-        let job = &self.jobs.program.jobs[self.jobs.program.phases[run.phase as usize].job as usize];
-        let (first, count) = (run.first as usize, run.count as usize);
+        let job = &self.jobs.program.jobs[self.jobs.program.phases[run.phase].job];
         let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
-        let transfers = &self.jobs.program.transfers[first..first + count];
+        let transfers = &self.jobs.program.transfers[run.transfers];
+        let conns = &self.jobs.transfer_conn[run.transfers];
         let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
         let encap = self.framing.encap;
         let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true) + encap;
@@ -492,12 +492,11 @@ impl Simulation {
         let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
         let mut alpha_of_conn: HashMap<ConnectionId, Time> = HashMap::new();
         // Latest finish of a chain ending with each transfer.
-        let mut chain_end = vec![Time::ZERO; count];
+        let mut chain_end = vec![Time::ZERO; transfers.len()];
         let mut max_alpha = Time::ZERO;
         // Per rank: (network sent, network received, intra sent, intra received).
         let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
-        for (k, transfer) in transfers.iter().enumerate() {
-            let conn = self.jobs.transfer_conn[first + k];
+        for (k, (transfer, &conn)) in transfers.iter().zip(conns).enumerate() {
             let side = if conn.is_none() { 2 } else { 0 };
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
@@ -519,7 +518,7 @@ impl Simulation {
                 Some(conn) => rest / (self.connection_rate(conn) as f64 * efficiency),
             });
             // Dependencies come earlier in the list, within this collective.
-            let ready = transfer.deps.iter().map(|&d| chain_end[d as usize - first]).max().unwrap_or(Time::ZERO);
+            let ready = transfer.deps.iter().map(|&d| chain_end[run.transfers.offset(d)]).max().unwrap_or(Time::ZERO);
             chain_end[k] = ready + alpha + rest;
         }
         let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);

@@ -5,7 +5,7 @@
 //! over the intra-host link instead of the network.
 
 use super::{Event, Owner, Simulation};
-use crate::ids::{ConnectionId, JobId, TransferId};
+use crate::ids::{Arena, CollectiveId, ConnectionId, Id, JobId, PhaseId, TransferId};
 use crate::units::Time;
 use crate::workload::program::Program;
 
@@ -13,83 +13,91 @@ use crate::workload::program::Program;
 pub(super) struct Jobs {
     pub program: Program,
     /// Connection of each transfer; none for one inside a host.
-    pub transfer_conn: Vec<Option<ConnectionId>>,
-    /// Transfers waiting for each transfer (`dependents[dep_start[t]..dep_start[t + 1]]`).
-    pub dependents: Vec<u32>,
+    pub transfer_conn: Arena<TransferId, Option<ConnectionId>>,
+    /// Transfers waiting for each transfer t: `dependents[dep_start[t]..dep_start[t + 1]]`
+    /// (offsets by transfer index, one list for all transfers).
+    pub dependents: Vec<TransferId>,
     pub dep_start: Vec<u32>,
-    pub deps_left: Vec<u32>,
-    pub ready: Vec<Option<Time>>,
+    pub deps_left: Arena<TransferId, u32>,
+    pub ready: Arena<TransferId, Option<Time>>,
     /// When a transfer was posted: when it was ready, or later if it waited
     /// for a buffer slot.
-    pub posted: Vec<Option<Time>>,
-    pub done: Vec<Option<Time>>,
-    pub collective_left: Vec<u32>,
-    pub collective_start: Vec<Option<Time>>,
-    pub collective_end: Vec<Option<Time>>,
-    pub collective_ideal: Vec<Time>,
+    pub posted: Arena<TransferId, Option<Time>>,
+    pub done: Arena<TransferId, Option<Time>>,
+    pub collective_left: Arena<CollectiveId, u32>,
+    pub collective_start: Arena<CollectiveId, Option<Time>>,
+    pub collective_end: Arena<CollectiveId, Option<Time>>,
+    pub collective_ideal: Arena<CollectiveId, Time>,
     /// Phases waiting for each phase.
-    pub phase_dependents: Vec<Vec<u32>>,
-    pub phase_deps_left: Vec<u32>,
-    pub phase_left: Vec<u32>,
-    pub phase_start: Vec<Option<Time>>,
-    pub phase_end: Vec<Option<Time>>,
-    pub job_phases_left: Vec<u32>,
-    pub job_end: Vec<Option<Time>>,
-    pub job_failed: Vec<bool>,
+    pub phase_dependents: Arena<PhaseId, Vec<PhaseId>>,
+    pub phase_deps_left: Arena<PhaseId, u32>,
+    pub phase_left: Arena<PhaseId, u32>,
+    pub phase_start: Arena<PhaseId, Option<Time>>,
+    pub phase_end: Arena<PhaseId, Option<Time>>,
+    pub job_phases_left: Arena<JobId, u32>,
+    pub job_end: Arena<JobId, Option<Time>>,
+    pub job_failed: Arena<JobId, bool>,
     /// When each GPU's intra-host port is free again, by NIC node.
     pub gpu_busy: Vec<Time>,
     /// Transfers posted and not yet arrived, per connection, and the ready
     /// transfers waiting for one of them to free a buffer slot.
-    pub conn_in_flight: Vec<u32>,
-    pub conn_waiting: Vec<std::collections::VecDeque<TransferId>>,
+    pub conn_in_flight: Arena<ConnectionId, u32>,
+    pub conn_waiting: Arena<ConnectionId, std::collections::VecDeque<TransferId>>,
 }
 
 impl Jobs {
-    pub fn new(program: Program, transfer_conn: Vec<Option<ConnectionId>>, nodes: usize, connections: usize) -> Jobs {
+    pub fn new(
+        program: Program,
+        transfer_conn: Arena<TransferId, Option<ConnectionId>>,
+        nodes: usize,
+        connections: usize,
+    ) -> Jobs {
         let t = program.transfers.len();
         let mut counts = vec![0u32; t + 1];
         for tr in &program.transfers {
             for &d in &tr.deps {
-                counts[d as usize + 1] += 1;
+                counts[d.index() + 1] += 1;
             }
         }
         for i in 0..t {
             counts[i + 1] += counts[i];
         }
         let dep_start = counts.clone();
-        let mut dependents = vec![0u32; dep_start[t] as usize];
+        // Every slot is overwritten below.
+        let mut dependents = vec![TransferId(0); dep_start[t] as usize];
         let mut fill = counts;
-        for (i, tr) in program.transfers.iter().enumerate() {
+        for (id, tr) in program.transfers.enumerate() {
             for &d in &tr.deps {
-                dependents[fill[d as usize] as usize] = i as u32;
-                fill[d as usize] += 1;
+                dependents[fill[d.index()] as usize] = id;
+                fill[d.index()] += 1;
             }
         }
-        let mut phase_dependents = vec![Vec::new(); program.phases.len()];
-        for (p, phase) in program.phases.iter().enumerate() {
+        let mut phase_dependents: Arena<PhaseId, Vec<PhaseId>> = vec![Vec::new(); program.phases.len()].into();
+        for (p, phase) in program.phases.enumerate() {
             for &a in &phase.after {
-                phase_dependents[a as usize].push(p as u32);
+                phase_dependents[a].push(p);
             }
         }
+        let (collectives, phases, jobs) = (program.collectives.len(), program.phases.len(), program.jobs.len());
         Jobs {
             deps_left: program.transfers.iter().map(|t| t.deps.len() as u32).collect(),
-            ready: vec![None; t],
-            posted: vec![None; t],
-            done: vec![None; t],
-            collective_left: program.collectives.iter().map(|c| c.count).collect(),
-            collective_start: vec![None; program.collectives.len()],
-            collective_end: vec![None; program.collectives.len()],
-            collective_ideal: vec![Time::ZERO; program.collectives.len()],
+            ready: vec![None; t].into(),
+            posted: vec![None; t].into(),
+            done: vec![None; t].into(),
+            collective_left: program.collectives.iter().map(|c| c.transfers.len() as u32).collect(),
+            collective_start: vec![None; collectives].into(),
+            collective_end: vec![None; collectives].into(),
+            collective_ideal: vec![Time::ZERO; collectives].into(),
             phase_deps_left: program.phases.iter().map(|p| p.after.len() as u32).collect(),
             phase_left: program.phases.iter().map(|p| p.collectives.len().max(1) as u32).collect(),
-            phase_start: vec![None; program.phases.len()],
-            phase_end: vec![None; program.phases.len()],
+            phase_start: vec![None; phases].into(),
+            phase_end: vec![None; phases].into(),
             job_phases_left: program.jobs.iter().map(|j| j.phases.len() as u32).collect(),
-            job_end: vec![None; program.jobs.len()],
-            job_failed: vec![false; program.jobs.len()],
+            job_end: vec![None; jobs].into(),
+            job_failed: vec![false; jobs].into(),
             gpu_busy: vec![Time::ZERO; nodes],
-            conn_in_flight: vec![0; connections],
-            conn_waiting: vec![Default::default(); connections],
+            conn_in_flight: vec![0; connections].into(),
+            conn_waiting: vec![Default::default(); connections].into(),
             phase_dependents,
             dependents,
             dep_start,
@@ -102,116 +110,118 @@ impl Jobs {
     pub fn total_bytes(&self) -> u64 {
         self.program.transfers.iter().map(|t| t.bytes).sum()
     }
+
+    /// The job a transfer belongs to.
+    pub fn job_of(&self, t: TransferId) -> JobId {
+        let p = &self.program;
+        p.phases[p.collectives[p.transfers[t].collective].phase].job
+    }
 }
 
 impl Simulation {
     pub(super) fn on_job_start(&mut self, job: JobId) {
-        let phases = self.jobs.program.jobs[job.0 as usize].phases.clone();
-        for p in phases {
-            if self.jobs.phase_deps_left[p as usize] == 0 {
+        let phases = self.jobs.program.jobs[job].phases;
+        for p in phases.iter() {
+            if self.jobs.phase_deps_left[p] == 0 {
                 self.start_phase(p);
             }
         }
     }
 
-    fn start_phase(&mut self, p: u32) {
+    fn start_phase(&mut self, p: PhaseId) {
         let now = self.now();
-        self.jobs.phase_start[p as usize] = Some(now);
-        let phase = &self.jobs.program.phases[p as usize];
+        self.jobs.phase_start[p] = Some(now);
+        let phase = &self.jobs.program.phases[p];
         if let Some(d) = phase.compute {
             self.events.schedule(now + d, Event::ComputeDone(p));
             return;
         }
         for c in phase.collectives.clone() {
-            self.jobs.collective_start[c as usize] = Some(now);
-            let run = &self.jobs.program.collectives[c as usize];
-            let (first, count) = (run.first, run.count);
-            if count == 0 {
+            self.jobs.collective_start[c] = Some(now);
+            let transfers = self.jobs.program.collectives[c].transfers;
+            if transfers.is_empty() {
                 self.collective_done(c);
                 continue;
             }
-            for t in first..first + count {
-                if self.jobs.deps_left[t as usize] == 0 {
-                    self.start_transfer(TransferId(t));
+            for t in transfers.iter() {
+                if self.jobs.deps_left[t] == 0 {
+                    self.start_transfer(t);
                 }
             }
         }
     }
 
-    fn start_transfer(&mut self, id: TransferId) {
-        let (now, t) = (self.now(), id.0);
-        self.jobs.ready[t as usize] = Some(now);
-        let transfer = &self.jobs.program.transfers[t as usize];
-        if let Some(conn) = self.jobs.transfer_conn[t as usize] {
-            let credits = self.jobs.program.collectives[transfer.collective as usize].credits;
-            if self.jobs.conn_in_flight[conn.0 as usize] < credits {
-                self.jobs.conn_in_flight[conn.0 as usize] += 1;
-                self.jobs.posted[t as usize] = Some(now);
-                self.post_message(conn, transfer.bytes, Owner::Transfer(id), true);
+    fn start_transfer(&mut self, t: TransferId) {
+        let now = self.now();
+        self.jobs.ready[t] = Some(now);
+        let transfer = &self.jobs.program.transfers[t];
+        if let Some(conn) = self.jobs.transfer_conn[t] {
+            let credits = self.jobs.program.collectives[transfer.collective].credits;
+            if self.jobs.conn_in_flight[conn] < credits {
+                self.jobs.conn_in_flight[conn] += 1;
+                self.jobs.posted[t] = Some(now);
+                self.post_message(conn, transfer.bytes, Owner::Transfer(t), true);
             } else {
-                self.jobs.conn_waiting[conn.0 as usize].push_back(id);
+                self.jobs.conn_waiting[conn].push_back(t);
             }
             return;
         }
-        let job =
-            self.jobs.program.phases[self.jobs.program.collectives[transfer.collective as usize].phase as usize].job;
-        let src = self.jobs.program.jobs[job as usize].nics[transfer.src_rank as usize];
-        self.jobs.posted[t as usize] = Some(now);
+        let src = self.jobs.program.jobs[self.jobs.job_of(t)].nics[transfer.src_rank as usize];
+        self.jobs.posted[t] = Some(now);
         let link = &self.scenario.intra_host;
         let busy = &mut self.jobs.gpu_busy[src.0 as usize];
         let sent = (*busy).max(now) + link.rate.tx_time(transfer.bytes);
         *busy = sent;
-        self.events.schedule(sent + link.latency, Event::IntraHostDone(id));
+        self.events.schedule(sent + link.latency, Event::IntraHostDone(t));
     }
 
     /// A transfer's last byte arrived.
-    pub(super) fn transfer_done(&mut self, id: TransferId) {
-        let t = id.0;
-        self.jobs.done[t as usize] = Some(self.now());
-        if let Some(conn) = self.jobs.transfer_conn[t as usize] {
+    pub(super) fn transfer_done(&mut self, t: TransferId) {
+        self.jobs.done[t] = Some(self.now());
+        if let Some(conn) = self.jobs.transfer_conn[t] {
             // The slot frees: the oldest waiting transfer takes it.
-            self.jobs.conn_in_flight[conn.0 as usize] -= 1;
-            if let Some(next) = self.jobs.conn_waiting[conn.0 as usize].pop_front() {
-                self.jobs.conn_in_flight[conn.0 as usize] += 1;
-                self.jobs.posted[next.0 as usize] = Some(self.now());
-                let bytes = self.jobs.program.transfers[next.0 as usize].bytes;
+            self.jobs.conn_in_flight[conn] -= 1;
+            if let Some(next) = self.jobs.conn_waiting[conn].pop_front() {
+                self.jobs.conn_in_flight[conn] += 1;
+                self.jobs.posted[next] = Some(self.now());
+                let bytes = self.jobs.program.transfers[next].bytes;
                 self.post_message(conn, bytes, Owner::Transfer(next), true);
             }
         }
-        let (from, to) = (self.jobs.dep_start[t as usize], self.jobs.dep_start[t as usize + 1]);
+        let (from, to) = (self.jobs.dep_start[t.index()], self.jobs.dep_start[t.index() + 1]);
         for i in from..to {
             let d = self.jobs.dependents[i as usize];
-            self.jobs.deps_left[d as usize] -= 1;
-            if self.jobs.deps_left[d as usize] == 0 {
-                self.start_transfer(TransferId(d));
+            self.jobs.deps_left[d] -= 1;
+            if self.jobs.deps_left[d] == 0 {
+                self.start_transfer(d);
             }
         }
-        let c = self.jobs.program.transfers[t as usize].collective;
-        self.jobs.collective_left[c as usize] -= 1;
-        if self.jobs.collective_left[c as usize] == 0 {
+        let c = self.jobs.program.transfers[t].collective;
+        self.jobs.collective_left[c] -= 1;
+        if self.jobs.collective_left[c] == 0 {
             self.collective_done(c);
         }
     }
 
-    fn collective_done(&mut self, c: u32) {
-        self.jobs.collective_end[c as usize] = Some(self.now());
-        let p = self.jobs.program.collectives[c as usize].phase;
+    fn collective_done(&mut self, c: CollectiveId) {
+        self.jobs.collective_end[c] = Some(self.now());
+        let p = self.jobs.program.collectives[c].phase;
         self.phase_part_done(p);
     }
 
-    pub(super) fn phase_part_done(&mut self, p: u32) {
-        self.jobs.phase_left[p as usize] -= 1;
-        if self.jobs.phase_left[p as usize] > 0 {
+    pub(super) fn phase_part_done(&mut self, p: PhaseId) {
+        self.jobs.phase_left[p] -= 1;
+        if self.jobs.phase_left[p] > 0 {
             return;
         }
-        self.jobs.phase_end[p as usize] = Some(self.now());
-        for q in self.jobs.phase_dependents[p as usize].clone() {
-            self.jobs.phase_deps_left[q as usize] -= 1;
-            if self.jobs.phase_deps_left[q as usize] == 0 {
+        self.jobs.phase_end[p] = Some(self.now());
+        for q in self.jobs.phase_dependents[p].clone() {
+            self.jobs.phase_deps_left[q] -= 1;
+            if self.jobs.phase_deps_left[q] == 0 {
                 self.start_phase(q);
             }
         }
-        let job = self.jobs.program.phases[p as usize].job as usize;
+        let job = self.jobs.program.phases[p].job;
         self.jobs.job_phases_left[job] -= 1;
         if self.jobs.job_phases_left[job] == 0 {
             self.jobs.job_end[job] = Some(self.now());
@@ -221,8 +231,7 @@ impl Simulation {
 
     /// A QP of a transfer failed: its job can never finish.
     pub(super) fn transfer_failed(&mut self, t: TransferId) {
-        let c = self.jobs.program.transfers[t.0 as usize].collective;
-        let job = self.jobs.program.phases[self.jobs.program.collectives[c as usize].phase as usize].job as usize;
+        let job = self.jobs.job_of(t);
         if !self.jobs.job_failed[job] && self.jobs.job_end[job].is_none() {
             self.jobs.job_failed[job] = true;
             self.work_left -= 1;

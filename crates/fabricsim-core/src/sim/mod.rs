@@ -22,7 +22,7 @@ mod report;
 use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
-use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, QpId, TransferId};
+use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, PhaseId, QpId, TransferId};
 use crate::metrics::RunOutput;
 use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
 use crate::nic::{PortScheduler, Qp};
@@ -58,7 +58,7 @@ enum Event {
     FlowStart(FlowId),
     JobStart(JobId),
     /// A compute phase ends.
-    ComputeDone(u32),
+    ComputeDone(PhaseId),
     /// An intra-host transfer has arrived.
     IntraHostDone(TransferId),
     /// A NIC learns that one of its ports went down or came back up.

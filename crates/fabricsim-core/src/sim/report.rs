@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{Event, Simulation};
-use crate::ids::QpId;
+use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
 use crate::metrics::{percentile, Column, RunOutput, Table};
 use crate::net::{PortId, DROP_CAUSES};
 use crate::transport::{QpStats, Transport};
@@ -268,17 +268,17 @@ impl Simulation {
         let j = &self.jobs;
         let p = &j.program;
         let secs = |t: Option<Time>| t.map(Time::as_secs_f64);
-        let phase_of = |c: &crate::workload::program::CollectiveRun| &p.phases[c.phase as usize];
+        let phase_of = |c: &crate::workload::program::CollectiveRun| &p.phases[c.phase];
         let mut collectives = Table::default();
         let runs = &p.collectives;
-        let cct: Vec<Option<f64>> = (0..runs.len())
+        let cct: Vec<Option<f64>> = runs
+            .ids()
             .map(|c| match (j.collective_start[c], j.collective_end[c]) {
                 (Some(s), Some(e)) => Some((e - s).as_secs_f64()),
                 _ => None,
             })
             .collect();
-        collectives
-            .push("job", Column::Text(runs.iter().map(|c| p.jobs[phase_of(c).job as usize].name.clone()).collect()));
+        collectives.push("job", Column::Text(runs.iter().map(|c| p.jobs[phase_of(c).job].name.clone()).collect()));
         collectives.push("iteration", Column::Int(runs.iter().map(|c| phase_of(c).iteration as u64).collect()));
         collectives.push("phase", Column::Text(runs.iter().map(|c| phase_of(c).name.clone()).collect()));
         collectives.push("group", Column::Int(runs.iter().map(|c| c.group as u64).collect()));
@@ -311,13 +311,13 @@ impl Simulation {
         );
 
         let mut steps = Table::default();
-        let mut rows: Vec<(u32, u32, Option<Time>, Option<Time>)> = Vec::new();
-        for (job, plan) in p.jobs.iter().enumerate() {
+        let mut rows: Vec<(JobId, u32, Option<Time>, Option<Time>)> = Vec::new();
+        for (job, plan) in p.jobs.enumerate() {
             for it in 0..plan.iterations {
-                let phases = plan.phases.clone().filter(|&q| p.phases[q as usize].iteration == it);
+                let phases = plan.phases.iter().filter(|&q| p.phases[q].iteration == it);
                 let (mut start, mut end, mut done) = (None::<Time>, None::<Time>, true);
                 for q in phases {
-                    let (s, e) = (j.phase_start[q as usize], j.phase_end[q as usize]);
+                    let (s, e) = (j.phase_start[q], j.phase_end[q]);
                     start = match (start, s) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
@@ -325,10 +325,10 @@ impl Simulation {
                     end = end.max(e);
                     done &= e.is_some();
                 }
-                rows.push((job as u32, it, start, if done { end } else { None }));
+                rows.push((job, it, start, if done { end } else { None }));
             }
         }
-        steps.push("job", Column::Text(rows.iter().map(|r| p.jobs[r.0 as usize].name.clone()).collect()));
+        steps.push("job", Column::Text(rows.iter().map(|r| p.jobs[r.0].name.clone()).collect()));
         steps.push("iteration", Column::Int(rows.iter().map(|r| r.1 as u64).collect()));
         steps.push("start_s", Column::Float(rows.iter().map(|r| secs(r.2)).collect()));
         steps.push("end_s", Column::Float(rows.iter().map(|r| secs(r.3)).collect()));
@@ -340,15 +340,13 @@ impl Simulation {
         let mut transfers = Table::default();
         if self.scenario.telemetry.transfers {
             let ts = &p.transfers;
-            let job_of = |t: &crate::workload::program::Transfer| phase_of(&runs[t.collective as usize]).job as usize;
-            transfers.push("collective", Column::Int(ts.iter().map(|t| t.collective as u64).collect()));
-            transfers.push("job", Column::Text(ts.iter().map(|t| p.jobs[job_of(t)].name.clone()).collect()));
+            transfers.push("collective", Column::Int(ts.iter().map(|t| t.collective.0 as u64).collect()));
+            transfers.push("job", Column::Text(ts.ids().map(|t| p.jobs[j.job_of(t)].name.clone()).collect()));
             transfers.push("src_rank", Column::Int(ts.iter().map(|t| t.src_rank as u64).collect()));
             transfers.push("dst_rank", Column::Int(ts.iter().map(|t| t.dst_rank as u64).collect()));
-            let nic =
-                |t: &crate::workload::program::Transfer, r: u32| self.topo.name(p.jobs[job_of(t)].nics[r as usize]);
-            transfers.push("src", Column::Text(ts.iter().map(|t| nic(t, t.src_rank)).collect()));
-            transfers.push("dst", Column::Text(ts.iter().map(|t| nic(t, t.dst_rank)).collect()));
+            let nic = |t: TransferId, r: u32| self.topo.name(p.jobs[j.job_of(t)].nics[r as usize]);
+            transfers.push("src", Column::Text(ts.enumerate().map(|(id, t)| nic(id, t.src_rank)).collect()));
+            transfers.push("dst", Column::Text(ts.enumerate().map(|(id, t)| nic(id, t.dst_rank)).collect()));
             transfers.push("bytes", Column::Int(ts.iter().map(|t| t.bytes).collect()));
             transfers.push("channel", Column::Int(ts.iter().map(|t| t.channel as u64).collect()));
             transfers.push("step", Column::Int(ts.iter().map(|t| t.step as u64).collect()));
@@ -360,14 +358,11 @@ impl Simulation {
         }
 
         let mut summary = serde_json::Map::new();
-        for (job, plan) in p.jobs.iter().enumerate() {
-            let mine =
-                |t: &&crate::workload::program::Transfer| phase_of(&runs[t.collective as usize]).job as usize == job;
+        for (job, plan) in p.jobs.enumerate() {
             let network_bytes: u64 = p
                 .transfers
-                .iter()
                 .enumerate()
-                .filter(|(i, t)| mine(t) && j.transfer_conn[*i].is_some())
+                .filter(|&(t, _)| j.job_of(t) == job && j.transfer_conn[t].is_some())
                 .map(|(_, t)| t.bytes)
                 .sum();
             let jct = j.job_end[job].map(|e| (e - plan.start).as_secs_f64());
@@ -393,38 +388,33 @@ impl Simulation {
     /// its phases, each taking its compute time or its slowest collective's
     /// ideal time (PRO's JCT, pro-deterministic-lb.txt s VI.A, over the
     /// ideal).
-    fn ideal_jct(&self, job: usize) -> Time {
+    fn ideal_jct(&self, job: JobId) -> Time {
         let p = &self.jobs.program;
-        let mut finish: Vec<Time> = vec![Time::ZERO; p.phases.len()];
+        let mut finish: Arena<PhaseId, Time> = vec![Time::ZERO; p.phases.len()].into();
         // Phases of a job are stored in iteration order and reference only
         // earlier iterations or their own; resolve in dependency order.
-        let range = p.jobs[job].phases.clone();
-        let mut done = vec![false; p.phases.len()];
+        let range = p.jobs[job].phases;
+        let mut done: Arena<PhaseId, bool> = vec![false; p.phases.len()].into();
         let mut remaining = range.len();
         while remaining > 0 {
             let before = remaining;
-            for q in range.clone() {
-                let phase = &p.phases[q as usize];
-                if done[q as usize] || !phase.after.iter().all(|&a| done[a as usize]) {
+            for q in range.iter() {
+                let phase = &p.phases[q];
+                if done[q] || !phase.after.iter().all(|&a| done[a]) {
                     continue;
                 }
-                let start = phase.after.iter().map(|&a| finish[a as usize]).max().unwrap_or(Time::ZERO);
+                let start = phase.after.iter().map(|&a| finish[a]).max().unwrap_or(Time::ZERO);
                 let own = phase.compute.unwrap_or_else(|| {
-                    phase
-                        .collectives
-                        .iter()
-                        .map(|&c| self.jobs.collective_ideal[c as usize])
-                        .max()
-                        .unwrap_or(Time::ZERO)
+                    phase.collectives.iter().map(|&c| self.jobs.collective_ideal[c]).max().unwrap_or(Time::ZERO)
                 });
-                finish[q as usize] = start + own;
-                done[q as usize] = true;
+                finish[q] = start + own;
+                done[q] = true;
                 remaining -= 1;
             }
             if remaining == before {
                 break;
             }
         }
-        range.map(|q| finish[q as usize]).max().unwrap_or(Time::ZERO)
+        range.iter().map(|q| finish[q]).max().unwrap_or(Time::ZERO)
     }
 }

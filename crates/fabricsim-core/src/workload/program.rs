@@ -10,13 +10,14 @@ use super::job::{JobSpec, Placement};
 use super::split_evenly as split;
 use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
+use crate::ids::{Arena, CollectiveId, Id, IdRange, JobId, PhaseId, TransferId};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::units::Time;
 
 /// One RDMA write (or intra-host copy) of a collective.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Transfer {
-    pub collective: u32,
+    pub collective: CollectiveId,
     /// Ranks of the job.
     pub src_rank: u32,
     pub dst_rank: u32,
@@ -26,8 +27,8 @@ pub struct Transfer {
     pub step: u32,
     /// Which piece of the data (segment and slice) this is.
     pub chunk: u32,
-    /// Transfers that must complete first (indices into `Program::transfers`).
-    pub deps: Vec<u32>,
+    /// Transfers that must complete first.
+    pub deps: Vec<TransferId>,
 }
 
 impl CollectiveRun {
@@ -46,7 +47,7 @@ impl CollectiveRun {
 /// One collective run by one group in one phase instance.
 #[derive(Clone, Debug)]
 pub struct CollectiveRun {
-    pub phase: u32,
+    pub phase: PhaseId,
     pub group: u32,
     pub op: CollectiveOp,
     pub algorithm: Algorithm,
@@ -55,9 +56,8 @@ pub struct CollectiveRun {
     pub qps: u32,
     /// Transfers a connection may have in flight (NCCL's buffer slots).
     pub credits: u32,
-    /// Its transfers: `Program::transfers[first..first + count]`.
-    pub first: u32,
-    pub count: u32,
+    /// Its transfers, pushed together.
+    pub transfers: IdRange<TransferId>,
     /// Longest chain of dependent transfers: the alpha-beta model's steps.
     pub chain: u32,
     /// Bytes a pipeline that starts from one rank (a broadcast or reduce
@@ -70,13 +70,13 @@ pub struct CollectiveRun {
 /// One phase in one iteration.
 #[derive(Clone, Debug)]
 pub struct PhaseRun {
-    pub job: u32,
+    pub job: JobId,
     pub iteration: u32,
     pub name: String,
     pub compute: Option<Time>,
-    pub collectives: Vec<u32>,
+    pub collectives: Vec<CollectiveId>,
     /// Phase runs that must finish first.
-    pub after: Vec<u32>,
+    pub after: Vec<PhaseId>,
 }
 
 #[derive(Clone, Debug)]
@@ -86,15 +86,16 @@ pub struct JobPlan {
     /// NIC of each rank.
     pub nics: Vec<NodeId>,
     pub iterations: u32,
-    pub phases: std::ops::Range<u32>,
+    /// Its phase runs, iteration by iteration.
+    pub phases: IdRange<PhaseId>,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Program {
-    pub jobs: Vec<JobPlan>,
-    pub phases: Vec<PhaseRun>,
-    pub collectives: Vec<CollectiveRun>,
-    pub transfers: Vec<Transfer>,
+    pub jobs: Arena<JobId, JobPlan>,
+    pub phases: Arena<PhaseId, PhaseRun>,
+    pub collectives: Arena<CollectiveId, CollectiveRun>,
+    pub transfers: Arena<TransferId, Transfer>,
 }
 
 /// Expands the scenario's jobs. `default_qps` is the transport's QPs per
@@ -125,36 +126,36 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
                 NodeRole::Switch { .. } => u32::MAX,
             })
             .collect();
-        let phase_start = program.phases.len() as u32;
-        let phase_names: Vec<&str> = spec.phases.iter().map(|p| p.name.as_str()).collect();
+        let job = program.jobs.next_id();
+        let first_phase = program.phases.next_id();
         if spec.phases.is_empty() {
             return invalid(field("phases"), "a job needs at least one phase");
         }
         let after = phase_order(spec, &field("phases"))?;
         for iteration in 0..spec.iterations {
-            let base = program.phases.len() as u32;
+            let base = program.phases.len();
             for (p, phase) in spec.phases.iter().enumerate() {
                 let pfield = |name: &str| format!("jobs[{j}].phases[{p}].{name}");
-                let mut deps: Vec<u32> = after[p].iter().map(|&q| base + q as u32).collect();
+                let mut deps: Vec<PhaseId> = after[p].iter().map(|&q| PhaseId::new(base + q)).collect();
                 if deps.is_empty() && iteration > 0 {
                     // A phase that waits for nothing in its iteration waits
                     // for the whole previous iteration.
-                    deps = (base - phase_names.len() as u32..base).collect();
+                    deps = (base - spec.phases.len()..base).map(PhaseId::new).collect();
                 }
-                let phase_index = program.phases.len() as u32;
+                let phase_id = program.phases.next_id();
                 let mut collectives = Vec::new();
                 match (phase.compute, &phase.collective) {
                     (Some(_), None) => {}
                     (None, Some(c)) => {
                         for (g, members) in groups(spec.ranks, c, &pfield("collective.group"))?.into_iter().enumerate()
                         {
-                            let id = program.collectives.len() as u32;
+                            let id = program.collectives.next_id();
                             let run = expand_collective(
                                 c,
                                 &members,
                                 &hosts,
                                 id,
-                                phase_index,
+                                phase_id,
                                 g as u32,
                                 default_qps,
                                 &mut program.transfers,
@@ -167,7 +168,7 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
                     _ => return invalid(pfield("compute"), "a phase is either `compute` or `collective`"),
                 }
                 program.phases.push(PhaseRun {
-                    job: j as u32,
+                    job,
                     iteration,
                     name: phase.name.clone(),
                     compute: phase.compute,
@@ -181,7 +182,7 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
             start: spec.start,
             nics: placed,
             iterations: spec.iterations,
-            phases: phase_start..program.phases.len() as u32,
+            phases: IdRange { start: first_phase, end: program.phases.next_id() },
         });
     }
     Ok(program)
@@ -393,15 +394,15 @@ fn expand_collective(
     spec: &CollectiveSpec,
     members: &[u32],
     hosts: &[u32],
-    id: u32,
-    phase: u32,
+    id: CollectiveId,
+    phase: PhaseId,
     group: u32,
     default_qps: u32,
-    transfers: &mut Vec<Transfer>,
+    transfers: &mut Arena<TransferId, Transfer>,
     field: &str,
 ) -> Result<CollectiveRun, ScenarioError> {
     let n = members.len();
-    let first = transfers.len() as u32;
+    let first = transfers.next_id();
     let channels = spec.channels;
     if channels == 0 {
         return invalid(format!("{field}.channels"), "0: a collective needs at least one channel");
@@ -486,13 +487,12 @@ fn expand_collective(
             }
         }
     }
-    let count = transfers.len() as u32 - first;
+    let mine = IdRange { start: first, end: transfers.next_id() };
     let pipelined_from_one_rank =
         matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) || spec.algorithm == Algorithm::Tree;
-    let mine = &transfers[first as usize..];
     let mut depth = vec![0u32; mine.len()];
-    for (i, t) in mine.iter().enumerate() {
-        depth[i] = 1 + t.deps.iter().map(|&d| depth[(d - first) as usize]).max().unwrap_or(0);
+    for (i, t) in transfers[mine].iter().enumerate() {
+        depth[i] = 1 + t.deps.iter().map(|&d| depth[mine.offset(d)]).max().unwrap_or(0);
     }
     let chain = depth.into_iter().max().unwrap_or(0);
     Ok(CollectiveRun {
@@ -504,8 +504,7 @@ fn expand_collective(
         bytes,
         qps,
         credits: spec.credits(),
-        first,
-        count,
+        transfers: mine,
         fill_bytes: if pipelined_from_one_rank && chain > 1 {
             (chain as u64 - 1) * spec.slice().min(bytes / channels as u64) * channels as u64
         } else {
@@ -539,18 +538,22 @@ fn hierarchical_all_reduce(
     }
     let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
     let share: Vec<u64> = per_channel.iter().map(|&b| b / g as u64).collect();
-    let mut done: Vec<Vec<u32>> = vec![Vec::new(); members.len()];
-    let sub_ring =
-        |gen: &mut Generator, positions: &[usize], data: &[u64], steps: usize, base: u32, done: &mut Vec<Vec<u32>>| {
-            let ranks: Vec<u32> = positions.iter().map(|&p| members[p]).collect();
-            let start: Vec<Vec<u32>> = positions.iter().map(|&p| std::mem::take(&mut done[p])).collect();
-            let mut sub =
-                Generator { transfers: gen.transfers, members: &ranks, collective: gen.collective, slice: gen.slice };
-            let finals = sub.ring(data, steps, &start, base);
-            for (k, &p) in positions.iter().enumerate() {
-                done[p] = finals[k].clone();
-            }
-        };
+    let mut done: Vec<Vec<TransferId>> = vec![Vec::new(); members.len()];
+    let sub_ring = |gen: &mut Generator,
+                    positions: &[usize],
+                    data: &[u64],
+                    steps: usize,
+                    base: u32,
+                    done: &mut Vec<Vec<TransferId>>| {
+        let ranks: Vec<u32> = positions.iter().map(|&p| members[p]).collect();
+        let start: Vec<Vec<TransferId>> = positions.iter().map(|&p| std::mem::take(&mut done[p])).collect();
+        let mut sub =
+            Generator { transfers: gen.transfers, members: &ranks, collective: gen.collective, slice: gen.slice };
+        let finals = sub.ring(data, steps, &start, base);
+        for (k, &p) in positions.iter().enumerate() {
+            done[p] = finals[k].clone();
+        }
+    };
     for host in &local {
         sub_ring(gen, host, &per_channel, g - 1, 0, &mut done);
     }
@@ -568,15 +571,24 @@ fn hierarchical_all_reduce(
 
 /// Emits the transfers of one collective.
 struct Generator<'a> {
-    transfers: &'a mut Vec<Transfer>,
+    transfers: &'a mut Arena<TransferId, Transfer>,
     members: &'a [u32],
-    collective: u32,
+    collective: CollectiveId,
     slice: u64,
 }
 
 impl Generator<'_> {
     #[allow(clippy::too_many_arguments)]
-    fn emit(&mut self, src: usize, dst: usize, bytes: u64, channel: u32, step: u32, chunk: u32, deps: Vec<u32>) -> u32 {
+    fn emit(
+        &mut self,
+        src: usize,
+        dst: usize,
+        bytes: u64,
+        channel: u32,
+        step: u32,
+        chunk: u32,
+        deps: Vec<TransferId>,
+    ) -> TransferId {
         self.transfers.push(Transfer {
             collective: self.collective,
             src_rank: self.members[src],
@@ -586,8 +598,7 @@ impl Generator<'_> {
             step,
             chunk,
             deps,
-        });
-        self.transfers.len() as u32 - 1
+        })
     }
 
     /// Ring steps: at step k position i sends segment (i - k) mod n to
@@ -595,18 +606,24 @@ impl Generator<'_> {
     /// first n - 1 steps of an all-reduce are its reduce-scatter, the rest
     /// its all-gather. Position i's first sends wait for `start[i]`; returns
     /// what each position receives at the last step (when it is done).
-    fn ring(&mut self, per_channel: &[u64], steps: usize, start: &[Vec<u32>], step_base: u32) -> Vec<Vec<u32>> {
+    fn ring(
+        &mut self,
+        per_channel: &[u64],
+        steps: usize,
+        start: &[Vec<TransferId>],
+        step_base: u32,
+    ) -> Vec<Vec<TransferId>> {
         let n = self.members.len();
-        let mut finals: Vec<Vec<u32>> = if steps == 0 { start.to_vec() } else { vec![Vec::new(); n] };
+        let mut finals: Vec<Vec<TransferId>> = if steps == 0 { start.to_vec() } else { vec![Vec::new(); n] };
         for (c, &channel_bytes) in per_channel.iter().enumerate() {
             let segments: Vec<Vec<u64>> = split(channel_bytes, n as u64).map(|s| slices(s, self.slice)).collect();
             // Global slice number of each segment's first slice.
             let offsets: Vec<usize> =
                 segments.iter().scan(0, |acc, s| Some(std::mem::replace(acc, *acc + s.len()))).collect();
             // prev[i][j]: transfer that brought slice j to position i last step.
-            let mut prev: Vec<Vec<Option<u32>>> = vec![Vec::new(); n];
+            let mut prev: Vec<Vec<Option<TransferId>>> = vec![Vec::new(); n];
             for k in 0..steps {
-                let mut now: Vec<Vec<Option<u32>>> = vec![Vec::new(); n];
+                let mut now: Vec<Vec<Option<TransferId>>> = vec![Vec::new(); n];
                 for (i, arrived) in prev.iter().enumerate() {
                     let segment = (i + n * steps - k) % n;
                     let to = (i + 1) % n;
@@ -636,7 +653,7 @@ impl Generator<'_> {
     fn chain(&mut self, per_channel: &[u64], chain: &[usize]) {
         for (c, &bytes) in per_channel.iter().enumerate() {
             for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
-                let mut prev: Option<u32> = None;
+                let mut prev: Option<TransferId> = None;
                 for h in 0..chain.len() - 1 {
                     let t = self.emit(
                         chain[h],
@@ -671,7 +688,7 @@ impl Generator<'_> {
         let n = self.members.len();
         let window = concurrent.map_or(n, |p| p.max(1) as usize);
         for i in 0..n {
-            let mut sent_to: Vec<Vec<u32>> = Vec::new();
+            let mut sent_to: Vec<Vec<TransferId>> = Vec::new();
             for q in 1..n {
                 let j = (i + q) % n;
                 let deps = if q > window { sent_to[q - 1 - window].clone() } else { vec![] };
@@ -693,7 +710,7 @@ impl Generator<'_> {
             let tree = binary_tree(n, c % 2 == 1);
             for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
                 // Reduce: leaves first (deepest levels first).
-                let mut up: Vec<Option<u32>> = vec![None; n];
+                let mut up: Vec<Option<TransferId>> = vec![None; n];
                 for &v in tree.bottom_up.iter() {
                     if let Some(parent) = tree.parent[v] {
                         let deps = tree.children[v].iter().filter_map(|&ch| up[ch]).collect();
@@ -701,9 +718,9 @@ impl Generator<'_> {
                     }
                 }
                 // Broadcast: root first.
-                let mut down: Vec<Option<u32>> = vec![None; n];
+                let mut down: Vec<Option<TransferId>> = vec![None; n];
                 for &v in tree.bottom_up.iter().rev() {
-                    let ready: Vec<u32> = match tree.parent[v] {
+                    let ready: Vec<TransferId> = match tree.parent[v] {
                         None => tree.children[v].iter().filter_map(|&ch| up[ch]).collect(),
                         Some(_) => down[v].into_iter().collect(),
                     };
@@ -806,17 +823,28 @@ mod tests {
 
     #[test]
     fn ring_all_reduce_moves_2_n_minus_1_over_n_of_the_data() {
-        let mut transfers = Vec::new();
+        let mut transfers = Arena::default();
         let spec: CollectiveSpec =
             serde_json::from_value(serde_json::json!({"op": "all_reduce", "bytes": "8MiB", "channels": 2})).unwrap();
-        let run = expand_collective(&spec, &[0, 1, 2, 3], &[0, 1, 2, 3], 0, 0, 0, 1, &mut transfers, "c").unwrap();
+        let run = expand_collective(
+            &spec,
+            &[0, 1, 2, 3],
+            &[0, 1, 2, 3],
+            CollectiveId(0),
+            PhaseId(0),
+            0,
+            1,
+            &mut transfers,
+            "c",
+        )
+        .unwrap();
         let per_rank: u64 = transfers.iter().filter(|t| t.src_rank == 0).map(|t| t.bytes).sum();
         assert_eq!(per_rank, 2 * 3 * (8 << 20) / 4);
         assert_eq!(run.chain, 6);
         // Step k's send waits for the same slice from the predecessor.
         for t in &transfers {
             for &d in &t.deps {
-                let dep = &transfers[d as usize];
+                let dep = &transfers[d];
                 assert_eq!((dep.dst_rank, dep.step + 1, dep.chunk), (t.src_rank, t.step, t.chunk));
             }
         }
