@@ -1,6 +1,8 @@
-//! The discrete-event engine: a time-ordered event queue and seeded random
-//! streams. Nothing here knows what an event means; `sim` defines them.
+//! The discrete-event engine: a time-ordered event queue, seeded random
+//! streams and a fast hasher for maps keyed by ids. Nothing here knows what
+//! an event means; `sim` defines them.
 
+mod fast_hash;
 mod queue;
 mod rng;
 
@@ -29,5 +31,6 @@ pub fn prefetch_lines<T>(value: &T, lines: std::ops::Range<usize>) {
     let _ = (value, lines);
 }
 
+pub use fast_hash::{FastHasher, FastMap};
 pub use queue::EventQueue;
 pub use rng::{stream_seed, Rng};

@@ -1,13 +1,11 @@
 //! Instantiates a scenario: ports from links, switch buffers, routes, QPs
 //! and flows, the fault schedule, and the first events.
 
-use std::collections::HashMap;
-
 use super::jobs::Jobs;
 use super::recorder::Recorder;
 use super::report::Samples;
 use super::{Connection, Event, Flow, Simulation, SwitchState, Totals};
-use crate::engine::{EventQueue, Rng};
+use crate::engine::{EventQueue, FastMap, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::{self, FaultAction};
 use crate::ids::{Arena, CollectiveId, ConnectionId, FlowId, JobId, QpId, TransferId};
@@ -211,7 +209,7 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
 
     // One connection per (job, channel, QP count, source NIC, destination
     // NIC): NCCL opens connections per communicator and channel.
-    let mut by_key: HashMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = HashMap::new();
+    let mut by_key: FastMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = FastMap::default();
     let mut transfer_conn: Arena<TransferId, Option<ConnectionId>> = Arena::default();
     for t in &program.transfers {
         let run = &program.collectives[t.collective];
@@ -490,7 +488,7 @@ impl Simulation {
         // header).
         let addressed = self.qps.iter().next().map_or(self.scenario.transport.sprays(), |qp| qp.sprays);
         let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
-        let mut alpha_of_conn: HashMap<ConnectionId, Time> = HashMap::new();
+        let mut alpha_of_conn: FastMap<ConnectionId, Time> = FastMap::default();
         // Latest finish of a chain ending with each transfer.
         let mut chain_end = vec![Time::ZERO; transfers.len()];
         let mut max_alpha = Time::ZERO;

@@ -154,22 +154,38 @@ impl Simulation {
     fn carry_out_all(&mut self, q: QpId, first: usize) {
         let end = self.actions.len();
         for i in first..end {
+            // The packet path's two actions are tested first, each with a
+            // branch of its own: a jump table over every kind mispredicted
+            // on nearly every packet (they alternate: received, then send).
             match self.actions[i] {
                 Action::Send { end, port, control } => self.send_control(q, end, port as usize, control),
-                Action::Arm { timer, at } => self.arm(q, timer, at),
-                Action::Received { delivered, discarded, messages } => {
-                    self.totals.delivered_payload += delivered as u64;
-                    self.totals.discarded_payload += discarded as u64;
-                    self.nic_rx_payload[self.qps[q].dst.0 as usize] += delivered as u64;
-                    self.messages_arrived(q, messages);
-                }
-                Action::TrimmedArrived => self.totals.trimmed_received += 1,
-                Action::Ready => self.make_ready(q),
-                Action::Failed => self.fail_qp(q),
-                Action::EvChanged(change) => self.recorder.ev_changed(self.events.now(), q, change),
+                Action::Received { delivered, discarded, messages } => self.received(q, delivered, discarded, messages),
+                other => self.carry_out_one(q, other),
             }
         }
         self.actions.truncate(first);
+    }
+
+    #[inline(never)]
+    fn carry_out_one(&mut self, q: QpId, action: Action) {
+        match action {
+            Action::Send { end, port, control } => self.send_control(q, end, port as usize, control),
+            Action::Arm { timer, at } => self.arm(q, timer, at),
+            Action::Received { delivered, discarded, messages } => self.received(q, delivered, discarded, messages),
+            Action::TrimmedArrived => self.totals.trimmed_received += 1,
+            Action::Ready => self.make_ready(q),
+            Action::Failed => self.fail_qp(q),
+            Action::EvChanged(change) => self.recorder.ev_changed(self.events.now(), q, change),
+        }
+    }
+
+    /// QP `q`'s responder took a data packet (see `Action::Received`).
+    #[inline]
+    fn received(&mut self, q: QpId, delivered: u32, discarded: u32, messages: u32) {
+        self.totals.delivered_payload += delivered as u64;
+        self.totals.discarded_payload += discarded as u64;
+        self.nic_rx_payload[self.qps[q].dst.0 as usize] += delivered as u64;
+        self.messages_arrived(q, messages);
     }
 
     /// Queues a wake-up of QP `q`'s `timer` at `at`, unless one no later is
