@@ -244,7 +244,7 @@ impl Simulation {
         if pkt.kind == PacketKind::Data {
             self.totals.data_drops += 1;
             let q = QpId(pkt.qp);
-            if self.recorder.counts_ev_drops() && self.qps[q].sprays {
+            if self.recorder.counts_per_ev() && self.qps[q].sprays {
                 self.recorder.data_dropped(q, pkt.entropy);
             }
         }

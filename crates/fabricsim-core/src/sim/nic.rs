@@ -35,7 +35,7 @@ impl Simulation {
             Pick::Packet(q, out) => {
                 self.qps[q].next_send = out.not_before;
                 self.carry_out(q, first);
-                if self.qps[q].sprays {
+                if self.recorder.counts_per_ev() && self.qps[q].sprays {
                     self.recorder.data_sent(q, out.entropy);
                 }
                 let id = self.alloc_data_packet(q, port, out);

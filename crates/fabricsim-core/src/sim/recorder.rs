@@ -44,10 +44,10 @@ impl Recorder {
         }
     }
 
-    /// Whether drops of data packets are counted per EV (so the caller
-    /// need look up nothing otherwise).
+    /// Whether data packets are counted per EV (so the caller need look up
+    /// nothing otherwise).
     #[inline]
-    pub(super) fn counts_ev_drops(&self) -> bool {
+    pub(super) fn counts_per_ev(&self) -> bool {
         self.ev_activity.is_some()
     }
 
