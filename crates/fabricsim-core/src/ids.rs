@@ -112,10 +112,6 @@ impl<I: Id, T> Arena<I, T> {
         self.items.iter()
     }
 
-    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
-        self.items.iter_mut()
-    }
-
     /// Every id with its item, in order.
     pub fn enumerate(&self) -> impl Iterator<Item = (I, &T)> {
         self.items.iter().enumerate().map(|(i, item)| (I::new(i), item))
@@ -123,10 +119,6 @@ impl<I: Id, T> Arena<I, T> {
 
     pub fn ids(&self) -> impl Iterator<Item = I> {
         (0..self.items.len()).map(I::new)
-    }
-
-    pub fn get(&self, id: I) -> Option<&T> {
-        self.items.get(id.index())
     }
 }
 

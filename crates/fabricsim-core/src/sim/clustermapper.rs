@@ -95,7 +95,7 @@ impl Simulation {
         let wire = self.framing.encap + headers::ack_wire(self.framing.ip);
         let ports_up = self.ports_up(nic);
         let path = self.srv6.as_ref().and_then(|srv6| srv6.loop_path(port, (target as usize).checked_sub(1)));
-        let usids = path.map_or([0; crate::net::USIDS], |p| p.carrier());
+        let usids = path.map_or([0; crate::net::USIDS], |p| p.usids);
         let probe = Packet::control(PacketKind::MapProbe, nic, nic, round, index << 8 | target as u32, plane, wire);
         self.send_control_packet(port, Packet { ports_up, ..probe }, usids);
     }

@@ -273,7 +273,7 @@ impl Simulation {
             (false, End::Requester) => Some(&qp.dst_port),
             (false, End::Responder) => Some(&qp.src_port),
         };
-        to.and_then(|&to| srv6.path(from, to, entropy)).map_or([0; USIDS], |p| p.carrier())
+        to.and_then(|&to| srv6.path(from, to, entropy)).map_or([0; USIDS], |p| p.usids)
     }
 
     /// Sends a control packet of QP `q` from its `end` out of that NIC's

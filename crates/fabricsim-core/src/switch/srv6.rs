@@ -26,13 +26,12 @@ use crate::topology::{NodeId, NodeRole, Topology};
 /// The locator block every uSID follows (a /32 from the documentation
 /// prefix 2001:db8::/32, RFC 3849).
 pub const LOCATOR_BLOCK: u32 = 0x2001_0db8;
-/// Most uSIDs after a 32-bit block in 128 bits.
-pub const MAX_USIDS: usize = USIDS;
 
-/// A path: its uSIDs in order, the last naming the destination downlink.
+/// A path: its uSIDs in order, the last naming the destination downlink,
+/// zero after `len` (the uSIDs a packet on it carries from the NIC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Path {
-    pub usids: [u16; MAX_USIDS],
+    pub usids: [u16; USIDS],
     pub len: u8,
 }
 
@@ -44,11 +43,6 @@ impl Path {
             addr |= (usid as u128) << (80 - 16 * k);
         }
         addr
-    }
-
-    /// The uSIDs a packet on this path carries when it leaves the NIC.
-    pub fn carrier(&self) -> [u16; USIDS] {
-        self.usids
     }
 }
 
@@ -174,7 +168,7 @@ impl Srv6 {
     pub fn path(&self, from: PortId, to: PortId, ev: u16) -> Option<Path> {
         let (src_t0, _) = (*self.attach.get(from.0 as usize)?)?;
         let (dst_t0, down) = (*self.attach.get(to.0 as usize)?)?;
-        let mut usids = [0u16; MAX_USIDS];
+        let mut usids = [0u16; USIDS];
         let mut len = 0;
         let mut push = |u: u16| {
             usids[len] = u;
@@ -210,7 +204,7 @@ impl Srv6 {
     /// back (s3).
     pub fn loop_path(&self, from: PortId, uplink: Option<usize>) -> Option<Path> {
         let (t0, down) = (*self.attach.get(from.0 as usize)?)?;
-        let mut usids = [0u16; MAX_USIDS];
+        let mut usids = [0u16; USIDS];
         usids[0] = self.usid(t0);
         let len = match uplink {
             None => {

@@ -175,11 +175,6 @@ pub struct MrcQp {
     cfg: Arc<MrcConfig>,
     sender: MrcSender,
     receiver: MrcReceiver,
-    /// The earliest wake-up of each timer asked for and not yet come: one
-    /// later than it need not be asked for (the NIC would not queue it),
-    /// which spares an action on nearly every SACK.
-    retransmit_asked: Option<Time>,
-    probe_asked: Option<Time>,
 }
 
 impl MrcQp {
@@ -188,7 +183,7 @@ impl MrcQp {
         let window = cfg.window.map_or((setup.nic_rate.0 as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
         let sender = MrcSender::new(&cfg, setup.requester_ports, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
-        MrcQp { cfg, sender, receiver, retransmit_asked: None, probe_asked: None }
+        MrcQp { cfg, sender, receiver }
     }
 
     /// Restarts the retransmission timer from now, or stops it when nothing
@@ -197,15 +192,7 @@ impl MrcQp {
         let deadline = self.sender.outstanding().then(|| now + self.sender.rto());
         self.sender.rto_deadline = deadline;
         if let Some(at) = deadline {
-            Self::ask(&mut self.retransmit_asked, Timer::Retransmit, at, out);
-        }
-    }
-
-    /// Asks for a wake-up of `timer` at `at` unless one no later is due.
-    fn ask(asked: &mut Option<Time>, timer: Timer, at: Time, out: &mut Vec<Action>) {
-        if asked.is_none_or(|t| at < t) {
-            *asked = Some(at);
-            out.push(Action::Arm { timer, at });
+            out.push(Action::Arm { timer: Timer::Retransmit, at });
         }
     }
 
@@ -220,7 +207,7 @@ impl MrcQp {
     /// EVs, and reports EV changes.
     fn after_ev_changes(&mut self, now: Time, out: &mut Vec<Action>) {
         if self.sender.has_retired() {
-            Self::ask(&mut self.probe_asked, Timer::Probe, now + self.cfg.probe_interval, out);
+            out.push(Action::Arm { timer: Timer::Probe, at: now + self.cfg.probe_interval });
         }
         out.extend(self.sender.take_ev_changes().into_iter().map(Action::EvChanged));
     }
@@ -331,10 +318,9 @@ impl Transport for MrcQp {
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         match timer {
             Timer::Retransmit => {
-                self.retransmit_asked = None;
                 let Some(deadline) = self.sender.rto_deadline else { return };
                 if deadline > now {
-                    Self::ask(&mut self.retransmit_asked, timer, deadline, out);
+                    out.push(Action::Arm { timer, at: deadline });
                     return;
                 }
                 self.sender.on_timeout();
@@ -343,7 +329,6 @@ impl Transport for MrcQp {
                 self.ready(out);
             }
             Timer::Probe => {
-                self.probe_asked = None;
                 for ev in self.sender.probe_retired() {
                     Self::probe(End::Requester, ev, out);
                 }
