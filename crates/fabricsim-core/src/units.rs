@@ -4,6 +4,11 @@
 //! Scenarios write every quantity with an explicit unit (`"100Gbps"`,
 //! `"1us"`, `"4KiB"`); a bare number or an unknown unit is an error, so a
 //! scenario can never silently mean microseconds where it said milliseconds.
+//! Quantities are read exactly (decimal text, integer arithmetic), must be
+//! whole picoseconds and whole bytes, and are bounded well inside `u64` so
+//! that no conversion clamps and no sum of a few of them can wrap: a time
+//! past `Time::HORIZON`, a size past `Bytes::MAX` or a rate past `Rate::MAX`
+//! is refused when the scenario is read.
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
@@ -31,7 +36,12 @@ pub const PS_PER_S: u64 = 1_000_000_000_000;
 
 impl Time {
     pub const ZERO: Time = Time(0);
+    /// Later than anything can happen: time arithmetic saturates here.
     pub const MAX: Time = Time(u64::MAX);
+    /// The longest time a scenario may write, 2^62 ps (about 53 days):
+    /// a quarter of the clock's range, so sums of a few such times stay
+    /// exact, and further sums saturate at `MAX`, past every run's end.
+    pub const HORIZON: Time = Time(1 << 62);
 
     pub const fn from_ns(ns: u64) -> Time {
         Time(ns * PS_PER_NS)
@@ -48,35 +58,46 @@ impl Time {
     pub fn as_us_f64(self) -> f64 {
         self.0 as f64 / PS_PER_US as f64
     }
+    /// `s` seconds, saturating at `MAX` (a negative or NaN `s` is zero).
     pub fn from_secs_f64(s: f64) -> Time {
         Time((s * PS_PER_S as f64).round() as u64)
     }
     pub fn saturating_sub(self, other: Time) -> Time {
         Time(self.0.saturating_sub(other.0))
     }
+    /// `self × n`, saturating at `MAX` like every sum of times.
+    pub fn times(self, n: u64) -> Time {
+        Time(self.0.saturating_mul(n))
+    }
 }
 
+// Sums of times saturate at `MAX`: a time that far out is past the end of
+// every run (runs end by `HORIZON`), so it means "never" and nothing wraps.
 impl Add for Time {
     type Output = Time;
     fn add(self, rhs: Time) -> Time {
-        Time(self.0 + rhs.0)
+        Time(self.0.saturating_add(rhs.0))
     }
 }
 
 impl AddAssign for Time {
     fn add_assign(&mut self, rhs: Time) {
-        self.0 += rhs.0;
+        *self = *self + rhs;
     }
 }
 
 impl Sub for Time {
     type Output = Time;
+    /// A difference of times; the earlier one first is a bug in the caller.
     fn sub(self, rhs: Time) -> Time {
-        Time(self.0 - rhs.0)
+        Time(self.0.checked_sub(rhs.0).expect("time difference with the later time first"))
     }
 }
 
 impl Rate {
+    /// The fastest rate a scenario may write, 2^50 b/s (about 1.1 Pb/s).
+    pub const MAX: Rate = Rate(1 << 50);
+
     pub const fn from_gbps(g: u64) -> Rate {
         Rate(g * 1_000_000_000)
     }
@@ -99,6 +120,10 @@ impl Rate {
 }
 
 impl Bytes {
+    /// The largest size a scenario may write, 2^50 B (1 PiB): sums of a
+    /// thousand of them still fit in a `u64`; larger sums are checked.
+    pub const MAX: Bytes = Bytes(1 << 50);
+
     pub const fn kib(k: u64) -> Bytes {
         Bytes(k * 1024)
     }
@@ -114,70 +139,131 @@ impl fmt::Display for UnitError {
     }
 }
 
-fn split_number(text: &str) -> Option<(f64, &str)> {
-    let text = text.trim();
-    let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(text.len());
-    let (num, unit) = text.split_at(end);
-    let num: f64 = num.replace('_', "").parse().ok()?;
-    Some((num, unit.trim()))
+/// A decimal number with its unit, read exactly: `value = digits / 10^scale`.
+struct Decimal<'a> {
+    digits: u128,
+    scale: u32,
+    unit: &'a str,
 }
 
-fn parse_with(text: &str, kind: &str, units: &[(&str, f64)], examples: &str) -> Result<f64, UnitError> {
-    let Some((value, unit)) = split_number(text) else {
+/// Splits `"1_500.25 ns"` into an exact decimal and its unit. At most 30
+/// significant digits are read (more cannot be meant); trailing zeros of a
+/// fraction do not count.
+fn split_number(text: &str) -> Option<Decimal<'_>> {
+    let text = text.trim();
+    let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(end);
+    let number = number.replace('_', "");
+    let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
+    let fraction = fraction.trim_end_matches('0');
+    if (whole.is_empty() && fraction.is_empty() && !number.contains('0')) || fraction.contains('.') {
+        return None;
+    }
+    let significant = whole.trim_start_matches('0').len() + fraction.len();
+    if significant > 30 {
+        return Some(Decimal { digits: u128::MAX, scale: 0, unit: unit.trim() });
+    }
+    let digits = format!("{whole}{fraction}").parse::<u128>().unwrap_or(0);
+    Some(Decimal { digits, scale: fraction.len() as u32, unit: unit.trim() })
+}
+
+/// How a quantity's value in base units must come out.
+enum Whole {
+    /// Exactly (times in picoseconds, sizes in bytes).
+    Exact(&'static str),
+    /// Rounded to the nearest (rates in bits per second).
+    Rounded,
+}
+
+fn parse_with(
+    text: &str,
+    kind: &str,
+    units: &[(&str, u64)],
+    examples: &str,
+    max: (u64, &str),
+    whole: Whole,
+) -> Result<u64, UnitError> {
+    if text.trim_start().starts_with('-') {
+        return Err(UnitError(format!("'{text}' must be a non-negative {kind}")));
+    }
+    let Some(Decimal { digits, scale, unit }) = split_number(text) else {
         return Err(UnitError(format!("'{text}' is not a {kind}: expected a number with a unit, e.g. {examples}")));
     };
     if unit.is_empty() {
         return Err(UnitError(format!("'{text}' has no unit: write the {kind} with a unit, e.g. {examples}")));
     }
-    let Some(&(_, scale)) = units.iter().find(|(name, _)| *name == unit) else {
+    let Some(&(_, per_unit)) = units.iter().find(|(name, _)| *name == unit) else {
         return Err(UnitError(format!("'{text}' has an unknown {kind} unit '{unit}': use one of {}", names(units))));
     };
-    if !value.is_finite() || value < 0.0 {
-        return Err(UnitError(format!("'{text}' must be a non-negative {kind}")));
+    let too_large = || UnitError(format!("'{text}' is larger than the largest {kind} a scenario may hold, {}", max.1));
+    // digits × per_unit / 10^scale, exactly: scale ≤ 30 so 10^scale fits.
+    let numerator = digits.checked_mul(per_unit as u128).ok_or_else(too_large)?;
+    let denominator = 10u128.pow(scale);
+    let (value, rest) = (numerator / denominator, numerator % denominator);
+    let value = match whole {
+        Whole::Exact(_) if rest == 0 => value,
+        Whole::Exact(base) => {
+            return Err(UnitError(format!("'{text}' is not a whole number of {base}, the finest the simulator models")))
+        }
+        Whole::Rounded => value + u128::from(2 * rest >= denominator),
+    };
+    if value > max.0 as u128 {
+        return Err(too_large());
     }
-    Ok(value * scale)
+    Ok(value as u64)
 }
 
-fn names(units: &[(&str, f64)]) -> String {
+fn names(units: &[(&str, u64)]) -> String {
     units.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
-const TIME_UNITS: &[(&str, f64)] = &[("ps", 1.0), ("ns", 1e3), ("us", 1e6), ("µs", 1e6), ("ms", 1e9), ("s", 1e12)];
-const RATE_UNITS: &[(&str, f64)] = &[
-    ("bps", 1.0),
-    ("Kbps", 1e3),
-    ("Mbps", 1e6),
-    ("Gbps", 1e9),
-    ("Tbps", 1e12),
-    ("Gb/s", 1e9),
-    ("Mb/s", 1e6),
-    ("Tb/s", 1e12),
+const TIME_UNITS: &[(&str, u64)] =
+    &[("ps", 1), ("ns", PS_PER_NS), ("us", PS_PER_US), ("µs", PS_PER_US), ("ms", PS_PER_MS), ("s", PS_PER_S)];
+const RATE_UNITS: &[(&str, u64)] = &[
+    ("bps", 1),
+    ("Kbps", 1_000),
+    ("Mbps", 1_000_000),
+    ("Gbps", 1_000_000_000),
+    ("Tbps", 1_000_000_000_000),
+    ("Gb/s", 1_000_000_000),
+    ("Mb/s", 1_000_000),
+    ("Tb/s", 1_000_000_000_000),
 ];
-const SIZE_UNITS: &[(&str, f64)] =
-    &[("B", 1.0), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9), ("KiB", 1024.0), ("MiB", 1048576.0), ("GiB", 1073741824.0)];
+const SIZE_UNITS: &[(&str, u64)] = &[
+    ("B", 1),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+];
 
 impl std::str::FromStr for Time {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Time, UnitError> {
-        parse_with(s, "time", TIME_UNITS, "\"1us\", \"500ns\", \"10ms\"").map(|ps| Time(ps.round() as u64))
+        let max = (Time::HORIZON.0, "4611686.018427387904s (2^62 ps, about 53 days)");
+        parse_with(s, "time", TIME_UNITS, "\"1us\", \"500ns\", \"10ms\"", max, Whole::Exact("picoseconds")).map(Time)
     }
 }
 
 impl std::str::FromStr for Rate {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Rate, UnitError> {
-        let bps = parse_with(s, "rate", RATE_UNITS, "\"100Gbps\", \"400Gbps\"")?;
-        if bps < 1.0 {
+        let max = (Rate::MAX.0, "1125899906842624bps (2^50 b/s)");
+        let bps = parse_with(s, "rate", RATE_UNITS, "\"100Gbps\", \"400Gbps\"", max, Whole::Rounded)?;
+        if bps == 0 {
             return Err(UnitError(format!("'{s}' must be a positive rate")));
         }
-        Ok(Rate(bps.round() as u64))
+        Ok(Rate(bps))
     }
 }
 
 impl std::str::FromStr for Bytes {
     type Err = UnitError;
     fn from_str(s: &str) -> Result<Bytes, UnitError> {
-        parse_with(s, "size", SIZE_UNITS, "\"4KiB\", \"2MB\", \"4096B\"").map(|b| Bytes(b.round() as u64))
+        let max = (Bytes::MAX.0, "1048576GiB (2^50 B)");
+        parse_with(s, "size", SIZE_UNITS, "\"4KiB\", \"2MB\", \"4096B\"", max, Whole::Exact("bytes")).map(Bytes)
     }
 }
 
@@ -286,6 +372,33 @@ mod tests {
         assert!("100G".parse::<Rate>().unwrap_err().0.contains("unknown rate unit 'G'"));
         assert!("0Gbps".parse::<Rate>().is_err());
         assert!("fast".parse::<Time>().is_err());
+    }
+
+    #[test]
+    fn reads_decimals_exactly_and_refuses_what_cannot_be_held() {
+        assert!("18446744.073709551615s".parse::<Time>().unwrap_err().0.contains("larger than"));
+        assert!("99999999999999999999s".parse::<Time>().unwrap_err().0.contains("larger than"));
+        assert_eq!("4611686.018427387904s".parse::<Time>().unwrap(), Time::HORIZON);
+        assert!("4611686.018427387905s".parse::<Time>().is_err());
+        assert!("9007199254740993B".parse::<Bytes>().unwrap_err().0.contains("larger than"));
+        assert_eq!("1125899906842623B".parse::<Bytes>().unwrap(), Bytes((1 << 50) - 1));
+        assert_eq!("0.1ns".parse::<Time>().unwrap(), Time(100));
+        assert!("0.5ps".parse::<Time>().unwrap_err().0.contains("whole number of picoseconds"));
+        assert!("1.5B".parse::<Bytes>().unwrap_err().0.contains("whole number of bytes"));
+        assert_eq!("1.0000000000000000000000000000000000000s".parse::<Time>().unwrap(), Time(PS_PER_S));
+        assert_eq!("2.5bps".parse::<Rate>().unwrap(), Rate(3));
+        assert!("0.4bps".parse::<Rate>().is_err());
+        assert!("-1us".parse::<Time>().unwrap_err().0.contains("non-negative"));
+        assert!("1.2.3us".parse::<Time>().is_err());
+        assert!(".us".parse::<Time>().is_err());
+        assert_eq!("0us".parse::<Time>().unwrap(), Time::ZERO);
+        assert_eq!(".5us".parse::<Time>().unwrap(), Time(500_000));
+    }
+
+    #[test]
+    fn time_sums_saturate_instead_of_wrapping() {
+        assert_eq!(Time::HORIZON + Time::HORIZON + Time::HORIZON + Time::HORIZON, Time::MAX);
+        assert_eq!(Time::HORIZON.times(5), Time::MAX);
     }
 
     #[test]
