@@ -46,4 +46,4 @@ pub mod sim;
 pub use error::ScenarioError;
 pub use metrics::RunOutput;
 pub use scenario::Scenario;
-pub use sim::{Progress, Simulation};
+pub use sim::{Progress, Setup, Simulation};

@@ -37,10 +37,10 @@ fn steady_state_allocates_nothing_per_packet() {
     let mut sim = Simulation::new(Scenario::from_json(&scenario.to_string()).unwrap()).unwrap();
     // Warm up (300 us): queues, the pool and the event buckets reach their
     // sizes while DCQCN settles.
-    assert!(sim.run_until(Time::from_us(300), &mut |_| true));
+    assert_eq!(sim.run_until(Time::from_us(300), &mut |_| true), None);
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let events_before = sim.events_executed();
-    assert!(sim.run_until(Time::from_us(600), &mut |_| true));
+    assert_eq!(sim.run_until(Time::from_us(600), &mut |_| true), None);
     let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
     let events = sim.events_executed() - events_before;
     assert!(events > 100_000, "the window must be busy: {events} events");

@@ -176,7 +176,7 @@ fn checking_refuses_what_building_refuses() {
     let last = cases.len() - 1;
     for (k, case) in cases.into_iter().enumerate() {
         let scenario = fabricsim_core::Scenario::from_json(&case.to_string()).expect("schema-valid");
-        let checked = fabricsim_core::Simulation::check(&scenario).err().map(|e| e.to_string());
+        let checked = fabricsim_core::Simulation::check(&scenario, None).err().map(|e| e.to_string());
         let built = fabricsim_core::Simulation::new(scenario).err().map(|e| e.to_string());
         assert_eq!(checked, built, "{case}");
         assert_eq!(checked.is_none(), k == last, "only the last case is valid: {case} gave {checked:?}");
@@ -195,5 +195,91 @@ fn mrc_refuses_nics_with_more_planes_than_an_ev_can_name() {
     assert!(e.starts_with("topology: nic0 has 9 ports"), "{e}");
     s["topology"]["planes"] = json!(8);
     let scenario = fabricsim_core::Scenario::from_json(&s.to_string()).expect("valid");
-    assert!(fabricsim_core::Simulation::check(&scenario).is_ok());
+    assert!(fabricsim_core::Simulation::check(&scenario, None).is_ok());
+}
+
+/// Sets `value` at the dotted `path` of `scenario`, creating mappings.
+fn with(path: &str, value: Value) -> Value {
+    let mut s = base();
+    let mut node = &mut s;
+    let parts: Vec<&str> = path.split('.').collect();
+    for part in &parts[..parts.len() - 1] {
+        node = match part.parse::<usize>() {
+            Ok(i) => &mut node[i],
+            Err(_) => {
+                if node.get(*part).is_none() {
+                    node[*part] = json!({});
+                }
+                &mut node[*part]
+            }
+        };
+    }
+    node[parts[parts.len() - 1]] = value;
+    s
+}
+
+#[test]
+fn quantities_past_what_a_scenario_may_hold_are_refused_not_clamped() {
+    for (path, value, expect) in [
+        ("topology.link_delay", "99999999999999999999s", "larger than the largest time"),
+        ("topology.link_delay", "18446744.0737s", "larger than the largest time"),
+        ("traffic.0.bytes", "18446744073709551615B", "larger than the largest size"),
+        ("topology.link_rate", "2000Tbps", "larger than the largest rate"),
+        ("topology.link_delay", "0.5ps", "whole number of picoseconds"),
+        ("traffic.0.bytes", "1.5B", "whole number of bytes"),
+    ] {
+        let e = error_of(with(path, json!(value)));
+        let field = path.replace(".0.", "[0].");
+        assert!(e.starts_with(&field) && e.contains(expect) && e.contains(value), "{path}={value}: {e}");
+    }
+}
+
+#[test]
+fn physically_meaningless_values_are_refused_when_checked() {
+    let transport = |kind: &'static str| {
+        move |path: &str, value: Value| {
+            let mut s = with(path, value);
+            s["transport"]["kind"] = json!(kind);
+            s
+        }
+    };
+    let (roce, mrc) = (transport("rocev2"), transport("mrc"));
+    for (scenario, field) in [
+        (roce("transport.dcqcn.g", json!(1.5)), "transport.dcqcn.g"),
+        (roce("transport.dcqcn.min_decrease_factor", json!(2.0)), "transport.dcqcn.min_decrease_factor"),
+        (roce("transport.dcqcn.rate_increase_timer", json!("0ns")), "transport.dcqcn.rate_increase_timer"),
+        (roce("transport.retry_count", json!(8)), "transport.retry_count"),
+        (mrc("transport.probe_interval", json!("0ns")), "transport.probe_interval"),
+        (mrc("transport.rto_low", json!("0ns")), "transport.rto_low"),
+        (mrc("transport.reverse_probe_interval", json!("0ns")), "transport.reverse_probe_interval"),
+        (mrc("transport.error_timeout", json!("0ns")), "transport.error_timeout"),
+        (mrc("transport.window", json!("1KiB")), "transport.window"),
+        (mrc("transport.evs", json!(100_000)), "transport.evs"),
+        (mrc("transport.cc.target_delay", json!("0ns")), "transport.cc.target_delay"),
+        (mrc("transport.cc.gamma", json!(-1.0)), "transport.cc.gamma"),
+        (with("switch.buffer", json!("1KiB")), "switch.buffer"),
+        (with("switch.pfc.xon_offset", json!("10MB")), "switch.pfc.xon_offset"),
+        (with("switch.pfc.headroom", json!("100B")), "switch.pfc.headroom"),
+        (with("switch.trimming", json!({"enabled": true, "size": "8KiB"})), "switch.trimming.size"),
+        (with("limits.sim_time", json!("0ns")), "limits.sim_time"),
+        (with("limits.events_per_instant", json!(0)), "limits.events_per_instant"),
+    ] {
+        let e = error_of(scenario);
+        assert!(e.starts_with(field), "{field}: {e}");
+    }
+}
+
+#[test]
+fn a_qp_is_never_asked_to_number_more_packets_than_its_psns() {
+    // 2^50 B at 4KiB per packet: 2^38 packets on one QP.
+    let e = error_of(with("traffic", json!([{"kind": "flow", "src": 0, "dst": 2, "bytes": "1048576GiB"}])));
+    assert!(e.starts_with("traffic") && e.contains("2^31 PSNs"), "{e}");
+    // A job's connection carries every iteration.
+    let mut s = base();
+    s["traffic"] = json!([]);
+    s["jobs"] = json!([{"name": "j", "ranks": 2, "iterations": 2, "phases": [
+        {"name": "p", "collective": {"op": "send_recv", "bytes": "8192GiB", "slice": "1GiB"}}
+    ]}]);
+    let e = error_of(s);
+    assert!(e.starts_with("jobs") && e.contains("2^31 PSNs"), "{e}");
 }

@@ -8,10 +8,12 @@
 //! was measured, marked incomplete. A panic in the core becomes
 //! `SimulationError`; an invalid scenario becomes `ScenarioError`.
 
+mod machine;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use fabricsim_core::{scenario, Scenario, ScenarioError as CoreScenarioError, Simulation};
+use fabricsim_core::{scenario, Scenario, ScenarioError as CoreScenarioError, Setup, Simulation};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -33,10 +35,27 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+thread_local! {
+    /// Where the last panic on this thread happened, kept by the quiet hook.
+    static PANIC_AT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Replaces Rust's default panic report (a message and a backtrace hint on
+/// stderr) with one that only remembers where: the panic reaches the user
+/// once, as `SimulationError`, and stderr stays the caller's.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
+        PANIC_AT.with(|p| *p.borrow_mut() = at);
+    }));
+}
+
 /// Runs `f` and turns a panic into `SimulationError`.
 fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(f))
-        .unwrap_or_else(|p| Err(SimulationError::new_err(format!("internal error: {}", panic_message(p)))))
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let at = PANIC_AT.with(|a| std::mem::take(&mut *a.borrow_mut()));
+        Err(SimulationError::new_err(format!("internal error: {}{at}", panic_message(p))))
+    })
 }
 
 fn json_loads(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
@@ -54,13 +73,23 @@ fn schema() -> String {
     scenario::json_schema()
 }
 
-/// Validates a scenario and returns it with every default filled in.
+/// Bytes of memory this machine has available now, if known.
 #[pyfunction]
-fn resolve(scenario_json: &str) -> PyResult<String> {
+fn available_memory() -> Option<u64> {
+    machine::available_memory()
+}
+
+/// Validates a scenario, and that it fits in `available_memory` bytes
+/// (unset: what the machine has available now), and returns it with every
+/// default filled in.
+#[pyfunction]
+#[pyo3(signature = (scenario_json, available_memory = None))]
+fn resolve(scenario_json: &str, available_memory: Option<u64>) -> PyResult<String> {
     guarded(|| {
         let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
-        // Planning catches what the schema cannot: topology, hosts, ports.
-        Simulation::check(&scenario).map_err(scenario_error)?;
+        // Planning catches what the schema cannot: topology, hosts, ports, memory.
+        let available = available_memory.or_else(machine::available_memory);
+        Simulation::check(&scenario, available).map_err(scenario_error)?;
         Ok(scenario.to_json())
     })
 }
@@ -75,16 +104,32 @@ fn topology_report(scenario_json: &str) -> PyResult<String> {
     })
 }
 
-/// Runs a scenario; see the module docs for progress and Ctrl-C.
+/// Runs a scenario, refusing it when it would not fit in
+/// `available_memory` bytes (unset: what the machine has available); see the module docs for progress and Ctrl-C,
+/// which is honoured while the scenario is built too.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, progress = None))]
-fn run(py: Python<'_>, scenario_json: &str, progress: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-    let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
+#[pyo3(signature = (scenario_json, progress = None, available_memory = None))]
+fn run(
+    py: Python<'_>,
+    scenario_json: &str,
+    progress: Option<Py<PyAny>>,
+    available_memory: Option<u64>,
+) -> PyResult<Py<PyAny>> {
+    let scenario = guarded(|| Scenario::from_json(scenario_json).map_err(scenario_error))?;
     let resolved = scenario.to_json();
     let mut callback_error: Option<PyErr> = None;
     let output = py.detach(|| {
         guarded(|| {
-            let mut sim = Simulation::new(scenario).map_err(scenario_error)?;
+            let mut interrupted = false;
+            let mut keep_going = || {
+                interrupted = Python::attach(|py| py.check_signals()).is_err();
+                !interrupted
+            };
+            let available_memory = available_memory.or_else(machine::available_memory);
+            let mut setup = Setup { available_memory, keep_going: Some(&mut keep_going) };
+            let Some(mut sim) = Simulation::new_within(scenario, &mut setup).map_err(scenario_error)? else {
+                return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted while building"));
+            };
             let mut last = Instant::now();
             let mut hook = |p: fabricsim_core::Progress| -> bool {
                 if last.elapsed() < PROGRESS_PERIOD {
@@ -136,10 +181,12 @@ fn _panic_for_tests(message: &str) -> PyResult<()> {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    quiet_panics();
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(available_memory, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(topology_report, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::topology::NicRef;
 use crate::units::{Bytes, Time};
 
-pub use output::{percentile, Column, RunOutput, Table};
+pub use output::{percentile, Column, RunOutput, StopReason, Table};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]

@@ -45,10 +45,52 @@ impl Table {
     }
 }
 
+/// Why a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Every flow and job finished (or failed, as its QPs reported).
+    Completed,
+    /// The scenario's `duration` was reached.
+    Duration,
+    /// Nothing was left to happen, yet flows or jobs had not finished.
+    Stalled,
+    /// `limits.sim_time` passed before the flows and jobs finished.
+    TimeLimit,
+    /// `limits.events_per_instant` events ran without time advancing.
+    Livelock,
+    /// What it recorded outgrew the memory the run was allowed.
+    MemoryLimit,
+    /// The caller stopped it (Ctrl-C).
+    Interrupted,
+}
+
+impl StopReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::Duration => "duration",
+            StopReason::Stalled => "stalled",
+            StopReason::TimeLimit => "time_limit",
+            StopReason::Livelock => "livelock",
+            StopReason::MemoryLimit => "memory_limit",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the run ended as the scenario meant it to: its results are
+    /// whole.
+    pub fn is_complete(self) -> bool {
+        matches!(self, StopReason::Completed | StopReason::Duration)
+    }
+}
+
 /// Everything a run returns.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
-    /// False when the run was stopped before its end (Ctrl-C).
+    /// Why it ended; the results are whole only when it completed or ran
+    /// its duration.
+    pub stop: StopReason,
+    /// `stop.is_complete()`.
     pub complete: bool,
     pub summary: Value,
     pub flows: Table,

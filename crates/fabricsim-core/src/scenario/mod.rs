@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::clustermapper::ClustermapperConfig;
-use crate::error::ScenarioError;
+use crate::error::{invalid, ScenarioError};
 use crate::faults::FaultSpec;
 use crate::metrics::TelemetryConfig;
 use crate::net::{Forwarding, SwitchConfig};
@@ -14,7 +14,7 @@ use crate::nic::NicConfig;
 use crate::tagged::nest;
 use crate::topology::TopologySpec;
 use crate::transport::TransportSpec;
-use crate::units::Time;
+use crate::units::{Bytes, Time};
 use crate::workload::job::{IntraHostConfig, JobSpec};
 use crate::workload::TrafficSpec;
 
@@ -55,10 +55,37 @@ pub struct Scenario {
     /// Clustermapper agents on every node, probing the fabric (needs SRv6).
     #[serde(default)]
     pub clustermapper: Option<ClustermapperConfig>,
+    /// Bounds that end a run that cannot end by itself, and refuse one
+    /// that would not fit in memory.
+    #[serde(default)]
+    pub limits: Limits,
     /// Runs this scenario once per value of one field. Expanded by
     /// `fabricsim run` (the Python face), not by the core, which ignores it.
     #[serde(default)]
     pub sweep: Option<SweepSpec>,
+}
+
+/// Bounds on a run. Each is unset by default and then derived from the
+/// scenario (docs/RELIABILITY.md gives the formulas and why).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// A run without `duration` stops here, with `stop_reason: time_limit`,
+    /// if its flows and jobs have not finished. Unset: 100 times the
+    /// workload's ideal completion time, plus the last fault's time, plus
+    /// twice the time the transport takes to give up on a QP, plus 10 ms.
+    #[serde(default)]
+    pub sim_time: Option<Time>,
+    /// A run stops with `stop_reason: livelock` when this many events run
+    /// at one simulated instant (time has stopped advancing). Unset:
+    /// 1,000,000 plus 16 per port, QP, flow and collective transfer.
+    #[serde(default)]
+    pub events_per_instant: Option<u64>,
+    /// A scenario whose estimated memory exceeds this is refused before it
+    /// is built. Unset: the memory the machine has available, as the caller
+    /// measures it.
+    #[serde(default)]
+    pub memory: Option<Bytes>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -122,47 +149,155 @@ impl Scenario {
                 format!("{} is below kmin {}", sw.ecn.kmax, sw.ecn.kmin),
             ));
         }
-        if sw.buffer.0 == 0 {
-            return Err(ScenarioError::new("switch.buffer", "0B: a switch needs a buffer"));
-        }
         if self.nic.mtu.0 == 0 || self.nic.mtu.0 > 9000 {
             return Err(ScenarioError::new("nic.mtu", format!("{}: between 1B and 9000B", self.nic.mtu)));
         }
         if self.nic.batch == 0 {
             return Err(ScenarioError::new("nic.batch", "0: a QP sends at least one packet per turn"));
         }
-        match &self.transport {
-            TransportSpec::Rocev2(c) => {
-                if c.qps == 0 {
-                    return Err(ScenarioError::new("transport.qps", "0: a connection needs at least one QP"));
-                }
-                if c.ack_every == 0 {
-                    return Err(ScenarioError::new("transport.ack_every", "0: acknowledge at least every packet"));
-                }
-                if c.timeout_exponent > 31 {
-                    return Err(ScenarioError::new("transport.timeout_exponent", "at most 31 (IBTA 5-bit field)"));
-                }
-                positive("transport.dcqcn.g", c.dcqcn.g)?;
-            }
-            TransportSpec::Mrc(c) => {
-                if c.qps == 0 {
-                    return Err(ScenarioError::new("transport.qps", "0: a connection needs at least one QP"));
-                }
-                if c.evs == 0 {
-                    return Err(ScenarioError::new("transport.evs", "0: a QP needs entropy values to spray on"));
-                }
-                if c.rto.0 == 0 {
-                    return Err(ScenarioError::new("transport.rto", "0ns: the timer must be positive"));
-                }
-            }
-        }
+        self.validate_transport()?;
+        self.validate_buffers()?;
         if matches!(self.duration, Some(Time(0))) {
             return Err(ScenarioError::new("duration", "0ns: a run must last some time"));
+        }
+        if matches!(self.limits.sim_time, Some(Time(0))) {
+            return Err(ScenarioError::new("limits.sim_time", "0ns: a run must be allowed some time"));
+        }
+        if self.limits.events_per_instant == Some(0) {
+            return Err(ScenarioError::new("limits.events_per_instant", "0: every run has events"));
         }
         if matches!(self.telemetry.sample_interval, Some(Time(0))) {
             return Err(ScenarioError::new("telemetry.sample_interval", "0ns: must be positive"));
         }
         self.validate_relations()
+    }
+
+    /// Refuses transport parameters no NIC could run: zero timers (which
+    /// would fire forever at one instant), gains outside their ranges,
+    /// windows below one packet.
+    fn validate_transport(&self) -> Result<(), ScenarioError> {
+        let field = |name: &str| format!("transport.{name}");
+        let mtu = self.nic.mtu.0;
+        match &self.transport {
+            TransportSpec::Rocev2(c) => {
+                at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
+                at_least_one(&field("ack_every"), c.ack_every.into(), "acknowledge at least every packet")?;
+                if c.timeout_exponent > 31 {
+                    return invalid(
+                        field("timeout_exponent"),
+                        format!("{}: at most 31 (IBTA 5-bit field)", c.timeout_exponent),
+                    );
+                }
+                if c.retry_count > 7 {
+                    return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
+                }
+                let d = &c.dcqcn;
+                fraction(&field("dcqcn.g"), d.g)?;
+                fraction(&field("dcqcn.min_decrease_factor"), d.min_decrease_factor)?;
+                // (A zero cnp_interval is allowed: a CNP for every marked packet.)
+                for (name, t) in [("alpha_update", d.alpha_update), ("rate_increase_timer", d.rate_increase_timer)] {
+                    positive_time(&field(&format!("dcqcn.{name}")), t)?;
+                }
+                at_least_one(&field("dcqcn.byte_counter"), d.byte_counter.0, "a rate step needs some bytes sent")?;
+            }
+            TransportSpec::Mrc(c) => {
+                at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
+                at_least_one(&field("evs"), c.evs.into(), "a QP needs entropy values to spray on")?;
+                // An EV names one of 2^13 paths in each of 8 planes.
+                if c.evs as u64 + c.backup_evs as u64 > 8 * 8192 {
+                    return invalid(
+                        field("evs"),
+                        format!(
+                            "{} active and {} backup: at most 65536 in all (8 planes of 8192 paths)",
+                            c.evs, c.backup_evs
+                        ),
+                    );
+                }
+                if let Some(paths) = c.paths_per_plane {
+                    if !(1..=8192).contains(&paths) {
+                        return invalid(field("paths_per_plane"), format!("{paths}: between 1 and 8192"));
+                    }
+                }
+                at_least_one(&field("resurrect_after"), c.resurrect_after.into(), "a retired EV needs a probe back")?;
+                for (name, t) in [
+                    ("rto", c.rto),
+                    ("rto_low", c.rto_low),
+                    ("rto_min", c.rto_min),
+                    ("probe_interval", c.probe_interval),
+                    ("reverse_probe_interval", c.reverse_probe_interval),
+                    ("reorder_window", c.reorder_window),
+                    ("error_timeout", c.error_timeout),
+                ] {
+                    positive_time(&field(name), t)?;
+                }
+                if let Some(window) = c.window {
+                    if window.0 < mtu {
+                        return invalid(
+                            field("window"),
+                            format!("{window}: at least one packet (nic.mtu {})", self.nic.mtu),
+                        );
+                    }
+                }
+                let cc = &c.cc;
+                positive_time(&field("cc.target_delay"), cc.target_delay)?;
+                positive_time(&field("cc.reference_rtt"), cc.reference_rtt)?;
+                fraction(&field("cc.gamma"), cc.gamma)?;
+                fraction(&field("cc.delay_gain"), cc.delay_gain)?;
+                for (name, v) in [
+                    ("fair_increase", cc.fair_increase),
+                    ("eta", cc.eta),
+                    ("quick_adapt_delays", cc.quick_adapt_delays),
+                ] {
+                    if !(v > 0.0 && v.is_finite()) {
+                        return invalid(field(&format!("cc.{name}")), format!("{v}: must be positive"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses buffers and thresholds that cannot hold or release one full
+    /// data frame: a switch that refuses every packet, a pause that never
+    /// resumes.
+    fn validate_buffers(&self) -> Result<(), ScenarioError> {
+        let sw = &self.switch;
+        let srv6 = if sw.forwarding == Forwarding::Srv6 { crate::net::headers::SRV6_OUTER } else { 0 };
+        let frame = u64::from(crate::net::headers::data_wire(self.nic.ip, self.nic.mtu.0 as u32, true) + srv6);
+        if sw.buffer.0 < frame {
+            return invalid(
+                "switch.buffer",
+                format!("{}: smaller than one full data frame ({frame}B at nic.mtu {})", sw.buffer, self.nic.mtu),
+            );
+        }
+        if sw.pfc.enabled {
+            let threshold = sw.pfc.xoff_alpha * sw.buffer.0 as f64;
+            if sw.pfc.xon_offset.0 as f64 >= threshold {
+                return invalid(
+                    "switch.pfc.xon_offset",
+                    format!(
+                        "{}: not below the largest pause threshold (xoff_alpha x buffer = {threshold:.0}B), so a \
+                         paused port would never resume",
+                        sw.pfc.xon_offset
+                    ),
+                );
+            }
+            if let Some(headroom) = sw.pfc.headroom {
+                if headroom.0 < frame {
+                    return invalid(
+                        "switch.pfc.headroom",
+                        format!("{headroom}: smaller than one full data frame ({frame}B)"),
+                    );
+                }
+            }
+        }
+        if sw.trimming.enabled && !(64..frame).contains(&sw.trimming.size.0) {
+            return invalid(
+                "switch.trimming.size",
+                format!("{}: a trimmed packet keeps 64B to less than a full frame ({frame}B)", sw.trimming.size),
+            );
+        }
+        Ok(())
     }
 
     /// Checks the settings that only make sense with others: what needs SRv6,
@@ -209,6 +344,29 @@ impl Scenario {
             _ => Ok(()),
         }
     }
+}
+
+fn at_least_one(field: &str, value: u64, why: &str) -> Result<(), ScenarioError> {
+    if value == 0 {
+        return invalid(field, format!("0: {why}"));
+    }
+    Ok(())
+}
+
+/// A timer of zero would fire forever without time advancing.
+fn positive_time(field: &str, t: Time) -> Result<(), ScenarioError> {
+    if t == Time::ZERO {
+        return invalid(field, "0ns: must be positive (a zero timer fires forever at one instant)");
+    }
+    Ok(())
+}
+
+/// A gain or factor in (0, 1].
+fn fraction(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if !(v > 0.0 && v <= 1.0) {
+        return invalid(field, format!("{v}: must be in (0, 1]"));
+    }
+    Ok(())
 }
 
 /// JSON Schema of scenarios.

@@ -4,7 +4,7 @@
 use super::jobs::Jobs;
 use super::recorder::Recorder;
 use super::report::Samples;
-use super::{Connection, Event, Flow, Simulation, SwitchState, Totals};
+use super::{footprint, Connection, Event, Flow, RunLimits, Setup, Simulation, SwitchState, Totals};
 use crate::engine::{EventQueue, FastMap, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::{self, FaultAction};
@@ -46,7 +46,7 @@ pub(super) struct Plan {
     denied_links: Vec<bool>,
 }
 
-pub(super) fn plan(scenario: &Scenario) -> Result<Plan, ScenarioError> {
+pub(super) fn plan(scenario: &Scenario, setup: &Setup<'_>) -> Result<Plan, ScenarioError> {
     let topo = scenario.topology.build()?;
     let seed = scenario.seed;
     let node_ports = topo.node_ports();
@@ -63,6 +63,9 @@ pub(super) fn plan(scenario: &Scenario) -> Result<Plan, ScenarioError> {
             ),
         );
     }
+    // Before anything grows with the workload: refuse what cannot fit.
+    let (budget, source) = setup.memory_budget(scenario);
+    footprint::of_workload(scenario, &topo)?.check(budget, source)?;
     let port_node = |p: PortId| {
         let link = &topo.links[p.link().0 as usize];
         [link.a, link.b][p.side() as usize]
@@ -131,8 +134,19 @@ pub(super) fn plan(scenario: &Scenario) -> Result<Plan, ScenarioError> {
     })
 }
 
-pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Result<Simulation, ScenarioError> {
-    let plan = plan(&scenario)?;
+/// How many items a build's loops create between two questions to the
+/// caller's `keep_going` hook.
+const ASK_EVERY: usize = 1 << 14;
+
+pub(super) fn build(
+    scenario: Scenario,
+    custom: Option<CustomTransport>,
+    setup: &mut Setup<'_>,
+) -> Result<Option<Simulation>, ScenarioError> {
+    let plan = plan(&scenario, setup)?;
+    if !setup.goes_on() {
+        return Ok(None);
+    }
     let Plan { topo, node_ports, srv6, program, faults, telemetry_ports, telemetry_hosts, denied_links, .. } = plan;
     let (flow_specs, captured) = (plan.flows, plan.captured);
     let factory = custom.map_or_else(|| QpFactory::new(&scenario.transport), QpFactory::Custom);
@@ -190,6 +204,9 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     };
     let mut flows = Arena::<FlowId, Flow>::default();
     for (f, spec) in flow_specs.iter().enumerate() {
+        if f % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
+            return Ok(None);
+        }
         let conn = links.connect(&ports, &node_ports, spec.src, spec.dst, spec.qps, f);
         if let Some(set) = &spec.ev_set {
             links.pin_evs(conn, set)?;
@@ -211,7 +228,10 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     // NIC): NCCL opens connections per communicator and channel.
     let mut by_key: FastMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = FastMap::default();
     let mut transfer_conn: Arena<TransferId, Option<ConnectionId>> = Arena::default();
-    for t in &program.transfers {
+    for (i, t) in program.transfers.iter().enumerate() {
+        if i % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
+            return Ok(None);
+        }
         let run = &program.collectives[t.collective];
         let job = program.phases[run.phase].job;
         let nics = &program.jobs[job].nics;
@@ -235,6 +255,7 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         };
         transfer_conn.push(Some(conn));
     }
+    check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
     let capture =
@@ -292,6 +313,10 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
         ev_loss: Vec::new(),
         mapper,
         denied_links,
+        // Set below, once the ideal times are known.
+        limits: RunLimits { end: Time::MAX, events_per_instant: u64::MAX, sample_rows: u64::MAX },
+        instant: (Time::MAX, 0),
+        halt: None,
         node_ports,
         ports,
         topo,
@@ -306,11 +331,59 @@ pub(super) fn build(scenario: Scenario, custom: Option<CustomTransport>) -> Resu
     for c in sim.jobs.program.collectives.ids() {
         sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
     }
+    sim.limits = sim.run_limits();
+    // What is recorded grows with the run's length: it must fit for a run
+    // of the expected length, known only now, and a run that lasts longer
+    // stops sampling where the memory ends (`StopReason::MemoryLimit`).
+    let (budget, source) = setup.memory_budget(&sim.scenario);
+    let workload = footprint::of_workload(&sim.scenario, &sim.topo)?;
+    let recording = footprint::of_recording(&sim.scenario, sim.expected_end(), sim.qps.len() as u64);
+    let mut whole = workload.clone();
+    whole.parts.extend(recording.parts);
+    whole.check(budget, source)?;
+    if let Some(budget) = budget {
+        sim.limits.sample_rows = budget.saturating_sub(workload.total()) / footprint::SAMPLE_ROW;
+    }
     if sim.recorder.logs_evs() {
         sim.start_ev_log();
     }
     sim.apply_denylist();
-    Ok(sim)
+    Ok(Some(sim))
+}
+
+/// A QP numbers its packets with 31-bit PSNs over its whole life (a
+/// connection of a job carries every iteration): refuses a workload that
+/// would post more on one QP, rather than let the numbers wrap.
+fn check_psn_space(
+    connections: &Arena<ConnectionId, Connection>,
+    flows: &Arena<FlowId, Flow>,
+    program: &Program,
+    transfer_conn: &Arena<TransferId, Option<ConnectionId>>,
+    mtu: u64,
+) -> Result<(), ScenarioError> {
+    const PSNS: u64 = 1 << 31;
+    let mut packets = vec![0u64; connections.len()];
+    let per_qp = |conn: ConnectionId, bytes: u64| bytes.div_ceil(connections[conn].qps.len() as u64).div_ceil(mtu) + 1;
+    for flow in flows.iter() {
+        packets[flow.conn.0 as usize] += per_qp(flow.conn, flow.bytes);
+    }
+    for (t, conn) in transfer_conn.enumerate() {
+        if let Some(conn) = *conn {
+            let total = &mut packets[conn.0 as usize];
+            *total = total.saturating_add(per_qp(conn, program.transfers[t].bytes));
+        }
+    }
+    match packets.iter().position(|&p| p > PSNS) {
+        Some(c) => invalid(
+            if flows.iter().any(|f| f.conn.0 as usize == c) { "traffic" } else { "jobs" },
+            format!(
+                "a connection would post {} packets on each of its QPs over the run, more than the 2^31 PSNs a QP \
+                 numbers; use more QPs, a larger nic.mtu, or fewer iterations",
+                packets[c]
+            ),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Creates QPs and connections.
@@ -387,6 +460,48 @@ impl Links {
 }
 
 impl Simulation {
+    /// The scenario's `limits`, or their defaults. The time limit is 100
+    /// times the workload's ideal completion (no fabric this slow is worth
+    /// waiting for), plus the last fault (a run only ends after its faults),
+    /// plus twice the transport's give-up time (a QP that cannot progress
+    /// reports its failure before the run is cut), plus 10 ms for recovery
+    /// (reconvergence, probing). The livelock guard counts events at one
+    /// instant: a start or a fault legitimately touches every port, QP,
+    /// flow and transfer at once, a few times each.
+    fn run_limits(&self) -> RunLimits {
+        let limits = &self.scenario.limits;
+        let derived = self.ideal_end().times(100)
+            + self.last_fault()
+            + self.scenario.transport.give_up_time().times(2)
+            + Time::from_ms(10);
+        let end = match self.scenario.duration {
+            Some(duration) => duration,
+            None => limits.sim_time.unwrap_or(derived.min(Time::HORIZON)),
+        };
+        let entities = self.ports.len() + self.qps.len() + self.flows.len() + self.jobs.program.transfers.len();
+        let events_per_instant = limits.events_per_instant.unwrap_or(1_000_000 + 16 * entities as u64);
+        RunLimits { end, events_per_instant, sample_rows: u64::MAX }
+    }
+
+    /// When the run would end on an ideal fabric: its duration, or twice
+    /// the workload's ideal completion after its last fault.
+    fn expected_end(&self) -> Time {
+        let ideal = (self.ideal_end() + self.last_fault()).times(2);
+        self.scenario.duration.unwrap_or(ideal.min(self.limits.end))
+    }
+
+    /// When the last flow or job would finish on an ideal fabric.
+    fn ideal_end(&self) -> Time {
+        (self.flows.iter().map(|f| f.start + f.ideal))
+            .chain(self.jobs.program.jobs.ids().map(|j| self.jobs.program.jobs[j].start + self.ideal_jct(j)))
+            .max()
+            .unwrap_or(Time::ZERO)
+    }
+
+    fn last_fault(&self) -> Time {
+        self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO)
+    }
+
     /// Completion time of flow `f` alone on an idle fabric: its wire bytes
     /// serialized at the bottleneck (times the number of parallel planes its
     /// QPs use), plus every hop's propagation and forwarding latency, plus

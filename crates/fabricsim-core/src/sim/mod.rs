@@ -14,6 +14,7 @@ mod build;
 mod clustermapper;
 mod control;
 mod fabric;
+mod footprint;
 mod jobs;
 mod nic;
 mod recorder;
@@ -23,7 +24,7 @@ use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
 use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, PhaseId, QpId, TransferId};
-use crate::metrics::RunOutput;
+use crate::metrics::{RunOutput, StopReason};
 use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
@@ -127,6 +128,31 @@ struct Totals {
     data_drops: u64,
 }
 
+/// What the caller tells a build beyond the scenario.
+#[derive(Default)]
+pub struct Setup<'a> {
+    /// Bytes of memory the machine has available (`limits.memory`, when
+    /// the scenario sets it, replaces this); unset, only that is enforced.
+    pub available_memory: Option<u64>,
+    /// Asked now and then while building (Ctrl-C); false stops the build.
+    pub keep_going: Option<&'a mut dyn FnMut() -> bool>,
+}
+
+impl Setup<'_> {
+    /// The memory the scenario may take, and what that figure is.
+    fn memory_budget(&self, scenario: &Scenario) -> (Option<u64>, &'static str) {
+        match scenario.limits.memory {
+            Some(limit) => (Some(limit.0), "set by limits.memory"),
+            None => (self.available_memory, "this machine has available"),
+        }
+    }
+
+    /// Whether to go on building.
+    fn goes_on(&mut self) -> bool {
+        self.keep_going.as_mut().is_none_or(|hook| hook())
+    }
+}
+
 /// What the caller's progress hook is told.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
@@ -179,25 +205,54 @@ pub struct Simulation {
     denied_links: Vec<bool>,
     /// Clustermapper agents and their fault map, when the scenario has them.
     mapper: Option<clustermapper::Mapper>,
+    /// When the run gives up.
+    limits: RunLimits,
+    /// The simulated instant of the last event, and how many events have
+    /// run at it (the livelock guard).
+    instant: (Time, u64),
+    /// Set by a handler that found the run must end (checked with the hook).
+    halt: Option<StopReason>,
+}
+
+/// When a run ends if its work does not: the scenario's `limits`, or their
+/// defaults (`build::run_limits`).
+struct RunLimits {
+    /// The run's end: its `duration`, or else its time limit.
+    end: Time,
+    events_per_instant: u64,
+    /// Time-series rows the memory budget leaves room for.
+    sample_rows: u64,
 }
 
 impl Simulation {
-    /// Builds a simulation from a validated scenario.
+    /// Builds a simulation from a validated scenario, within its
+    /// `limits.memory` if it sets one.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
-        build::build(scenario, None)
+        let built = build::build(scenario, None, &mut Setup::default())?;
+        Ok(built.expect("a build without a hook is never interrupted"))
+    }
+
+    /// Builds a simulation as `setup` says: within the memory the machine
+    /// has, asking whether to go on as it goes. `Ok(None)` when the hook
+    /// stopped it.
+    pub fn new_within(scenario: Scenario, setup: &mut Setup<'_>) -> Result<Option<Simulation>, ScenarioError> {
+        build::build(scenario, None, setup)
     }
 
     /// Checks a scenario against its topology (every name, size and
-    /// placement) without instantiating the simulation: what `new` would
-    /// refuse, this refuses.
-    pub fn check(scenario: &Scenario) -> Result<(), ScenarioError> {
-        build::plan(scenario).map(drop)
+    /// placement) and against the memory it would take, without
+    /// instantiating the simulation: what `new_within` would refuse before
+    /// building, this refuses.
+    pub fn check(scenario: &Scenario, available_memory: Option<u64>) -> Result<(), ScenarioError> {
+        let setup = Setup { available_memory, keep_going: None };
+        build::plan(scenario, &setup).map(drop)
     }
 
     /// Builds a simulation whose QPs run a transport defined outside this
     /// crate, built for each QP by `transport`, instead of the scenario's.
     pub fn with_transport(scenario: Scenario, transport: CustomTransport) -> Result<Simulation, ScenarioError> {
-        build::build(scenario, Some(transport))
+        let built = build::build(scenario, Some(transport), &mut Setup::default())?;
+        Ok(built.expect("a build without a hook is never interrupted"))
     }
 
     pub fn topology(&self) -> &Topology {
@@ -213,25 +268,44 @@ impl Simulation {
         self.events.executed()
     }
 
-    /// Runs to the end (every flow done, no events left, or the scenario's
-    /// duration). `hook` is called every few thousand events with the
-    /// progress; returning false stops the run early, marked incomplete.
+    /// Runs to the end: every flow and job done, the scenario's duration,
+    /// or a limit (`limits`). `hook` is called every few thousand events
+    /// with the progress; returning false stops the run early. The output
+    /// says why it ended and is whole only when it completed or ran its
+    /// duration.
     pub fn run(&mut self, hook: &mut dyn FnMut(Progress) -> bool) -> RunOutput {
-        let complete = self.run_until(Time::MAX, hook);
+        let stop = self.run_until(Time::MAX, hook).expect("a run ends by its time limit");
         hook(self.progress());
-        self.report(complete)
+        self.report(stop)
     }
 
-    /// Runs until the end or until simulated time would pass `pause_at`,
-    /// whichever is first; `run` can continue afterwards. Returns false if
-    /// the hook stopped it.
-    pub fn run_until(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> bool {
+    /// Runs until the run ends (returning why) or until simulated time
+    /// would pass `pause_at` (returning None; `run` can continue).
+    pub fn run_until(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
         const HOOK_EVERY: u64 = 1 << 14;
-        let limit = self.scenario.duration.unwrap_or(Time::MAX).min(pause_at);
         let mut countdown = HOOK_EVERY;
-        while let Some(next) = self.events.peek_time() {
-            if next > limit || (self.scenario.duration.is_none() && self.work_left == 0) {
-                break;
+        loop {
+            let until_duration = self.scenario.duration.is_some();
+            if !until_duration && self.work_left == 0 {
+                return Some(self.halt.unwrap_or(StopReason::Completed));
+            }
+            let Some(next) = self.events.peek_time() else {
+                let done = if self.work_left == 0 { StopReason::Completed } else { StopReason::Stalled };
+                return Some(self.halt.unwrap_or(done));
+            };
+            if next > self.limits.end {
+                return Some(if until_duration { StopReason::Duration } else { StopReason::TimeLimit });
+            }
+            if next > pause_at {
+                return None;
+            }
+            if next == self.instant.0 {
+                self.instant.1 += 1;
+                if self.instant.1 > self.limits.events_per_instant {
+                    return Some(StopReason::Livelock);
+                }
+            } else {
+                self.instant = (next, 1);
             }
             let (_, event) = self.events.pop().expect("peeked");
             self.warm_up_next();
@@ -239,12 +313,14 @@ impl Simulation {
             countdown -= 1;
             if countdown == 0 {
                 countdown = HOOK_EVERY;
+                if let Some(reason) = self.halt {
+                    return Some(reason);
+                }
                 if !hook(self.progress()) {
-                    return false;
+                    return Some(StopReason::Interrupted);
                 }
             }
         }
-        true
     }
 
     fn progress(&self) -> Progress {

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{Event, Simulation};
 use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
-use crate::metrics::{percentile, Column, RunOutput, Table};
+use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
 use crate::net::{PortId, DROP_CAUSES};
 use crate::transport::{QpStats, Transport};
 use crate::units::Time;
@@ -77,6 +77,11 @@ impl Simulation {
             }
         }
         self.samples.last_time = now;
+        if self.samples.time.len() as u64 > self.limits.sample_rows {
+            // Sampling on would outgrow the memory the run may take.
+            self.halt = Some(StopReason::MemoryLimit);
+            return;
+        }
         let more_work = self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d);
         if more_work {
             let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
@@ -84,8 +89,9 @@ impl Simulation {
         }
     }
 
-    pub(super) fn report(&mut self, complete: bool) -> RunOutput {
+    pub(super) fn report(&mut self, stop: StopReason) -> RunOutput {
         let now = self.now();
+        let complete = stop.is_complete();
         let mut flows = Table::default();
         let f = &self.flows;
         let fct: Vec<Option<f64>> = f.iter().map(|x| x.end.map(|e| (e - x.start).as_secs_f64())).collect();
@@ -157,6 +163,7 @@ impl Simulation {
         let span = (last_end.saturating_sub(first_start)).as_secs_f64();
         let summary = json!({
             "complete": complete,
+            "stop_reason": stop.name(),
             "sim_time_s": now.as_secs_f64(),
             "events": self.events.executed(),
             "packet_hops": self.totals.packet_hops,
@@ -204,6 +211,7 @@ impl Simulation {
             summary["clustermapper_probes"] = json!(mapper.sent);
         }
         RunOutput {
+            stop,
             complete,
             summary,
             flows,
@@ -388,7 +396,7 @@ impl Simulation {
     /// its phases, each taking its compute time or its slowest collective's
     /// ideal time (PRO's JCT, pro-deterministic-lb.txt s VI.A, over the
     /// ideal).
-    fn ideal_jct(&self, job: JobId) -> Time {
+    pub(super) fn ideal_jct(&self, job: JobId) -> Time {
         let p = &self.jobs.program;
         let mut finish: Arena<PhaseId, Time> = vec![Time::ZERO; p.phases.len()].into();
         // Phases of a job are stored in iteration order and reference only

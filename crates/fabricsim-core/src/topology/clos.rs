@@ -347,11 +347,13 @@ impl Plan {
 
         // Every ToR uses all its up ports and every T1 of a built pod all of
         // its up ports, so the link count follows from the switch counts.
-        let per_plane = nics * ports_per_plane as u64
-            + tors * ports[0].up as u64
-            + if tiers == 3 { switches[1] * ports[1].up as u64 } else { 0 };
-        let links = per_plane * planes as u64;
-        let nodes = nics + switches.iter().sum::<u64>() * planes as u64;
+        // Saturating: a count past u64 is refused below like any too large.
+        let per_plane = (nics.saturating_mul(ports_per_plane as u64))
+            .saturating_add(tors.saturating_mul(ports[0].up as u64))
+            .saturating_add(if tiers == 3 { switches[1].saturating_mul(ports[1].up as u64) } else { 0 });
+        let links = per_plane.saturating_mul(planes as u64);
+        let nodes =
+            nics.saturating_add(switches.iter().fold(0u64, |a, &b| a.saturating_add(b)).saturating_mul(planes as u64));
         if links > MAX_LINKS || nodes > u32::MAX as u64 {
             return invalid(
                 "topology",

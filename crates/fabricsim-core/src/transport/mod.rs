@@ -346,6 +346,14 @@ impl TransportSpec {
     pub fn sprays(&self) -> bool {
         matches!(self, TransportSpec::Mrc(_))
     }
+
+    /// How long a QP that makes no progress keeps trying before it fails.
+    pub fn give_up_time(&self) -> Time {
+        match self {
+            TransportSpec::Rocev2(c) => c.retransmit_timeout().times(u64::from(c.retry_count) + 1),
+            TransportSpec::Mrc(c) => c.error_timeout,
+        }
+    }
 }
 
 /// A transport defined outside this crate: builds the transport of each QP.

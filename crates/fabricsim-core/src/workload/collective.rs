@@ -101,6 +101,31 @@ fn default_channels() -> u32 {
 }
 
 impl CollectiveSpec {
+    /// At most how many transfers the collective expands to over `n`
+    /// ranks, without expanding it: its rank-to-rank moves per channel
+    /// (ring steps, tree edges, chain links, peers), times its channels,
+    /// plus one per slice of the bytes every rank moves (at most 2 n times
+    /// its size, which a ring all-reduce moves). Used to refuse what would
+    /// not fit in memory before building it.
+    pub fn transfer_bound(&self, n: u64) -> u64 {
+        if n < 2 {
+            return 0;
+        }
+        let moves = match self.op {
+            CollectiveOp::AllReduce if self.algorithm == Algorithm::Tree => 4 * n,
+            CollectiveOp::AllReduce => 2 * (n - 1) * n,
+            CollectiveOp::AllGather | CollectiveOp::ReduceScatter => (n - 1) * n,
+            CollectiveOp::AllToAll | CollectiveOp::AllToAllv => n * (n - 1),
+            CollectiveOp::SendRecv | CollectiveOp::Broadcast | CollectiveOp::Reduce => n,
+        };
+        let bytes = match &self.matrix {
+            Some(m) => m.iter().flatten().fold(0u64, |sum, b| sum.saturating_add(b.0)) / n,
+            None => self.bytes.map_or(0, |b| b.0),
+        };
+        let moved = (2 * n).saturating_mul(bytes);
+        moves.saturating_mul(u64::from(self.channels)).saturating_add(moved / self.slice().max(1))
+    }
+
     /// Slices in flight per connection, NCCL's default unless given.
     pub fn credits(&self) -> u32 {
         match (self.credits, self.op) {

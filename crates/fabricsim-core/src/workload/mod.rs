@@ -148,7 +148,7 @@ pub struct FlowSpec {
 }
 
 /// The ToR index (plane 0) each NIC's first port attaches to.
-fn racks(topo: &Topology, nics: &[NodeId]) -> Vec<(u32, NodeId)> {
+pub(crate) fn racks(topo: &Topology, nics: &[NodeId]) -> Vec<(u32, NodeId)> {
     let adj = topo.adjacency();
     nics.iter()
         .filter_map(|&nic| {

@@ -362,7 +362,7 @@ fn place(
 }
 
 /// The groups of job ranks that run a collective.
-fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<Vec<Vec<u32>>, ScenarioError> {
+pub(crate) fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<Vec<Vec<u32>>, ScenarioError> {
     let Some(g) = spec.group else { return Ok(vec![(0..ranks).collect()]) };
     if g.size == 0 || g.stride == 0 {
         return invalid(field, "size and stride must be at least 1");

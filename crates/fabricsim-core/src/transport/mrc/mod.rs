@@ -99,6 +99,12 @@ pub struct MrcConfig {
     /// Links (`node:port`) whose paths are never used: the denylist
     /// (s2.4, s3). Needs SRv6, under which an EV names its path.
     pub denylist: Vec<String>,
+    /// A QP with data outstanding and no new packet acknowledged for this
+    /// long fails, as a NIC reports a fatal completion. The paper gives no
+    /// value; the default is the time a RoCE QP takes to give up at its
+    /// defaults (IBTA: retry count 7, timeout 4.096us x 2^8, so 8 x
+    /// 1.048576ms), so that both transports fail a dead fabric alike.
+    pub error_timeout: Time,
 }
 
 impl Default for MrcConfig {
@@ -119,6 +125,7 @@ impl Default for MrcConfig {
             resurrect_after: 3,
             reverse_probe_interval: Time::from_us(12),
             denylist: Vec::new(),
+            error_timeout: Time::from_ns(8 * 1_048_576),
         }
     }
 }
@@ -175,15 +182,22 @@ pub struct MrcQp {
     cfg: Arc<MrcConfig>,
     sender: MrcSender,
     receiver: MrcReceiver,
+    /// When a packet was last newly acknowledged, or sending last started
+    /// from idle: the error timeout counts from here.
+    last_progress: Time,
+    /// The QP gave up (`error_timeout`): it sends and retries nothing more.
+    failed: bool,
 }
 
 impl MrcQp {
     pub fn new(cfg: Arc<MrcConfig>, setup: &QpSetup) -> MrcQp {
-        // NSCC's maximum window: 1.5 BDP at 12us (protocols.md s5.5).
-        let window = cfg.window.map_or((setup.nic_rate.0 as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
+        // NSCC's maximum window: 1.5 BDP at 12us (protocols.md s5.5), and
+        // at least one packet however slow the NIC.
+        let bdp = (setup.nic_rate.0 as f64 * 12e-6 / 8.0 * 1.5) as u64;
+        let window = cfg.window.map_or(bdp.max(u64::from(setup.mtu)), |w| w.0);
         let sender = MrcSender::new(&cfg, setup.requester_ports, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
-        MrcQp { cfg, sender, receiver }
+        MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false }
     }
 
     /// Restarts the retransmission timer from now, or stops it when nothing
@@ -194,6 +208,18 @@ impl MrcQp {
         if let Some(at) = deadline {
             out.push(Action::Arm { timer: Timer::Retransmit, at });
         }
+    }
+
+    /// Fails the QP when nothing new was acknowledged for `error_timeout`:
+    /// it stops sending and reports a fatal completion (`Action::Failed`).
+    fn gives_up(&mut self, now: Time, out: &mut Vec<Action>) -> bool {
+        if now.saturating_sub(self.last_progress) < self.cfg.error_timeout {
+            return false;
+        }
+        self.failed = true;
+        self.sender.rto_deadline = None;
+        out.push(Action::Failed);
+        true
     }
 
     /// The QP has data for its ports again (a NIC needs telling only then).
@@ -253,7 +279,7 @@ impl Transport for MrcQp {
 
     #[inline]
     fn has_data(&self) -> bool {
-        self.sender.has_data()
+        !self.failed && self.sender.has_data()
     }
 
     fn sprays(&self) -> bool {
@@ -262,26 +288,42 @@ impl Transport for MrcQp {
 
     #[inline]
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
+        if self.failed {
+            return None;
+        }
         let (data, ev) = self.sender.next_packet(port, now)?;
         if self.sender.rto_deadline.is_none() {
+            // Nothing was outstanding: the wait for progress starts now.
+            self.last_progress = now;
             self.arm_retransmit(now, out);
         }
         Some(Outgoing { data: DataPacket { addressed: true, ..data }, entropy: ev.0, not_before: now })
     }
 
     fn on_packet(&mut self, end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        if self.failed && end == End::Requester {
+            return;
+        }
         match pkt.kind {
             PacketKind::Data => self.on_data(port, pkt, now, out),
             PacketKind::Ack | PacketKind::Nak => {
                 // The SACK's port state bitmap: planes down at the other end.
                 self.sender.set_remote_planes(pkt.ports_up);
-                let progressed = if pkt.kind == PacketKind::Ack {
-                    self.sender.on_sack(pkt.psn, Ev(pkt.echo), pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid)
-                } else {
+                let sacked = pkt.kind == PacketKind::Ack
+                    && self.sender.on_sack(pkt.psn, Ev(pkt.echo), pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid);
+                if pkt.kind == PacketKind::Nak {
                     self.sender.on_nack(pkt.psn, now);
-                    true
-                };
-                if self.sender.on_cumulative_ack(pkt.ack) || progressed {
+                }
+                let acknowledged = self.sender.on_cumulative_ack(pkt.ack) || sacked;
+                if acknowledged {
+                    self.last_progress = now;
+                }
+                // A NACK restarts the timer too (the packet it names is resent
+                // now), so NACKs alone must not keep a stuck QP alive.
+                if !acknowledged && self.gives_up(now, out) {
+                    return;
+                }
+                if acknowledged || pkt.kind == PacketKind::Nak {
                     self.arm_retransmit(now, out);
                 }
                 self.after_ev_changes(now, out);
@@ -323,11 +365,15 @@ impl Transport for MrcQp {
                     out.push(Action::Arm { timer, at: deadline });
                     return;
                 }
+                if self.gives_up(now, out) {
+                    return;
+                }
                 self.sender.on_timeout();
                 self.arm_retransmit(now, out);
                 self.after_ev_changes(now, out);
                 self.ready(out);
             }
+            Timer::Probe if self.failed => {}
             Timer::Probe => {
                 for ev in self.sender.probe_retired() {
                     Self::probe(End::Requester, ev, out);
@@ -351,7 +397,7 @@ impl Transport for MrcQp {
         QpStats {
             retransmitted_packets: s.retransmitted_packets,
             timeouts: s.timeouts,
-            failed: false,
+            failed: self.failed,
             retired_evs: s.retired_evs,
             resurrected_evs: s.resurrected_evs,
             spurious_losses: s.spurious_losses,

@@ -1,0 +1,196 @@
+//! The memory a scenario will take, estimated before it is built, so that
+//! one that cannot fit is refused at once with the numbers, instead of
+//! exhausting the machine minutes into the build or the run.
+//!
+//! The estimate counts what grows with the scenario's numbers (flows, QPs
+//! and their EVs, collective transfers over every iteration, time-series
+//! samples over the whole run, captured packets) at the size each item
+//! takes in the simulator, heap included; the fixed part (ports, route
+//! tables) is counted from the topology, which is built first and is
+//! bounded on its own (`Routes::table_entries`). It errs high: a collective
+//! is counted at its transfer bound.
+
+use std::mem::size_of;
+
+use crate::error::{invalid, ScenarioError};
+use crate::net::Port;
+use crate::nic::{PortScheduler, Qp};
+use crate::scenario::Scenario;
+use crate::switch::Routes;
+use crate::topology::Topology;
+use crate::transport::TransportSpec;
+use crate::units::Time;
+use crate::workload::program::{groups, Transfer};
+use crate::workload::{racks, FlowSpec, TrafficSpec};
+
+/// Bytes of the things that grow, by name: (what, how many, bytes).
+#[derive(Clone, Debug, Default)]
+pub struct Footprint {
+    pub parts: Vec<(&'static str, u64, u64)>,
+}
+
+/// A heap allocation's bookkeeping beyond the bytes asked for.
+const ALLOC_OVERHEAD: u64 = 16;
+/// One time-series row: a time, two strings (with their heap) and a value,
+/// twice over (its column, then its JSON and Python objects).
+pub(super) const SAMPLE_ROW: u64 = 2 * (16 + 2 * (24 + 16 + ALLOC_OVERHEAD) + 16);
+/// A transfer's state in the run besides its record: its connection,
+/// dependents, counters and times (`sim::jobs::Jobs`).
+const TRANSFER_STATE: u64 = 8 + 8 + 4 + 4 + 3 * 16;
+/// A flow's records besides its spec: the flow, its connection's QP list
+/// and its message, and its row of the flows table as it crosses into
+/// Python (about 2.3 KB: the peak RSS of `fabricsim run` grows by 3.45 KB
+/// per one-QP RoCE flow, measured from 50,000 to 200,000 flows).
+const FLOW_STATE: u64 = 64 + 24 + ALLOC_OVERHEAD + 16 + 2_300;
+/// A port's row of the ports table as it crosses into Python (the peak RSS
+/// grows by 3.4 KB per port, measured from 1,024 to 4,096 planes).
+const PORT_REPORT: u64 = 2_900;
+
+impl Footprint {
+    pub fn total(&self) -> u64 {
+        self.parts.iter().fold(0u64, |sum, &(_, _, bytes)| sum.saturating_add(bytes))
+    }
+
+    fn add(&mut self, what: &'static str, count: u64, each: u64) {
+        if count > 0 {
+            self.parts.push((what, count, count.saturating_mul(each)));
+        }
+    }
+
+    /// Refuses the scenario when the estimate exceeds `budget` bytes.
+    pub fn check(&self, budget: Option<u64>, source: &str) -> Result<(), ScenarioError> {
+        let Some(budget) = budget else { return Ok(()) };
+        let total = self.total();
+        if total <= budget {
+            return Ok(());
+        }
+        let mut parts = self.parts.clone();
+        parts.sort_by_key(|&(_, _, bytes)| std::cmp::Reverse(bytes));
+        let biggest: Vec<String> =
+            parts.iter().take(3).map(|(what, count, bytes)| format!("{count} {what}: {}", gib(*bytes))).collect();
+        invalid(
+            "scenario",
+            format!(
+                "needs about {} of memory ({}), more than the {} {source}; make it smaller, or set limits.memory \
+                 to run it anyway",
+                gib(total),
+                biggest.join(", "),
+                gib(budget)
+            ),
+        )
+    }
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// What the scenario's topology, flows, QPs and jobs will take, counted
+/// before any of them is expanded.
+pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
+    let mut footprint = Footprint::default();
+    let ports = 2 * topo.links.len() as u64;
+    footprint.add("ports", ports, (size_of::<Port>() + size_of::<PortScheduler>() + 64) as u64 + PORT_REPORT);
+    footprint.add("route entries", Routes::table_entries(topo), 8);
+
+    let nics = topo.nics();
+    let n = nics.len() as u64;
+    let default_qps = u64::from(scenario.transport.qps());
+    let qp_bytes = qp_size(scenario, topo);
+    let (mut flows, mut qps) = (0u64, 0u64);
+    for spec in &scenario.traffic {
+        let (count, per_flow) = match spec {
+            TrafficSpec::Flow(f) => (1, f.qps),
+            TrafficSpec::Permutation(p) => (n, p.qps),
+            TrafficSpec::Incast(i) => {
+                (i.senders.as_ref().map_or(u64::from(i.count.unwrap_or(0)), |s| s.len() as u64), i.qps)
+            }
+            TrafficSpec::AllToAll(a) => (n * n.saturating_sub(1), a.qps),
+            TrafficSpec::UniformRandom(u) => (u64::from(u.flows), u.qps),
+            TrafficSpec::RacksToRacks(r) => {
+                let placement = racks(topo, &nics);
+                let mut per_rack = std::collections::BTreeMap::<u32, u64>::new();
+                for (rack, _) in placement {
+                    *per_rack.entry(rack).or_default() += 1;
+                }
+                let largest = per_rack.values().copied().max().unwrap_or(0);
+                ((r.src_racks.len() as u64).saturating_mul(largest), r.qps)
+            }
+        };
+        flows = flows.saturating_add(count);
+        qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
+    }
+    footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
+
+    let mut transfers = 0u64;
+    for (j, job) in scenario.jobs.iter().enumerate() {
+        let mut per_iteration = 0u64;
+        for (p, phase) in job.phases.iter().enumerate() {
+            let Some(c) = &phase.collective else { continue };
+            let field = format!("jobs[{j}].phases[{p}].collective.group");
+            for members in groups(job.ranks, c, &field)? {
+                let bound = c.transfer_bound(members.len() as u64);
+                per_iteration = per_iteration.saturating_add(bound);
+                // A connection per rank pair and channel, at most one per transfer.
+                let pairs = (members.len() as u64).pow(2).saturating_mul(u64::from(c.channels));
+                let qps_each = c.qps.map_or(default_qps, u64::from);
+                qps = qps.saturating_add(bound.min(pairs).saturating_mul(qps_each));
+            }
+        }
+        transfers = transfers.saturating_add(per_iteration.saturating_mul(u64::from(job.iterations)));
+    }
+    let transfer_row = if scenario.telemetry.transfers { 10 * 8 } else { 0 };
+    footprint.add(
+        "collective transfers",
+        transfers,
+        size_of::<Transfer>() as u64 + 2 * 4 + ALLOC_OVERHEAD + TRANSFER_STATE + transfer_row,
+    );
+    footprint.add("QPs", qps, qp_bytes);
+    Ok(footprint)
+}
+
+/// What recording takes over a run that ends by `end`: samples and the
+/// capture.
+pub(super) fn of_recording(scenario: &Scenario, end: Time, qps: u64) -> Footprint {
+    let mut footprint = Footprint::default();
+    let telemetry = &scenario.telemetry;
+    if let Some(interval) = telemetry.sample_interval {
+        let samples = end.0 / interval.0.max(1) + 1;
+        let mut rows = 2 * telemetry.ports.len() as u64 + telemetry.hosts.len() as u64;
+        if telemetry.ev_activity {
+            // Two rows per EV a QP used in the interval: at most all of them.
+            if let TransportSpec::Mrc(c) = &scenario.transport {
+                rows = rows.saturating_add(2 * qps.saturating_mul(u64::from(c.evs + c.backup_evs)));
+            }
+        }
+        footprint.add("time-series rows", samples.saturating_mul(rows), SAMPLE_ROW);
+    }
+    if let Some(pcap) = &telemetry.pcap {
+        // Each captured frame: its record header and up to snaplen bytes.
+        let frame = 16 + pcap.snaplen.0.min(scenario.nic.mtu.0 + 128);
+        footprint.add("captured packets", pcap.max_packets, frame);
+    }
+    footprint
+}
+
+/// A QP's record and its transport's heap: MRC keeps a slot per EV and
+/// two records per packet its window holds (at the fastest NIC).
+fn qp_size(scenario: &Scenario, topo: &Topology) -> u64 {
+    let own = size_of::<Qp>() as u64 + 2 * ALLOC_OVERHEAD;
+    let TransportSpec::Mrc(c) = &scenario.transport else { return own };
+    let mut nic_rate = vec![0u64; topo.nodes.len()];
+    for link in &topo.links {
+        for end in [link.a, link.b] {
+            if topo.is_nic(end) {
+                nic_rate[end.0 as usize] = nic_rate[end.0 as usize].saturating_add(link.rate.0);
+            }
+        }
+    }
+    let fastest = nic_rate.into_iter().max().unwrap_or(0);
+    // NSCC's default window, 1.5 x rate x 12us (`MrcQp::new`).
+    let window = c.window.map_or((fastest as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
+    let packets = window / scenario.nic.mtu.0.max(1);
+    // An active EV's slot and queue header take 64 B (the peak RSS grows by
+    // 8.7 KB more per MRC QP than per RoCE QP at 128 + 32 EVs).
+    own + (u64::from(c.evs) + u64::from(c.backup_evs)) * 64 + packets * 48
+}

@@ -1,0 +1,211 @@
+//! Every run ends, and says why: its work done, its duration, its time
+//! limit, a livelock, a stall, or the memory it was allowed; a QP that
+//! cannot progress fails on either transport; a scenario that would not
+//! fit in memory is refused before it is built; a build can be stopped.
+
+mod common;
+
+use common::summary_u64;
+use fabricsim_core::metrics::StopReason;
+use fabricsim_core::{RunOutput, Scenario, Setup, Simulation};
+use serde_json::{json, Value};
+
+fn topology() -> Value {
+    json!({"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us"})
+}
+
+fn scenario(extra: Value) -> Scenario {
+    let mut base = json!({
+        "topology": topology(),
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB"}],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    Scenario::from_json(&base.to_string()).expect("valid scenario")
+}
+
+fn run(extra: Value) -> RunOutput {
+    Simulation::new(scenario(extra)).expect("buildable").run(&mut |_| true)
+}
+
+#[test]
+fn a_run_that_finishes_says_completed() {
+    let out = run(json!({}));
+    assert_eq!(out.stop, StopReason::Completed);
+    assert!(out.complete);
+    assert_eq!(out.summary["stop_reason"], "completed");
+}
+
+#[test]
+fn the_time_limit_ends_a_run_marked_incomplete() {
+    let out = run(json!({"limits": {"sim_time": "20us"}}));
+    assert_eq!(out.stop, StopReason::TimeLimit);
+    assert!(!out.complete);
+    assert_eq!(out.summary["stop_reason"], "time_limit");
+    assert!(out.summary["sim_time_s"].as_f64().unwrap() <= 20e-6);
+    assert_eq!(summary_u64(&out, "flows_completed"), 0);
+}
+
+#[test]
+fn a_duration_is_a_complete_end() {
+    let out = run(json!({"duration": "20us"}));
+    assert_eq!(out.stop, StopReason::Duration);
+    assert!(out.complete);
+}
+
+#[test]
+fn too_many_events_at_one_instant_is_a_livelock() {
+    // Eight flows start at once: their start events alone pass a guard of 3.
+    let out = run(json!({
+        "traffic": [{"kind": "all_to_all", "bytes": "4KB"}],
+        "limits": {"events_per_instant": 3},
+    }));
+    assert_eq!(out.stop, StopReason::Livelock);
+    assert_eq!(out.summary["stop_reason"], "livelock");
+    assert!(!out.complete);
+}
+
+#[test]
+fn nothing_left_to_happen_with_work_unfinished_is_a_stall() {
+    // The only port of the sender is down before it sends anything: no
+    // packet leaves, so no timer ever runs, and the flow never finishes.
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us"},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB", "start": "10us"}],
+        "faults": [{"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 0}],
+    }));
+    assert_eq!(out.stop, StopReason::Stalled);
+    assert!(!out.complete);
+}
+
+/// A fault that drops everything the sender sends, forever.
+fn dead_path() -> Value {
+    json!([{"kind": "loss_rate", "at": "0us", "port": "nic0:0", "rate": 1.0}])
+}
+
+#[test]
+fn a_roce_qp_on_a_dead_path_fails_after_its_retries() {
+    let out = run(json!({"faults": dead_path()}));
+    assert_eq!(summary_u64(&out, "qp_errors"), 1);
+    assert_eq!(out.stop, StopReason::Completed);
+    // (7 + 1) timeouts of 4.096us x 2^8 after the first send.
+    let t = out.summary["sim_time_s"].as_f64().unwrap();
+    assert!((8.3e-3..8.5e-3).contains(&t), "{t}");
+}
+
+#[test]
+fn an_mrc_qp_with_no_progress_fails_after_its_error_timeout() {
+    let mrc = |timeout: &str| {
+        run(json!({
+            "transport": {"kind": "mrc", "error_timeout": timeout},
+            "faults": dead_path(),
+        }))
+    };
+    for (timeout, seconds) in [("2ms", 2e-3), ("5ms", 5e-3)] {
+        let out = mrc(timeout);
+        assert_eq!(summary_u64(&out, "qp_errors"), 1, "{timeout}");
+        assert_eq!(out.stop, StopReason::Completed);
+        let t = out.summary["sim_time_s"].as_f64().unwrap();
+        // It gives up at the first retransmission timer past the timeout.
+        assert!(t >= seconds && t < seconds + 0.5e-3, "{timeout}: gave up at {t}");
+        assert!(out.summary["timeouts"].as_u64().unwrap() > 1);
+    }
+}
+
+#[test]
+fn an_mrc_qp_that_progresses_never_fails() {
+    // Lossy but alive: 20% loss slows the flow without stopping it.
+    let out = run(json!({
+        "transport": {"kind": "mrc", "error_timeout": "200us"},
+        "faults": [{"kind": "loss_rate", "at": "0us", "port": "nic0:0", "rate": 0.2}],
+    }));
+    assert_eq!(summary_u64(&out, "qp_errors"), 0);
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+}
+
+#[test]
+fn a_scenario_larger_than_the_memory_is_refused_before_it_is_built() {
+    let big = scenario(json!({
+        "topology": {"kind": "clos", "tiers": 3, "radix": 32, "link_rate": "100Gbps"},
+        "traffic": [{"kind": "all_to_all", "bytes": "4KB"}],
+    }));
+    let start = std::time::Instant::now();
+    let err = Simulation::check(&big, Some(8 << 30)).unwrap_err();
+    // 8,192 NICs: 67 M flows, each with its QP.
+    assert_eq!(err.field, "scenario");
+    assert!(err.message.contains("67100672 flows"), "{err}");
+    assert!(err.message.contains("8.00 GiB this machine has available"), "{err}");
+    assert!(start.elapsed().as_secs() < 10, "refused only after {:?}", start.elapsed());
+    // The same limit set in the scenario is named as such.
+    let small = scenario(json!({"limits": {"memory": "1KiB"}}));
+    let err = Simulation::check(&small, None).unwrap_err();
+    assert!(err.message.contains("set by limits.memory"), "{err}");
+    // And it replaces what the machine has.
+    let generous = scenario(json!({"limits": {"memory": "1GiB"}}));
+    assert!(Simulation::check(&generous, Some(1)).is_ok());
+}
+
+#[test]
+fn a_collective_is_counted_before_it_is_expanded() {
+    let job = |iterations: u64| {
+        scenario(json!({
+            "topology": topology(),
+            "traffic": [],
+            "jobs": [{"name": "j", "ranks": 8, "iterations": iterations, "phases": [
+                {"name": "ar", "collective": {"op": "all_reduce", "bytes": "1GiB", "slice": "1KiB"}}
+            ]}],
+        }))
+    };
+    assert!(Simulation::check(&job(1), Some(16 << 30)).is_ok());
+    let err = Simulation::check(&job(4_294_967_295), Some(16 << 30)).unwrap_err();
+    assert!(err.message.contains("collective transfers"), "{err}");
+}
+
+#[test]
+fn sampling_that_outgrows_the_memory_stops_the_run() {
+    // Expected to last about twice its ideal 85us, so that is all the
+    // sampling the smallest budget it builds with has room for; the dead
+    // path keeps it going until the QP fails at 8.4ms, 840 samples.
+    let s = json!({
+        "faults": dead_path(),
+        "telemetry": {"sample_interval": "10us", "hosts": [2]},
+    });
+    // Find the footprint's own size by bisection on limits.memory: the
+    // smallest budget the build accepts leaves room for the expected rows only.
+    let builds = |bytes: u64| {
+        let mut with = s.clone();
+        with["limits"] = json!({"memory": format!("{bytes}B")});
+        Simulation::new(scenario(with)).is_ok()
+    };
+    let (mut lo, mut hi) = (0u64, 1 << 40);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if builds(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let mut with = s.clone();
+    with["limits"] = json!({"memory": format!("{hi}B")});
+    let out = Simulation::new(scenario(with)).unwrap().run(&mut |_| true);
+    assert_eq!(out.stop, StopReason::MemoryLimit);
+    assert!(!out.complete);
+    // With room, the same run samples to its end.
+    let out = run(s);
+    assert_eq!(out.stop, StopReason::Completed);
+}
+
+#[test]
+fn a_build_can_be_stopped() {
+    let many = scenario(json!({"traffic": [{"kind": "uniform_random", "flows": 100000, "bytes": "4KB"}]}));
+    let mut asked = 0;
+    let mut stop = || {
+        asked += 1;
+        false
+    };
+    let mut setup = Setup { available_memory: None, keep_going: Some(&mut stop) };
+    assert!(Simulation::new_within(many, &mut setup).unwrap().is_none());
+    assert_eq!(asked, 1);
+}
