@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -306,6 +307,230 @@ def test_ctrl_c_stops_a_long_run(tmp_path: Path, tiny_scenario_file: Path) -> No
     summary = json.loads((tmp_path / "long" / "summary.json").read_text())
     assert summary["complete"] is False
     assert summary["sim_time_s"] > 0
+
+
+def test_sigterm_stops_a_long_run_like_ctrl_c(tmp_path: Path, tiny_scenario_file: Path) -> None:
+    """SIGTERM (`timeout`, a scheduler) to a run that would take minutes: results kept, marked incomplete, exit 143."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fabricsim",
+            "run",
+            str(tiny_scenario_file),
+            "-o",
+            "long",
+            "-s",
+            "traffic.0.bytes=100GB",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the run did not stop within 60 s of SIGTERM")
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    assert "stopped by SIGTERM" in out
+    assert (tmp_path / "long" / INCOMPLETE_MARKER).exists()
+    summary = json.loads((tmp_path / "long" / "summary.json").read_text())
+    assert summary["complete"] is False
+    assert summary["sim_time_s"] > 0
+
+
+def test_sigterm_before_the_run_stops_the_command_with_143(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path
+) -> None:
+    def resolve_then_sigterm(*_: Any, **__: Any) -> Any:
+        # Delivered by hand: were SIGTERM not handled, a real one would end the test run.
+        handler = signal.getsignal(signal.SIGTERM)
+        assert callable(handler), "SIGTERM is not handled while the command runs"
+        handler(signal.SIGTERM, None)
+
+    monkeypatch.setattr(_core, "resolve", resolve_then_sigterm)
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 143
+    _bad_input(err, "terminated by SIGTERM")
+    assert not Path("runs").exists()
+
+
+def test_sigterm_handler_is_put_back_after_the_command(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    assert fabricsim_cli(capsys, "topo", tiny_scenario_file)[0] == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.fixture
+def sigint_handled() -> Iterator[None]:
+    """Python's own SIGINT handler: a test runner started in the background may have inherited SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("sigint_handled")
+def test_a_signal_while_results_are_written_waits_for_them() -> None:
+    done = []
+    with pytest.raises(KeyboardInterrupt), cli.deferred_signals():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler has run by now, and only held the signal
+        done.append("written")
+    assert done == ["written"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("sigint_handled")
+def test_interrupt_after_the_run_still_writes_the_results(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path
+) -> None:
+    real_run = _core.run
+
+    def run_then_ctrl_c(text: str, progress: Any, *args: Any, **kwargs: Any) -> Any:
+        raw = real_run(text, None, *args, **kwargs)
+        # As the core does for a run longer than 0.2 s: it reported progress ...
+        progress(1.0)
+        # ... then Ctrl-C lands while it makes its output (Python code: json.loads).
+        os.kill(os.getpid(), signal.SIGINT)
+        return raw
+
+    monkeypatch.setattr(_core, "run", run_then_ctrl_c)
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 130
+    _bad_input(err, "interrupted")
+    summary = json.loads(Path("runs/tiny/summary.json").read_text())
+    assert summary["complete"] is True
+    assert not (Path("runs/tiny") / INCOMPLETE_MARKER).exists()
+
+
+@pytest.mark.parametrize("reason", ["time_limit", "livelock", "stalled", "memory_limit"])
+def test_run_stopped_by_a_limit_exits_5_naming_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path, reason: str
+) -> None:
+    real_run = _core.run
+
+    def limited_run(*args: Any, **kwargs: Any) -> Any:
+        raw = real_run(*args, **kwargs)
+        return {**raw, "complete": False, "summary": {**raw["summary"], "stop_reason": reason}}
+
+    monkeypatch.setattr(_core, "run", limited_run)
+    code, out, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 5
+    _bad_input(err, reason, "runs/tiny")
+    assert f"stopped early: {reason}" in out
+    assert (Path("runs/tiny") / INCOMPLETE_MARKER).exists()
+    summary = json.loads(Path("runs/tiny/summary.json").read_text())
+    assert summary["complete"] is False
+    assert summary["stop_reason"] == reason
+
+
+@pytest.mark.parametrize(
+    ("override", "reason"),
+    [("limits.sim_time=5us", "time_limit"), ("limits.events_per_instant=2", "livelock")],
+)
+def test_the_cores_own_limits_end_a_real_run_with_exit_5(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path, override: str, reason: str
+) -> None:
+    code, out, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-s", override)
+    assert code == 5, err
+    assert reason in err
+    assert f"stopped early: {reason}" in out
+    summary = json.loads(Path("runs/tiny/summary.json").read_text())
+    assert (summary["complete"], summary["stop_reason"]) == (False, reason)
+    assert (Path("runs/tiny") / INCOMPLETE_MARKER).exists()
+
+
+def test_a_scenario_too_large_for_the_memory_is_refused_before_running(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-s", "transport.qps=100000000")
+    assert code == 2
+    _bad_input(err, "scenario: needs about", "QPs", "available")
+    assert not Path("runs/tiny").exists()
+
+
+@pytest.mark.parametrize(("reason", "complete", "code"), [("interrupted", False, 130), ("duration", True, 0)])
+def test_other_stop_reasons_keep_their_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_scenario_file: Path,
+    reason: str,
+    complete: bool,
+    code: int,
+) -> None:
+    real_run = _core.run
+
+    def reasoned_run(*args: Any, **kwargs: Any) -> Any:
+        raw = real_run(*args, **kwargs)
+        return {**raw, "complete": complete, "summary": {**raw["summary"], "stop_reason": reason}}
+
+    monkeypatch.setattr(_core, "run", reasoned_run)
+    assert fabricsim_cli(capsys, "run", tiny_scenario_file)[0] == code
+
+
+def _sweep_file(tmp_path: Path, tiny_scenario: dict[str, Any]) -> Path:
+    tiny_scenario["sweep"] = {"parameter": "traffic.0.bytes", "values": ["64KiB", "128KiB", "256KiB"]}
+    return _write_yaml(tmp_path / "sw.yaml", tiny_scenario)
+
+
+def test_sweep_keeps_the_runs_before_a_point_that_fails(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tiny_scenario: dict[str, Any],
+) -> None:
+    real_run = _core.run
+    calls = []
+
+    def second_run_fails(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise _core.SimulationError("internal error: index out of bounds")
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(_core, "run", second_run_fails)
+    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw")
+    assert code == 3
+    _bad_input(err, "internal simulator error", "point 2/3", "traffic.0.bytes=128KiB", "index out of bounds")
+    assert len(calls) == 2
+    out = Path("sw")
+    assert (out / INCOMPLETE_MARKER).exists()
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {"000_64KiB"}
+    assert json.loads((out / "000_64KiB" / "summary.json").read_text())["complete"] is True
+    description = json.loads((out / "sweep.json").read_text())
+    assert description["complete"] is False
+    assert [r["ran"] for r in description["runs"]] == [True, False, False]
+    assert description["failure"]["index"] == 1
+    assert description["failure"]["value"] == "128KiB"
+    assert "index out of bounds" in description["failure"]["error"]
+
+
+def test_sweep_stopped_by_a_limit_exits_5_naming_the_point(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    tiny_scenario: dict[str, Any],
+) -> None:
+    real_run = _core.run
+
+    def livelocked(*args: Any, **kwargs: Any) -> Any:
+        raw = real_run(*args, **kwargs)
+        return {**raw, "complete": False, "summary": {**raw["summary"], "stop_reason": "livelock"}}
+
+    monkeypatch.setattr(_core, "run", livelocked)
+    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw")
+    assert code == 5
+    _bad_input(err, "traffic.0.bytes=64KiB", "livelock")
+    assert (Path("sw") / INCOMPLETE_MARKER).exists()
+    assert (Path("sw") / "000_64KiB" / INCOMPLETE_MARKER).exists()
 
 
 def test_topo_json_keys(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,14 @@ import polars as pl
 import pytest
 
 import fabricsim
-from fabricsim.results import INCOMPLETE_MARKER, OutputExistsError, Results
+from fabricsim.results import (
+    INCOMPLETE_MARKER,
+    OutputExistsError,
+    OutputNotWritableError,
+    Results,
+    WriteFailedError,
+    check_output_dir,
+)
 
 
 def _raw(complete: bool = True) -> dict[str, Any]:
@@ -125,6 +134,69 @@ def test_a_failed_write_leaves_no_file_that_looks_complete(tmp_path: Path, monke
     with pytest.raises(OSError, match="disk full"):
         Results(_raw()).write(tmp_path / "run")
     assert set(_files(tmp_path / "run")) == {INCOMPLETE_MARKER, "scenario.json", "flows.parquet"}
+
+
+def test_a_write_failure_names_the_file_and_cleans_its_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(self: pl.DataFrame, file: Any, **kwargs: Any) -> None:
+        file.write(b"PAR1 partial")
+        raise pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    with pytest.raises(WriteFailedError, match=r"run/flows\.parquet: cannot write: .*No space left on device"):
+        Results(_raw()).write(tmp_path / "run")
+    assert set(_files(tmp_path / "run")) == {INCOMPLETE_MARKER, "scenario.json"}
+
+
+def test_overwriting_a_complete_run_that_fails_leaves_it_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = Results(_raw()).write(tmp_path / "run")
+
+    def full_disk(self: pl.DataFrame, file: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    with pytest.raises(WriteFailedError):
+        Results(_raw()).write(out, overwrite=True)
+    assert (out / INCOMPLETE_MARKER).exists()
+
+
+def test_output_check_creates_nothing_that_stays(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "run"
+    assert check_output_dir(target) == target
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("relative", "error", "fragment"),
+    [
+        ("file", OutputExistsError, "exists and is not a directory"),
+        ("file/run", OutputNotWritableError, "cannot create it: Not a directory"),
+        ("new/" + "x" * 300, OutputNotWritableError, "cannot create it: File name too long"),
+        ("x" * 300, OutputNotWritableError, "File name too long"),
+    ],
+)
+def test_output_check_refuses_what_cannot_be_written(
+    tmp_path: Path, relative: str, error: type[OSError], fragment: str
+) -> None:
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(error, match=fragment):
+        check_output_dir(tmp_path / relative)
+    assert _files(tmp_path) == {"file": b"mine"}
+
+
+def test_output_check_tries_writing_into_an_existing_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+
+    def read_only(self: Path, data: bytes) -> int:
+        raise PermissionError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+
+    monkeypatch.setattr(Path, "write_bytes", read_only)
+    with pytest.raises(OutputNotWritableError, match="cannot write in it: Read-only file system"):
+        check_output_dir(out, overwrite=True)
 
 
 def test_writing_is_byte_deterministic(tmp_path: Path) -> None:

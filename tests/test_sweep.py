@@ -9,10 +9,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from fabricsim import ScenarioError
+from fabricsim import ScenarioError, SimulationError, runner
 from fabricsim.plots import plot_busbw, size_label
 from fabricsim.results import INCOMPLETE_MARKER, Results, nccl_tests_table
-from fabricsim.sweep import SweepPoint, SweepResults, expand, value_label
+from fabricsim.sweep import SweepFailure, SweepPoint, SweepResults, expand, run_points, value_label
 
 PARAMETER = "jobs.0.phases.0.collective.bytes"
 
@@ -264,6 +264,37 @@ def test_stopped_sweep_is_marked_incomplete(tmp_path: Path) -> None:
     description = json.loads((out / "sweep.json").read_text())
     assert description["complete"] is False
     assert [r["ran"] for r in description["runs"]] == [True, True, False]
+
+
+def test_a_failing_point_stops_the_sweep_keeping_the_runs_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    parameter, points = expand(_scenario())
+    calls = []
+
+    def run_loaded(scenario: dict[str, Any], progress: Any = False) -> Results:
+        calls.append(scenario)
+        if len(calls) == 2:
+            raise SimulationError("internal error: boom")
+        return Results(_raw([_collective_row()]))
+
+    monkeypatch.setattr(runner, "run_loaded", run_loaded)
+    sweep = run_points(parameter, points)
+    assert len(calls) == 2
+    assert len(sweep.runs) == 1
+    assert sweep.failure is not None
+    assert sweep.failure.point.index == 1
+    assert isinstance(sweep.failure.error, SimulationError)
+    assert not sweep.complete
+
+
+def test_a_failed_sweep_is_written_incomplete_naming_the_failure(tmp_path: Path) -> None:
+    sweep = _sweep_results([8, 1024, 4096], runs=1)
+    sweep.failure = SweepFailure(sweep.points[1], SimulationError("internal error: boom"))
+    out = sweep.write(tmp_path / "sw")
+    assert (out / INCOMPLETE_MARKER).exists()
+    description = json.loads((out / "sweep.json").read_text())
+    assert description["complete"] is False
+    assert description["failure"] == {"index": 1, "value": "1024B", "error": "SimulationError: internal error: boom"}
+    assert [r["ran"] for r in description["runs"]] == [True, False, False]
 
 
 def test_sweep_overwrite_removes_runs_of_an_earlier_sweep(tmp_path: Path) -> None:

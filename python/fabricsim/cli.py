@@ -1,23 +1,44 @@
 """The `fabricsim` command: run (a scenario, or each value of its sweep), topo, bench, schema, reproduce.
 
 Bad input (a scenario the core rejects, a missing or malformed file, an
-output directory that exists) is reported as one line `error: ...` on stderr
-with exit code 2, before anything is written. A failure inside the simulator
-exits with 3; a run stopped with Ctrl-C writes what it measured, marked
-incomplete, and exits with 130. A sweep is checked whole, every value, before
-its first run.
+output directory that exists or cannot be created or written) is reported as
+one line `error: ...` on stderr, before anything is simulated or written. A
+run stopped early, by Ctrl-C, SIGTERM or one of its limits, writes what it
+measured, marked incomplete. A sweep is checked whole, every value, before
+its first run; a point whose run fails stops it, and the runs before it are
+written, marked incomplete.
+
+Exit codes:
+
+- 0: done;
+- 2: bad input;
+- 3: an internal simulator error (in a sweep, at the point named);
+- 4: the results could not be written (a full disk, an I/O error), named with the system's reason;
+- 5: a run ended short of its end by itself: its summary's `stop_reason` is `time_limit`, `livelock`,
+  `stalled` or `memory_limit`;
+- 130: stopped by Ctrl-C (SIGINT); 143: stopped by SIGTERM;
+- 141: stdout was closed early (`fabricsim schema | head -1`): a quiet stop, as by SIGPIPE.
+
+SIGTERM is handled as Ctrl-C is. A signal in the moment a run ends waits
+until its results are written (`deferred_signals`), then stops the command
+as it would have.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -31,13 +52,24 @@ from .sweep import prepare, run_points
 
 if TYPE_CHECKING:
     from .results import Results
-    from .sweep import SweepPoint, SweepResults
+    from .sweep import SweepFailure, SweepPoint, SweepResults
 
-__all__ = ["main"]
+__all__ = ["deferred_signals", "main"]
 
 EXIT_BAD_INPUT = 2
 EXIT_SIMULATOR = 3
-EXIT_INTERRUPTED = 130
+EXIT_WRITE_FAILED = 4
+EXIT_LIMIT = 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C killed
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+# A run's summary["stop_reason"] when the core stopped it itself, short of
+# its end: its time limit, a livelock (time stopped advancing), a stall
+# (nothing left to happen, work unfinished) or the memory it was allowed
+# (docs/RELIABILITY.md). "interrupted" is a signal's doing; "completed" and
+# "duration" are whole runs.
+LIMIT_STOPS = ("time_limit", "livelock", "stalled", "memory_limit")
 
 # The built-in cases of `fabricsim bench`: the flow reference scenario of
 # issue 2, the collective case of issue 3 and the MRC case of issue 4, all
@@ -46,16 +78,152 @@ BENCH_CASES = {"flows": "bench", "collective": "bench_collective", "mrc": "bench
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `fabricsim` command; returns the exit code."""
-    args = _parser().parse_args(argv)
+    """Entry point of the `fabricsim` command; returns the exit code (see the module docs)."""
     try:
-        return int(args.command(args))
+        args = _parser().parse_args(argv)
+        with _STOP.raising():
+            code = int(args.command(args))
+            # A closed stdout shows here rather than in the interpreter's last flush, which would print a traceback.
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_closed()
+    except _Exit as exc:
+        return _fail(str(exc), exc.code)
     except (_core.ScenarioError, OSError) as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
     except _core.SimulationError as exc:
         return _fail(f"internal simulator error: {exc}", EXIT_SIMULATOR)
     except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+        return _fail("terminated by SIGTERM" if _STOP.received == signal.SIGTERM else "interrupted", _STOP.exit_code)
+    return code
+
+
+class _Exit(Exception):
+    """Ends the command with an error line and its own exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@contextmanager
+def _write_failures_exit() -> Iterator[None]:
+    """A failure to write results ends the command with exit code 4: the input was fine, the disk was not."""
+    from .results import WriteFailedError
+
+    try:
+        yield
+    except WriteFailedError as exc:
+        raise _Exit(str(exc), EXIT_WRITE_FAILED) from None
+
+
+ProgressCallback = Callable[[float], None]
+SignalHandler = Callable[[int, FrameType | None], Any]
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM (`timeout`, a scheduler): both stop a command the same way.
+
+    Either raises KeyboardInterrupt, which stops a run at the core's next
+    look at signals (five times a second): it returns what it measured, and
+    that is written marked incomplete. While results are at stake (inside
+    `deferred`), a signal is held instead: it stops a run through its
+    progress callback (`stopping`), and otherwise waits until the block is
+    done, so that no moment of a run's end, the core's output included, can
+    lose what was measured. The last signal received names the exit code.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.holding = False
+        self.pending = False
+
+    @contextmanager
+    def raising(self) -> Iterator[None]:
+        """While the block runs, SIGINT and SIGTERM raise KeyboardInterrupt (those not ignored)."""
+        self.received, self.holding, self.pending = None, False, False
+        previous = _replace_handlers(STOP_SIGNALS, self._handle)
+        try:
+            yield
+        finally:
+            _restore_handlers(previous)
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Holds SIGINT and SIGTERM while the block runs; then raises KeyboardInterrupt if one is still held."""
+        self.holding, self.pending = True, False
+        previous = _replace_handlers(STOP_SIGNALS, self._handle)
+        try:
+            yield
+        finally:
+            _restore_handlers(previous)
+            self.holding = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+    def stopping(self, progress: ProgressCallback) -> ProgressCallback:
+        """The progress callback of a run inside `deferred`, which stops the run when a signal is held.
+
+        Until the core first calls it, signals raise as outside `deferred`:
+        building the simulation can be interrupted, and nothing is measured
+        yet. A run shorter than one progress period is not protected.
+        """
+        self.holding = False
+
+        def call(fraction: float) -> None:
+            self.holding = True
+            if self.pending:
+                # Stops the run, which reports it: no need to raise it again after the block.
+                self.pending = False
+                raise KeyboardInterrupt
+            progress(fraction)
+
+        return call
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signum
+        if not self.holding:
+            raise KeyboardInterrupt
+        self.pending = True
+
+    @property
+    def cause(self) -> str:
+        """What stopped the command, in words: `Ctrl-C` or `SIGTERM`."""
+        return "SIGTERM" if self.received == signal.SIGTERM else "Ctrl-C"
+
+    @property
+    def exit_code(self) -> int:
+        """130 after Ctrl-C, 143 after SIGTERM."""
+        return EXIT_TERMINATED if self.received == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+_STOP = _StopSignals()
+# Around a run's end and the writing of its results; see _StopSignals.
+deferred_signals = _STOP.deferred
+
+
+def _replace_handlers(signums: Sequence[int], handler: SignalHandler) -> dict[int, Any]:
+    """Installs `handler` for those of `signums` that are handled; returns the handlers it replaced.
+
+    A signal that is ignored (a background job's SIGINT) stays ignored. Only
+    the main thread may set handlers; called from another, nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {}
+    for signum in signums:
+        current = signal.getsignal(signum)
+        # None: a handler set outside Python, which could not be put back.
+        if current is not signal.SIG_IGN and current is not None:
+            previous[signum] = signal.signal(signum, handler)
+    return previous
+
+
+def _restore_handlers(previous: Mapping[int, Any]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -147,10 +315,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from .results import Results, check_output_dir
 
     output = check_output_dir(args.output or Path("runs") / path_safe(name), args.overwrite)
-    with ProgressBar() as bar:
-        raw = _core.run(text, bar)
-    results = Results(raw)
-    path = results.write(output, overwrite=args.overwrite, csv=args.csv)
+    with _write_failures_exit(), deferred_signals():
+        with ProgressBar() as bar:
+            raw = _core.run(text, _STOP.stopping(bar))
+        results = Results(raw)
+        path = results.write(output, overwrite=args.overwrite, csv=args.csv)
 
     console = Console()
     console.print(_summary_table(name, results))
@@ -159,8 +328,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if results.complete:
         console.print(f"results: {path}")
         return 0
-    console.print(f"results (incomplete, stopped by Ctrl-C): {path}")
-    return EXIT_INTERRUPTED
+    return _report_incomplete(console, "the run", results.summary, "incomplete", path)
 
 
 def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
@@ -173,11 +341,12 @@ def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
     console = Console(highlight=False)
 
     def done(point: SweepPoint, results: Results) -> None:
-        state = "" if results.complete else " (incomplete, stopped by Ctrl-C)"
+        state = "" if results.complete else f" (incomplete, {_stop_cause(results.summary)})"
         console.print(f"[{point.index + 1}/{len(points)}] {parameter}={point.label}{state}", markup=False)
 
     sweep = run_points(parameter, points, progress=True, on_run=done)
-    path = sweep.write(output, overwrite=args.overwrite, csv=args.csv, plot=args.plot)
+    with _write_failures_exit(), deferred_signals():
+        path = sweep.write(output, overwrite=args.overwrite, csv=args.csv, plot=args.plot)
 
     table = sweep.table()
     if table:
@@ -188,8 +357,46 @@ def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
     if sweep.complete:
         console.print(f"results: {path}")
         return 0
-    console.print(f"results (incomplete, {len(sweep.runs)} of {len(points)} runs, stopped by Ctrl-C): {path}")
-    return EXIT_INTERRUPTED
+    state = f"incomplete, {len(sweep.runs)} of {len(points)} runs"
+    if sweep.failure is not None:
+        console.print(f"results ({state}): {path}", markup=False)
+        return _point_failed(sweep.failure, parameter, len(points))
+    # The last run says why when it was stopped itself; a sweep stopped between two runs was interrupted.
+    last = sweep.runs[-1] if sweep.runs else None
+    summary = last.summary if last is not None and not last.complete else {}
+    run = f"the run of {parameter}={sweep.points[len(sweep.runs) - 1].label}" if last is not None else "the sweep"
+    return _report_incomplete(console, run, summary, state, path)
+
+
+def _report_incomplete(console: Console, run: str, summary: Mapping[str, Any], state: str, path: Path) -> int:
+    """Says why results were written incomplete; the exit code is 5 when a limit stopped `run`, else the signal's."""
+    console.print(f"results ({state}, {_stop_cause(summary)}): {path}", markup=False)
+    code = _stop_code(summary)
+    if code == EXIT_LIMIT:
+        _fail(f"{run} {_stop_cause(summary)}; what it measured is written, marked incomplete: {path}", code)
+    return code
+
+
+def _stop_cause(summary: Mapping[str, Any]) -> str:
+    """Why a run is incomplete, in words: a limit it reached (its `stop_reason`), else the signal that stopped it."""
+    reason = summary.get("stop_reason")
+    return f"stopped early: {reason}" if reason in LIMIT_STOPS else f"stopped by {_STOP.cause}"
+
+
+def _stop_code(summary: Mapping[str, Any]) -> int:
+    """Exit code of an incomplete run: 5 when a limit stopped it, else the signal's."""
+    return EXIT_LIMIT if summary.get("stop_reason") in LIMIT_STOPS else _STOP.exit_code
+
+
+def _point_failed(failure: SweepFailure, parameter: str, points: int) -> int:
+    """Reports the sweep point whose run failed: exit 3, or 2 when the core found its scenario bad only then."""
+    point = f"point {failure.point.index + 1}/{points} ({parameter}={failure.point.label})"
+    error = failure.error
+    if isinstance(error, _core.ScenarioError):
+        return _fail(f"{point}: {error}", EXIT_BAD_INPUT)
+    if isinstance(error, _core.SimulationError):
+        return _fail(f"internal simulator error at {point}: {error}", EXIT_SIMULATOR)
+    return _fail(f"internal error at {point}: {type(error).__name__}: {error}", EXIT_SIMULATOR)
 
 
 def _cmd_topo(args: argparse.Namespace) -> int:
@@ -207,14 +414,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise _core.ScenarioError("--case: give either a scenario file or a built-in case, not both")
     if args.scenario is not None or args.case in BENCH_CASES:
         source = args.scenario or builtin_scenario(BENCH_CASES[args.case])
-        report, complete = _bench_one(source, args.overrides)
+        report, summary, complete = _bench_one(source, args.overrides)
         if args.json:
             print(json.dumps(report, indent=2))
         else:
             title = "fabricsim bench" + ("" if args.scenario is not None else f": {args.case}")
             Console().print(_bench_table(report, title))
         if not complete:
-            return _fail("benchmark stopped by Ctrl-C; the figures cover part of the run", EXIT_INTERRUPTED)
+            return _fail(f"benchmark {_stop_cause(summary)}; the figures cover part of the run", _stop_code(summary))
         return 0
 
     reports = {}
@@ -233,8 +440,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], bool]:
-    """Runs one scenario in this process; its measurements and whether it ran to the end."""
+def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], bool]:
+    """Runs one scenario in this process; its measurements, the core's summary and whether it ran to the end."""
     text = to_json(load_scenario(source, overrides))
     _core.resolve(text)
     with ProgressBar(description="benchmark") as bar:
@@ -251,7 +458,7 @@ def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], 
         "packet_hops": summary["packet_hops"],
         "sim_time_s": summary["sim_time_s"],
     }
-    return report, bool(raw["complete"])
+    return report, summary, bool(raw["complete"])
 
 
 def _bench_in_child(case: str, overrides: Sequence[str]) -> dict[str, Any] | int:
@@ -304,14 +511,24 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if exp.note:
             console.print(f"note: {exp.note}", markup=False)
 
-    reproduce(args.paper, args.out, quick=args.quick, only=args.only, on_experiment=done, on_run=ran)
+    with _write_failures_exit():
+        reproduce(args.paper, args.out, quick=args.quick, only=args.only, on_experiment=done, on_run=ran)
     console.print(f"total wall time {time.perf_counter() - start:.1f} s; results: {args.out}", markup=False)
     return 0
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    # One line, whatever the message holds: some errors of libraries span several.
+    print(f"error: {' '.join(message.splitlines())}", file=sys.stderr)
     return code
+
+
+def _stdout_closed() -> int:
+    """Exit code when stdout's reader went away (`fabricsim schema | head -1`): quiet, as after SIGPIPE."""
+    # The interpreter flushes stdout once more at exit; into /dev/null that cannot fail.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_STDOUT_CLOSED
 
 
 def _peak_rss_bytes() -> int:

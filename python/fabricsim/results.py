@@ -6,14 +6,20 @@ the fabricsim version), one Parquet file per table the core returned (`flows`,
 `summary.json`, and CSV copies on request. Every file is written
 under a temporary name in the same directory and renamed into place; a marker
 file `INCOMPLETE` exists while the directory is being written and stays when
-the run itself was stopped early, so a directory without it is whole.
+the run itself was stopped early, or when writing failed (`WriteFailedError`,
+naming the file and the system's reason), so a directory without it is whole.
+
+`check_output_dir` tells before a run whether its directory could be
+written, by trying: it creates what is missing and a probe file, then
+removes them again.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +31,14 @@ from .scenario import VERSION_KEY
 __all__ = [
     "INCOMPLETE_MARKER",
     "OutputExistsError",
+    "OutputNotWritableError",
     "Results",
+    "WriteFailedError",
     "check_output_dir",
     "nccl_rows",
     "nccl_tests_table",
     "write_atomic",
+    "write_failures",
     "write_json",
 ]
 
@@ -42,14 +51,69 @@ class OutputExistsError(FileExistsError):
     """The output directory exists and overwriting was not asked for."""
 
 
+class OutputNotWritableError(OSError):
+    """The output directory cannot be created or written to; found before anything is written."""
+
+
+class WriteFailedError(OSError):
+    """Writing results failed partway (a full disk, an I/O error); what was written is marked incomplete."""
+
+
 def check_output_dir(directory: str | Path, overwrite: bool = False) -> Path:
-    """Checks that results may be written to `directory` without writing anything; returns it as a Path."""
+    """Checks that results may be written to `directory`, leaving nothing behind; returns it as a Path.
+
+    An existing directory is refused unless `overwrite`, anything else in
+    the way always. The rest is tried for real: the missing directories are
+    created and a probe file written in the last, then all of it removed, so
+    a read-only parent or a name the file system refuses (too long) shows
+    now rather than after the run.
+    """
     path = Path(directory)
-    if path.exists() and not path.is_dir():
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except OSError as exc:  # e.g. a name too long to look up
+        raise OutputNotWritableError(f"output directory {path}: {_reason(exc)}") from None
+    if exists and not is_dir:
         raise OutputExistsError(f"output path {path} exists and is not a directory")
-    if path.exists() and not overwrite:
+    if exists and not overwrite:
         raise OutputExistsError(f"output directory {path} exists; pass --overwrite to replace its results")
+    _try_writing(path)
     return path
+
+
+def _try_writing(path: Path) -> None:
+    """Creates the missing directories of `path` and a probe file in it, then removes all it created."""
+    created: list[Path] = []
+    try:
+        _create_missing(path, created)
+        probe = path / f".fabricsim-probe.{os.getpid()}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise OutputNotWritableError(f"output directory {path}: cannot write in it: {_reason(exc)}") from None
+    finally:
+        for directory in reversed(created):
+            with suppress(OSError):
+                directory.rmdir()
+
+
+def _create_missing(path: Path, created: list[Path]) -> None:
+    """Creates `path` and its missing parents, top down, recording each in `created` as it is made."""
+    for directory in reversed((path, *path.parents)):
+        try:
+            if directory.exists():
+                continue
+            directory.mkdir()
+        except OSError as exc:
+            which = "it" if directory == path else directory
+            raise OutputNotWritableError(f"output directory {path}: cannot create {which}: {_reason(exc)}") from None
+        created.append(directory)
+
+
+def _reason(exc: BaseException) -> str:
+    """The system's words for an OSError (`No space left on device`), else the error's own message."""
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 class Results:
@@ -124,26 +188,27 @@ class Results:
         as CSV copies, removed) while other files are left alone.
         """
         path = check_output_dir(directory, overwrite)
-        path.mkdir(parents=True, exist_ok=True)
-        marker = path / INCOMPLETE_MARKER
-        write_atomic(marker, lambda f: f.write(b"this run directory is incomplete\n"))
+        with write_failures(path):
+            path.mkdir(parents=True, exist_ok=True)
+            marker = path / INCOMPLETE_MARKER
+            write_atomic(marker, lambda f: f.write(b"this run directory is incomplete\n"))
 
-        written = {INCOMPLETE_MARKER}
-        scenario = {VERSION_KEY: version(), **self.scenario}
-        written.add(write_json(path / "scenario.json", scenario))
-        for name, frame in self.frames.items():
-            written.add(write_atomic(path / f"{name}.parquet", lambda f, df=frame: df.write_parquet(f)))
-            if csv:
-                written.add(write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))
-        if self.pcap is not None:
-            written.add(write_atomic(path / PCAP_FILE, lambda f: f.write(self.pcap)))
-        for stale in _known_outputs(self.frames) - written:
-            (path / stale).unlink(missing_ok=True)
-        summary = {"complete": self.complete} | {k: v for k, v in self.summary.items() if k != "complete"}
-        written.add(write_json(path / "summary.json", summary))
+            written = {INCOMPLETE_MARKER}
+            scenario = {VERSION_KEY: version(), **self.scenario}
+            written.add(write_json(path / "scenario.json", scenario))
+            for name, frame in self.frames.items():
+                written.add(write_atomic(path / f"{name}.parquet", lambda f, df=frame: df.write_parquet(f)))
+                if csv:
+                    written.add(write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))
+            if self.pcap is not None:
+                written.add(write_atomic(path / PCAP_FILE, lambda f: f.write(self.pcap)))
+            for stale in _known_outputs(self.frames) - written:
+                (path / stale).unlink(missing_ok=True)
+            summary = {"complete": self.complete} | {k: v for k, v in self.summary.items() if k != "complete"}
+            written.add(write_json(path / "summary.json", summary))
 
-        if self.complete:
-            marker.unlink()
+            if self.complete:
+                marker.unlink()
         return path
 
 
@@ -266,15 +331,35 @@ def write_json(path: Path, data: Mapping[str, Any]) -> str:
 
 
 def write_atomic(path: Path, write: Callable[[Any], object]) -> str:
-    """Writes through a temporary file in the same directory, then renames it over `path`."""
+    """Writes through a temporary file in the same directory, then renames it over `path`.
+
+    A failure removes the temporary file and raises `WriteFailedError` naming `path`.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with write_failures(path):
+        try:
+            with tmp.open("wb") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(path)
+        except BaseException:
+            with suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
     return path.name
+
+
+@contextmanager
+def write_failures(path: Path) -> Iterator[None]:
+    """Raises a failure of the file system while writing `path` as `WriteFailedError`, naming `path` and the reason.
+
+    polars reports an I/O error of `write_parquet` as its own ComputeError,
+    so its errors count as write failures too.
+    """
+    try:
+        yield
+    except (WriteFailedError, OutputExistsError, OutputNotWritableError):
+        raise
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise WriteFailedError(f"{path}: cannot write: {_reason(exc)}") from exc

@@ -11,14 +11,25 @@ fills defaults); this module only assembles the dict that is handed to it:
 
 A scenario with a `sweep` section stands for several runs; `fabricsim.sweep`
 expands it, and a single run refuses it.
+
+Whatever the input, a bad one is a `ScenarioError` naming the file or field,
+never another exception. A scenario file is UTF-8 text (a UTF-8 byte-order
+mark is allowed) of at most `MAX_FILE_BYTES`, without duplicate keys. A
+scenario, from a file, a dict or overrides, nests at most `MAX_DEPTH`
+levels, holds at most `MAX_VALUES` values once its YAML aliases are expanded,
+has string keys, finite numbers and integers that fit in 64 bits: what JSON
+carries to the core as it is.
 """
 
 from __future__ import annotations
 
+import codecs
 import copy
 import json
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,6 +40,7 @@ from ._core import ScenarioError
 
 __all__ = [
     "builtin_scenario",
+    "check_tree",
     "deep_merge",
     "is_sweep",
     "load_scenario",
@@ -45,6 +57,15 @@ SWEEP_KEY = "sweep"
 
 ScenarioSource = str | Path | Mapping[str, Any]
 Overrides = Iterable[str] | Mapping[str, Any] | None
+
+# Limits of what a scenario may be: far beyond any real one (the largest
+# shipped is a few KiB, nested 6 levels), and low enough that reading,
+# merging and JSON encoding stay fast and never exhaust the stack or memory.
+MAX_FILE_BYTES = 16 * 2**20
+MAX_DEPTH = 64
+MAX_VALUES = 1_000_000
+# What serde reads as an integer: i64 and u64; JSON would carry more digits as a float.
+INT_RANGE = (-(2**63), 2**64 - 1)
 
 
 def builtin_scenario(name: str) -> Path:
@@ -65,18 +86,22 @@ def load_scenario(source: ScenarioSource, overrides: Overrides = None) -> dict[s
 
     `overrides` is either a list of `dotted.key=value` strings, whose values are
     parsed as YAML scalars (`seed=3`, `topology.link_rate=400Gbps`), or a
-    mapping of dotted keys to already-typed values.
+    mapping of dotted keys to already-typed values. Whatever is wrong with
+    them raises `ScenarioError` (a missing file, `FileNotFoundError`).
     """
     if isinstance(source, Mapping):
-        scenario = _expand_includes(copy.deepcopy(dict(source)), Path.cwd(), ())
-    else:
+        given = dict(source)
+        # Checked before anything recursive (deepcopy, merging) walks it.
+        _check_shape(given)
+        scenario = _expand_includes(copy.deepcopy(given), Path.cwd(), ())
+    elif isinstance(source, str | Path):
         scenario = _load_file(Path(source), ())
+    else:
+        raise ScenarioError(f"scenario: expected a YAML file path or a mapping, got {type(source).__name__}")
     scenario.pop(VERSION_KEY, None)
-    if overrides is None:
-        return scenario
-    items = overrides.items() if isinstance(overrides, Mapping) else (parse_override(o) for o in overrides)
-    for key, value in items:
+    for key, value in _override_items(overrides):
         set_dotted(scenario, key, value)
+    check_tree(scenario)
     return scenario
 
 
@@ -85,12 +110,23 @@ def parse_override(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ScenarioError(f"-s {text}: an override is written dotted.key=value, e.g. -s topology.radix=8")
+        raise ScenarioError(f"-s {_shorten(text)}: an override is written dotted.key=value, e.g. -s topology.radix=8")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{key}: cannot parse the value {raw!r}: {_yaml_problem(exc)}") from None
+        value = yaml.load(raw, Loader=_ScenarioLoader) if raw.strip() else None
+    except Exception as exc:  # PyYAML raises more than YAMLError on odd values, see _parse_yaml
+        raise ScenarioError(f"{key}: cannot parse the value {_shorten(raw)}: {_yaml_problem(exc, raw)}") from None
     return key, value
+
+
+def check_tree(scenario: Any) -> None:
+    """Refuses a scenario (or part of one) that JSON would not carry to the core as it is; names the field.
+
+    It must not contain itself, nest deeper than `MAX_DEPTH` levels or hold
+    more than `MAX_VALUES` values once shared parts are expanded; its keys
+    must be strings, its numbers finite and its integers fit in 64 bits.
+    """
+    _check_shape(scenario)
+    _check_values(scenario)
 
 
 def set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
@@ -139,30 +175,313 @@ def path_safe(name: str) -> str:
 
 
 def to_json(scenario: Mapping[str, Any]) -> str:
-    """The JSON text handed to the core. YAML-only types (dates) become strings the core then rejects by field."""
-    return json.dumps(scenario, default=str)
+    """The JSON text handed to the core. YAML-only types (dates) become strings the core then rejects by field.
+
+    The scenario is checked first (`check_tree`): a dict changed after
+    loading, e.g. by `--seed`, gets the same errors as one loaded.
+    """
+    check_tree(scenario)
+    return json.dumps(scenario, default=str, allow_nan=False)
 
 
 def _load_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
-    resolved = path.resolve()
+    resolved = _resolve(path)
     if resolved in chain:
         cycle = " -> ".join(str(p) for p in (*chain, resolved))
         raise ScenarioError(f"include: include cycle {cycle}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"scenario file not found: {path}") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"scenario path is a directory, not a file: {path}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
+    data = _parse_yaml(_decode(_read_bounded(path), path), path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping of keys, found {type(data).__name__}")
+    # Aliases can nest and multiply what the file spells out: checked before merging expands them.
+    _check_shape(data, str(path))
     return _expand_includes(data, path.parent, (*chain, resolved))
+
+
+def _resolve(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL in the name, ...
+        raise ScenarioError(f"{path}: cannot resolve the path: {exc}") from None
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes; refuses one larger than MAX_FILE_BYTES without reading further (`/dev/zero`)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"scenario file not found: {path}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"scenario path is a directory, not a file: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise ScenarioError(f"{path}: cannot read the file: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB, the limit of a scenario file")
+    return data
+
+
+# Byte-order marks of what an editor may save instead of UTF-8; UTF-32's
+# little-endian mark starts like UTF-16's, so it is tried first.
+_OTHER_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """The file as text; refuses what is not UTF-8, saying when it looks like UTF-16 or a binary file."""
+    for bom, encoding in _OTHER_BOMS:
+        if data.startswith(bom):
+            raise ScenarioError(
+                f"{path}: not UTF-8 text: it is {encoding}, it starts with a {encoding} byte-order mark"
+            )
+    if b"\0" in data:
+        looks = "it looks like UTF-16 (a NUL in every other byte)" if _looks_like_utf16(data) else "a binary file?"
+        raise ScenarioError(f"{path}: not UTF-8 text: it holds NUL bytes, {looks}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ScenarioError(f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line}") from None
+
+
+def _looks_like_utf16(data: bytes) -> bool:
+    # Mostly-ASCII UTF-16 has a NUL in every other byte: the odd ones in
+    # little-endian order, the even ones in big-endian.
+    sample = data[:4096]
+    even, odd = sample[0::2], sample[1::2]
+    return (odd.count(0) > len(odd) // 2 and 0 not in even) or (even.count(0) > len(even) // 2 and 0 not in odd)
+
+
+def _parse_yaml(text: str, path: Path) -> Any:
+    try:
+        return yaml.load(text, Loader=_ScenarioLoader)
+    except _RefusedYAML as exc:
+        raise ScenarioError(f"{path}: {_yaml_problem(exc, text)}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: invalid YAML: {_yaml_problem(exc, text)}") from None
+    except Exception as exc:  # PyYAML lets some bad values through as other errors: `2024-02-30`, `!!int x`
+        raise ScenarioError(f"{path}: cannot read the YAML: {_yaml_problem(exc, text)}") from None
+
+
+class _RefusedYAML(yaml.MarkedYAMLError):
+    """Valid YAML that is no scenario: a duplicate key, too deep a nesting."""
+
+
+class _ScenarioLoader(yaml.SafeLoader):
+    """The safe loader, refusing duplicate keys, nesting deeper than MAX_DEPTH and more than MAX_VALUES nodes.
+
+    All three are refused while it composes, before anything is built:
+    composing recurses once per level, so the depth is counted before each
+    level is entered (a file of 100,000 `[` stops at the 65th), and a file
+    of millions of values stops at the limit rather than after minutes of
+    parsing. Merge keys (`<<: *base`) still merge, their keys overridden by
+    the mapping's own.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self._nodes += 1
+        if self._nodes > MAX_VALUES:
+            mark = self.peek_event().start_mark
+            raise _RefusedYAML(problem=f"more than {MAX_VALUES:,} values, the limit of a scenario", problem_mark=mark)
+        return super().compose_node(parent, index)
+
+    def compose_sequence_node(self, anchor: str | None) -> yaml.SequenceNode:
+        self._enter()
+        try:
+            return super().compose_sequence_node(anchor)
+        finally:
+            self._depth -= 1
+
+    def compose_mapping_node(self, anchor: str | None) -> yaml.MappingNode:
+        self._enter()
+        try:
+            node = super().compose_mapping_node(anchor)
+        finally:
+            self._depth -= 1
+        _refuse_duplicate_keys(node)
+        return node
+
+    def _enter(self) -> None:
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise _RefusedYAML(problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=mark)
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _refuse_duplicate_keys(node: yaml.MappingNode) -> None:
+    first: dict[tuple[str, str], yaml.Node] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE_TAG:
+            continue
+        seen = first.setdefault((key.tag, key.value), key)
+        if seen is not key:
+            problem = f"duplicate key {_shorten(key.value)} (first on line {seen.start_mark.line + 1})"
+            raise _RefusedYAML(problem=problem, problem_mark=key.start_mark)
+
+
+def _override_items(overrides: Overrides) -> list[tuple[str, Any]]:
+    """The (dotted key, value) pairs of `overrides`; refuses a string (which would iterate its characters)."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, str | bytes):
+        raise ScenarioError("overrides: expected a list of 'key=value' strings, got a string")
+    if isinstance(overrides, Mapping):
+        items = list(overrides.items())
+    elif isinstance(overrides, Iterable):
+        texts = list(overrides)
+        for text in texts:
+            if not isinstance(text, str):
+                raise ScenarioError(f"overrides: expected 'key=value' strings, got {_shorten(text)}")
+        items = [parse_override(text) for text in texts]
+    else:
+        raise ScenarioError(f"overrides: expected a list of 'key=value' strings, got {type(overrides).__name__}")
+    for key, _ in items:
+        if not isinstance(key, str):
+            raise ScenarioError(f"overrides: a key is a dotted path such as topology.radix, got {_shorten(key)}")
+    return items
+
+
+@dataclass
+class _Level:
+    """A container being walked by `_check_shape`, and what is known of it so far."""
+
+    node: Any
+    key: Any
+    children: Iterator[tuple[Any, Any]]
+    values: int = 1
+    levels: int = 1
+
+    def add(self, values: int, levels: int) -> None:
+        self.values += values
+        self.levels = max(self.levels, levels + 1)
+
+
+def _check_shape(root: Any, where: str | None = None) -> None:
+    """Refuses a tree that contains itself, nests deeper than MAX_DEPTH, or holds more than MAX_VALUES.
+
+    YAML aliases make one object appear in several places, so a small file
+    can stand for a huge tree ("billion laughs"): each container is walked
+    once, its expanded size and depth remembered by id, and the walk stops
+    as soon as the count passes the limit. No recursion, so no depth blows
+    the stack. `where` names the file the tree came from.
+    """
+    if not _is_container(root):
+        return
+    walked: dict[int, tuple[int, int]] = {}
+    stack = [_Level(root, None, _children(root))]
+    on_stack = {id(root)}
+    counted = 1
+    while stack:
+        top = stack[-1]
+        step = next(top.children, None)
+        if step is None:
+            stack.pop()
+            on_stack.discard(id(top.node))
+            walked[id(top.node)] = (top.values, top.levels)
+            if stack:
+                stack[-1].add(top.values, top.levels)
+            continue
+        key, child = step
+        if not _is_container(child):
+            top.add(1, 0)
+            counted += 1
+        elif id(child) in on_stack:
+            raise ScenarioError(_located(where, stack, key, "contains itself (a recursive alias)"))
+        elif id(child) in walked:
+            values, levels = walked[id(child)]
+            if len(stack) + levels > MAX_DEPTH:
+                raise ScenarioError(_located(where, stack, key, f"nested deeper than {MAX_DEPTH} levels"))
+            top.add(values, levels)
+            counted += values
+        elif len(stack) == MAX_DEPTH:
+            raise ScenarioError(_located(where, stack, key, f"nested deeper than {MAX_DEPTH} levels"))
+        else:
+            stack.append(_Level(child, key, _children(child)))
+            on_stack.add(id(child))
+            counted += 1
+        if counted > MAX_VALUES:
+            raise ScenarioError(
+                f"{where or 'scenario'}: more than {MAX_VALUES:,} values once its aliases are expanded, "
+                "the limit of a scenario"
+            )
+
+
+def _check_values(root: Any) -> None:
+    """Refuses keys that are not strings, non-finite numbers and integers beyond 64 bits, naming the field.
+
+    Runs after `_check_shape`, so the tree is finite and shallow; a part
+    shared by aliases is checked once.
+    """
+    seen: set[int] = set()
+    stack: list[tuple[list[Any], Any]] = [([], root)]
+    while stack:
+        path, value = stack.pop()
+        if not _is_container(value):
+            _check_scalar(path, value)
+        elif id(value) not in seen:
+            seen.add(id(value))
+            children = [([*path, key], child) for key, child in _children(value)]
+            if isinstance(value, dict):
+                for child_path, _ in children:
+                    _check_key(child_path)
+            # Reversed onto the stack, so the first bad field in document order is the one named.
+            stack.extend(reversed(children))
+
+
+def _check_key(path: list[Any]) -> None:
+    key = path[-1]
+    if not isinstance(key, str):
+        field = _dotted(path[:-1]) or "scenario"
+        kind = type(key).__name__
+        raise ScenarioError(f"{field}: the key {_shorten(key)} is not a string ({kind}); keys are field names")
+
+
+def _check_scalar(path: list[Any], value: Any) -> None:
+    name = _dotted(path) or "scenario"
+    if isinstance(value, float) and not math.isfinite(value):
+        spelled = ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
+        raise ScenarioError(f"{name}: {spelled} is not a {'number' if math.isnan(value) else 'finite number'}")
+    if isinstance(value, int) and not isinstance(value, bool) and not INT_RANGE[0] <= value <= INT_RANGE[1]:
+        # str() of an int beyond 4,300 digits raises; such a one is named by its size.
+        spelled = str(value) if value.bit_length() < 1024 else f"an integer of {value.bit_length()} bits"
+        raise ScenarioError(f"{name}: {spelled} is out of range: an integer lies within -2^63..2^64-1")
+
+
+def _is_container(value: Any) -> bool:
+    # What json.dumps walks into; other objects it writes with str().
+    return isinstance(value, dict | list | tuple)
+
+
+def _children(container: Any) -> Iterator[tuple[Any, Any]]:
+    return iter(container.items()) if isinstance(container, dict) else enumerate(container)
+
+
+def _dotted(path: list[Any]) -> str:
+    return ".".join(str(part) for part in path)
+
+
+def _located(where: str | None, stack: list[_Level], key: Any, problem: str) -> str:
+    path = _dotted([level.key for level in stack[1:]] + [key])
+    return ": ".join(part for part in (where, path, problem) if part)
+
+
+def _shorten(value: Any, limit: int = 60) -> str:
+    """`repr(value)` cut to `limit` characters: input quoted in a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _expand_includes(data: dict[str, Any], base_dir: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
@@ -172,16 +491,22 @@ def _expand_includes(data: dict[str, Any], base_dir: Path, chain: tuple[Path, ..
     include = own.pop("include")
     paths = [include] if isinstance(include, str) else include
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        raise ScenarioError(f"include: expected a path or a list of paths, found {include!r}")
+        raise ScenarioError(f"include: expected a path or a list of paths, found {_shorten(include)}")
     merged: dict[str, Any] = {}
     for relative in paths:
         merged = deep_merge(merged, _load_file(base_dir / relative, chain))
     return deep_merge(merged, own)
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def _yaml_problem(exc: Exception, text: str) -> str:
+    """What PyYAML (or an error it let through) says is wrong, on one line, with the line and column when known."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        # A character YAML does not allow; PyYAML knows only its offset.
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        return f"line {line}, column {column}: unacceptable character #x{exc.character:04x}: {exc.reason}"
     mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
+    problem = " ".join((getattr(exc, "problem", None) or str(exc)).split())
     if mark is None:
         return problem
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"

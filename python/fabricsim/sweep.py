@@ -14,7 +14,9 @@ collectives of every run, with `sweep_index`, `sweep_parameter` and
 `sweep_value` columns first), `sweep.json` (the parameter, the values and
 their directories) and, on request, `busbw.png`. Like a run directory it is
 marked `INCOMPLETE` until every file is in place, and stays marked when the
-sweep was stopped early.
+sweep was stopped early: by Ctrl-C, or by a point whose run failed, which
+`sweep.json` then names with its error (`SweepResults.failure`); the runs
+before it are kept.
 
 `import fabricsim` imports this module, so polars and the modules that use it
 are imported only when a sweep runs (see `fabricsim/__init__.py`).
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 
     from .results import Results
 
-__all__ = ["SweepPoint", "SweepResults", "expand", "prepare", "run_points", "sweep", "value_label"]
+__all__ = ["SweepFailure", "SweepPoint", "SweepResults", "expand", "prepare", "run_points", "sweep", "value_label"]
 
 SWEEP_COLUMNS = ("sweep_index", "sweep_parameter", "sweep_value")
 # Run directories of a sweep: three or more digits, an underscore, the value.
@@ -64,6 +66,22 @@ class SweepPoint:
     def directory(self) -> str:
         """Name of this run's directory inside the sweep directory, e.g. `003_4KiB`."""
         return f"{self.index:03d}_{path_safe(self.label)}"
+
+
+@dataclass(frozen=True)
+class SweepFailure:
+    """The point whose run failed, which stopped the sweep, and its error."""
+
+    point: SweepPoint
+    error: Exception
+
+    def describe(self) -> dict[str, Any]:
+        """The failure as `sweep.json` holds it."""
+        return {
+            "index": self.point.index,
+            "value": self.point.label,
+            "error": f"{type(self.error).__name__}: {self.error}",
+        }
 
 
 def value_label(value: Any) -> str:
@@ -115,12 +133,22 @@ def prepare(scenario: Mapping[str, Any]) -> tuple[str, list[SweepPoint]]:
 
 
 class SweepResults:
-    """The runs of a sweep, in the order of its values; possibly fewer than the values when it was stopped."""
+    """The runs of a sweep, in the order of its values; possibly fewer than the values when it was stopped.
 
-    def __init__(self, parameter: str, points: Sequence[SweepPoint], runs: Sequence[Results]) -> None:
+    `failure` names the point whose run failed, when one did: the sweep stopped there.
+    """
+
+    def __init__(
+        self,
+        parameter: str,
+        points: Sequence[SweepPoint],
+        runs: Sequence[Results],
+        failure: SweepFailure | None = None,
+    ) -> None:
         self.parameter = parameter
         self.points: list[SweepPoint] = list(points)
         self.runs: list[Results] = list(runs)
+        self.failure = failure
         self._collectives: pl.DataFrame | None = None
 
     @property
@@ -157,29 +185,30 @@ class SweepResults:
         files are replaced, and run directories of an earlier sweep that this
         one does not have are removed. Other files are left alone.
         """
-        from .results import INCOMPLETE_MARKER, check_output_dir, write_atomic, write_json
+        from .results import INCOMPLETE_MARKER, check_output_dir, write_atomic, write_failures, write_json
 
         path = check_output_dir(directory, overwrite)
-        path.mkdir(parents=True, exist_ok=True)
-        marker = path / INCOMPLETE_MARKER
-        write_atomic(marker, lambda f: f.write(b"this sweep directory is incomplete\n"))
+        with write_failures(path):
+            path.mkdir(parents=True, exist_ok=True)
+            marker = path / INCOMPLETE_MARKER
+            write_atomic(marker, lambda f: f.write(b"this sweep directory is incomplete\n"))
 
-        written = {INCOMPLETE_MARKER}
-        for point, results in zip(self.points, self.runs, strict=False):
-            results.write(path / point.directory, overwrite=True, csv=csv)
-            written.add(point.directory)
-        frame = self.collectives
-        written.add(write_atomic(path / "sweep.parquet", lambda f: frame.write_parquet(f)))
-        if csv:
-            written.add(write_atomic(path / "sweep.csv", lambda f: frame.write_csv(f)))
-        if plot:
-            from .plots import plot_busbw
+            written = {INCOMPLETE_MARKER}
+            for point, results in zip(self.points, self.runs, strict=False):
+                results.write(path / point.directory, overwrite=True, csv=csv)
+                written.add(point.directory)
+            frame = self.collectives
+            written.add(write_atomic(path / "sweep.parquet", lambda f: frame.write_parquet(f)))
+            if csv:
+                written.add(write_atomic(path / "sweep.csv", lambda f: frame.write_csv(f)))
+            if plot:
+                from .plots import plot_busbw
 
-            written.add(plot_busbw(frame, path / "busbw.png", title=self._title(), parameter=self.parameter))
-        written.add(write_json(path / "sweep.json", self._description()))
-        self._remove_stale(path, written)
-        if self.complete:
-            marker.unlink()
+                written.add(plot_busbw(frame, path / "busbw.png", title=self._title(), parameter=self.parameter))
+            written.add(write_json(path / "sweep.json", self._description()))
+            self._remove_stale(path, written)
+            if self.complete:
+                marker.unlink()
         return path
 
     def _title(self) -> str:
@@ -188,7 +217,7 @@ class SweepResults:
 
     def _description(self) -> dict[str, Any]:
         done = len(self.runs)
-        return {
+        description = {
             "complete": self.complete,
             "parameter": self.parameter,
             "values": self.values,
@@ -197,6 +226,9 @@ class SweepResults:
                 for p in self.points
             ],
         }
+        if self.failure is not None:
+            description["failure"] = self.failure.describe()
+        return description
 
     @staticmethod
     def _remove_stale(path: Path, written: set[str]) -> None:
@@ -219,7 +251,8 @@ def sweep(
 
     Every value is checked by the core before the first run. With
     `progress`, a bar on stderr follows simulated time of runs longer than a
-    second.
+    second. A run that fails stops the sweep without losing the runs before
+    it: the results say so in `failure`.
     """
     loaded = load_scenario(scenario, overrides)
     if not is_sweep(loaded):
@@ -237,20 +270,19 @@ def run_points(
     """Runs prepared points in order and returns what ran.
 
     Ctrl-C stops the sweep: a run it lands in is kept, marked incomplete (the
-    core stops and returns what it measured), and no further point runs.
+    core stops and returns what it measured), and no further point runs. A
+    run that fails (a `SimulationError`, or any other error) stops it too:
+    the runs before it are kept and the failure is recorded.
     """
-    from .progress import ProgressBar
-    from .runner import run_loaded
-
     runs: list[Results] = []
+    failure = None
     try:
         for point in points:
-            description = f"{point.index + 1}/{len(points)} {parameter}={point.label}"
-            if progress:
-                with ProgressBar(description=description) as bar:
-                    results = run_loaded(point.scenario, bar)
-            else:
-                results = run_loaded(point.scenario)
+            try:
+                results = _run_point(point, f"{point.index + 1}/{len(points)} {parameter}={point.label}", progress)
+            except Exception as exc:
+                failure = SweepFailure(point, exc)
+                break
             runs.append(results)
             if on_run is not None:
                 on_run(point, results)
@@ -259,7 +291,17 @@ def run_points(
     except KeyboardInterrupt:
         # Between two runs: the ones done are kept, the sweep is incomplete.
         pass
-    return SweepResults(parameter, points, runs)
+    return SweepResults(parameter, points, runs, failure)
+
+
+def _run_point(point: SweepPoint, description: str, progress: bool) -> Results:
+    from .progress import ProgressBar
+    from .runner import run_loaded
+
+    if not progress:
+        return run_loaded(point.scenario)
+    with ProgressBar(description=description) as bar:
+        return run_loaded(point.scenario, bar)
 
 
 def _combined(parameter: str, points: Sequence[SweepPoint], frames: Sequence[pl.DataFrame]) -> pl.DataFrame:

@@ -159,4 +159,3 @@ def phase_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
 def _settle(phases: Sequence[Phase]) -> float:
     # Phases start a little after the event that opens them; the event is this much earlier.
     return phases[-1].start_ms - round(phases[-1].start_ms)
-

@@ -148,6 +148,9 @@ def run_experiment(
         outcomes[run.key] = outcome
         if out is not None:
             outcome.write(out / exp.key / run.key, overwrite=True, csv=True)
+        if isinstance(outcome, SweepResults) and outcome.failure is not None:
+            # Its finished runs are written; an analysis of part of a sweep would mislead.
+            raise outcome.failure.error
         if on_run is not None:
             on_run(run, time.perf_counter() - began)
     rows = exp.analyse(exp, outcomes, quick)

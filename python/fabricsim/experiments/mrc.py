@@ -93,9 +93,7 @@ FIG9A = Experiment(
     "fig9a",
     "Fig 9a",
     "T0-local bidirectional 4-QP transfer, 8 x 100G planes; nic0's NIC-T0 links go down one by one, then come back",
-    (
-        Run("mrc", "MRC 4 QPs", "mrc/fig9a_nic_t0_links_down.yaml", "mrc/fig9a_nic_t0_links_down_quick.yaml"),
-    ),
+    (Run("mrc", "MRC 4 QPs", "mrc/fig9a_nic_t0_links_down.yaml", "mrc/fig9a_nic_t0_links_down_quick.yaml"),),
     phase_analysis,
     phases=tuple(
         Phase(label, start + (0.6 if i else 0), start + 2, paper)

@@ -1,0 +1,502 @@
+"""Hostile input and a hostile file system: one `error:` line and a clean exit code, never a traceback.
+
+Scenario files that are huge, binary, UTF-16, nested without end, alias
+bombs, with duplicate keys or non-finite numbers; overrides and API
+arguments of the wrong type; output directories that cannot be written; a
+disk that fills while results are written; a stdout closed early.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import fabricsim
+from fabricsim import ScenarioError, _core, cli, load_scenario, scenario
+from fabricsim.results import INCOMPLETE_MARKER, WriteFailedError
+from fabricsim.scenario import MAX_DEPTH, MAX_FILE_BYTES, parse_override, to_json
+
+TINY_YAML = "name: tiny\nseed: 1\ntopology: {kind: clos, tiers: 2, radix: 4, link_rate: 100Gbps}\n"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def fabricsim_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _one_error_line(err: str, *fragments: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], err
+
+
+def _write(path: Path, data: str | bytes) -> Path:
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def _refused(path: Path, *fragments: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+# --- size and encoding ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_dev_zero_is_refused_without_reading_it_all(tmp_path: Path) -> None:
+    # A subprocess with a timeout: reading the endless stream would hang rather than fail.
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabricsim", "run", "/dev/zero"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    _one_error_line(proc.stderr, "/dev/zero", f"larger than {MAX_FILE_BYTES // 2**20} MiB")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_file_over_the_size_limit_is_refused(tmp_path: Path) -> None:
+    big = _write(tmp_path / "big.yaml", b"#" * MAX_FILE_BYTES + b"\n")
+    _refused(big, "big.yaml", "larger than 16 MiB")
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (bytes(range(256)) * 4, "NUL bytes, a binary file"),
+        (b"\x89PNG\r\n\x1a\n\xff\xd8 name: x\n", "byte 0x89 on line 1"),
+        (b"name: x\nseed: \xff\xfe\n", "byte 0xff on line 2"),
+    ],
+)
+def test_binary_file_is_not_utf8(tmp_path: Path, data: bytes, fragment: str) -> None:
+    _refused(_write(tmp_path / "binary.yaml", data), "binary.yaml", "not UTF-8 text", fragment)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_file_is_named_as_such(tmp_path: Path, encoding: str) -> None:
+    path = _write(tmp_path / "wide.yaml", TINY_YAML.encode(encoding))
+    _refused(path, "wide.yaml", "not UTF-8 text", "UTF-16")
+
+
+def test_utf32_file_is_named_as_such(tmp_path: Path) -> None:
+    _refused(_write(tmp_path / "wider.yaml", TINY_YAML.encode("utf-32")), "wider.yaml", "not UTF-8", "UTF-32")
+
+
+def test_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bom.yaml", codecs.BOM_UTF8 + TINY_YAML.encode())
+    assert load_scenario(path)["name"] == "tiny"
+
+
+# --- nesting and aliases -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("levels", [1_000, 100_000])
+@pytest.mark.parametrize(("opening", "closing"), [("[", "]"), ("{a: ", "}")], ids=["sequences", "mappings"])
+def test_deep_nesting_in_a_file_names_file_and_line(tmp_path: Path, levels: int, opening: str, closing: str) -> None:
+    path = _write(tmp_path / "deep.yaml", "name: x\nseed: " + opening * levels + "1" + closing * levels)
+    _refused(path, "deep.yaml", "line 2, column", f"nested deeper than {MAX_DEPTH} levels")
+
+
+def test_nesting_up_to_the_limit_loads(tmp_path: Path) -> None:
+    # The root mapping is the first level.
+    path = _write(tmp_path / "deep.yaml", "x: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1))
+    assert "x" in load_scenario(path)
+
+
+def _nested_dict(levels: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(levels):
+        node["a"] = {}
+        node = node["a"]
+    return root
+
+
+def test_deep_dict_from_the_api_is_refused() -> None:
+    with pytest.raises(ScenarioError, match=rf"^a\.a\.a.*: nested deeper than {MAX_DEPTH} levels$"):
+        load_scenario(_nested_dict(100_000))
+
+
+def test_deep_override_values_are_refused() -> None:
+    with pytest.raises(ScenarioError, match=rf"^x: cannot parse .*nested deeper than {MAX_DEPTH} levels$"):
+        parse_override("x=" + "[" * 100_000)
+    with pytest.raises(ScenarioError, match=rf"^x\.a\.a.*: nested deeper than {MAX_DEPTH} levels$"):
+        load_scenario({"name": "x"}, {"x": _nested_dict(100_000)})
+
+
+def test_a_dict_that_contains_itself_is_refused() -> None:
+    looped: dict[str, Any] = {"traffic": []}
+    looped["traffic"].append(looped)
+    with pytest.raises(ScenarioError, match=r"^traffic\.0\.traffic: contains itself"):
+        load_scenario(looped)
+
+
+def _billion_laughs() -> str:
+    """9 levels of 10 aliases each: a few hundred bytes that expand to 10**9 values."""
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 10)]
+    return "\n".join(lines) + "\n"
+
+
+def test_alias_bomb_is_refused_fast(tmp_path: Path) -> None:
+    path = _write(tmp_path / "laughs.yaml", _billion_laughs())
+    start = time.perf_counter()
+    _refused(path, "laughs.yaml", "more than 1,000,000 values once its aliases are expanded")
+    assert time.perf_counter() - start < 5.0
+
+
+def test_too_many_values_are_refused_while_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A smaller limit stands in for 1,000,000, which takes the pure-Python parser seconds to reach.
+    monkeypatch.setattr(scenario, "MAX_VALUES", 1_000)
+    path = _write(tmp_path / "flat.yaml", "name: x\nflows: [" + "1, " * 5_000 + "]\n")
+    _refused(path, "flat.yaml", "line 2, column", "more than 1,000 values")
+
+
+def test_aliases_within_the_limits_still_work(tmp_path: Path) -> None:
+    path = _write(tmp_path / "shared.yaml", "a: &rate 100Gbps\nb: *rate\n")
+    assert load_scenario(path) == {"a": "100Gbps", "b": "100Gbps"}
+
+
+def test_recursive_alias_is_refused(tmp_path: Path) -> None:
+    _refused(_write(tmp_path / "loop.yaml", "traffic: &t [*t]\n"), "loop.yaml", "traffic.0: contains itself")
+
+
+def test_aliases_that_nest_too_deep_are_refused(tmp_path: Path) -> None:
+    # Each level of the file is shallow; the alias puts one 40-deep list inside another.
+    half = "[" * 40 + "]" * 40
+    path = _write(tmp_path / "stacked.yaml", f"a: &a {half}\nb: {'[' * 40}*a{']' * 40}\n")
+    _refused(path, "stacked.yaml", f"nested deeper than {MAX_DEPTH} levels")
+
+
+# --- keys ----------------------------------------------------------------------------------------------------------
+
+
+def test_duplicate_key_names_key_file_and_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "twice.yaml", "name: x\nseed: 1\ntopology:\n  radix: 4\n  radix: 8\n")
+    _refused(path, "twice.yaml", "line 5", "duplicate key 'radix'", "first on line 4")
+
+
+def test_duplicate_top_level_key_is_refused(tmp_path: Path) -> None:
+    _refused(_write(tmp_path / "twice.yaml", "seed: 1\nname: x\nseed: 2\n"), "line 3", "duplicate key 'seed'")
+
+
+def test_merge_keys_still_merge(tmp_path: Path) -> None:
+    path = _write(tmp_path / "merge.yaml", "base: &b {kind: clos, radix: 4}\ntopology:\n  <<: *b\n  radix: 8\n")
+    assert load_scenario(path)["topology"] == {"kind": "clos", "radix": 8}
+
+
+def test_non_string_key_in_a_file_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"^topology: the key 1 is not a string \(int\)"):
+        load_scenario(_write(tmp_path / "intkey.yaml", "topology: {1: x}\n"))
+
+
+def test_unhashable_key_names_file_and_line(tmp_path: Path) -> None:
+    _refused(_write(tmp_path / "listkey.yaml", "name: x\n? [a]\n: 1\n"), "listkey.yaml", "line 2")
+
+
+def test_non_string_key_from_the_api_is_refused() -> None:
+    with pytest.raises(ScenarioError, match=r"^topology: the key \('a',\) is not a string"):
+        load_scenario({"topology": {("a",): 1}})
+
+
+# --- numbers -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spelled", "message"),
+    [(".nan", ".nan is not a number"), (".inf", ".inf is not a finite number"), ("-.inf", "-.inf is not a finite")],
+)
+def test_non_finite_number_in_a_file_names_the_field(tmp_path: Path, spelled: str, message: str) -> None:
+    path = _write(tmp_path / "nan.yaml", f"traffic: [{{kind: permutation, bytes: {spelled}}}]\n")
+    with pytest.raises(ScenarioError, match=rf"^traffic\.0\.bytes: {message}"):
+        load_scenario(path)
+
+
+def test_non_finite_number_from_overrides_or_a_dict_names_the_field(tiny_scenario: dict[str, Any]) -> None:
+    with pytest.raises(ScenarioError, match=r"^traffic\.0\.bytes: \.nan is not a number$"):
+        load_scenario(tiny_scenario, ["traffic.0.bytes=.nan"])
+    with pytest.raises(ScenarioError, match=r"^faults\.loss: \.inf is not a finite number$"):
+        load_scenario(tiny_scenario, {"faults.loss": float("inf")})
+    tiny_scenario["traffic"][0]["bytes"] = float("nan")
+    with pytest.raises(ScenarioError, match=r"^traffic\.0\.bytes: \.nan is not a number$"):
+        load_scenario(tiny_scenario)
+
+
+def test_to_json_refuses_what_json_cannot_carry() -> None:
+    with pytest.raises(ScenarioError, match=r"^x\.0: \.nan"):
+        to_json({"x": [float("nan")]})
+    with pytest.raises(ScenarioError, match=r"^seed: 18446744073709551616 is out of range"):
+        to_json({"seed": 2**64})
+
+
+@pytest.mark.parametrize(
+    ("value", "spelled"),
+    [(2**64, "18446744073709551616"), (-(2**63) - 1, "-9223372036854775809"), (10**5000, "an integer of 16610 bits")],
+    ids=["2^64", "-2^63-1", "10^5000"],
+)
+def test_integer_beyond_64_bits_names_the_field(tiny_scenario: dict[str, Any], value: int, spelled: str) -> None:
+    tiny_scenario["seed"] = value
+    with pytest.raises(ScenarioError, match=rf"^seed: {spelled} is out of range"):
+        load_scenario(tiny_scenario)
+
+
+def test_integers_at_the_64_bit_bounds_load(tiny_scenario: dict[str, Any]) -> None:
+    tiny_scenario["seed"] = 2**64 - 1
+    tiny_scenario["x"] = -(2**63)
+    assert load_scenario(tiny_scenario)["seed"] == 2**64 - 1
+
+
+# --- API argument types --------------------------------------------------------------------------------------------
+
+
+def test_overrides_as_a_string_is_refused(tiny_scenario: dict[str, Any]) -> None:
+    message = "overrides: expected a list of 'key=value' strings, got a string"
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(tiny_scenario, "seed=3")  # type: ignore[arg-type]
+    assert str(info.value) == message
+    for api in (fabricsim.run, fabricsim.sweep):
+        with pytest.raises(ScenarioError, match=message):
+            api(tiny_scenario, overrides="seed=3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [([3], "expected 'key=value' strings, got 3"), (5, "got int"), ({3: 4}, "a key is a dotted path")],
+)
+def test_overrides_of_other_types_are_refused(tiny_scenario: dict[str, Any], overrides: Any, fragment: str) -> None:
+    with pytest.raises(ScenarioError, match=f"^overrides: .*{fragment}"):
+        load_scenario(tiny_scenario, overrides)
+
+
+@pytest.mark.parametrize("source", [3, None, b"x.yaml", ["x.yaml"]])
+def test_source_of_another_type_is_refused(source: Any) -> None:
+    with pytest.raises(ScenarioError, match=r"^scenario: expected a YAML file path or a mapping, got "):
+        load_scenario(source)
+
+
+# --- errors PyYAML lets through ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("seed: 2024-02-30\n", "day is out of range"),
+        ("seed: !!int abc\n", "invalid literal"),
+        ("name: x\nseed: \x01\n", "line 2, column 7: unacceptable character #x0001"),
+    ],
+)
+def test_values_pyyaml_cannot_build_are_one_clean_error(tmp_path: Path, text: str, fragment: str) -> None:
+    _refused(_write(tmp_path / "odd.yaml", text), "odd.yaml", fragment)
+
+
+# --- through the command line: one line, exit 2, nothing written -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "fragment"),
+    [
+        ("binary.yaml", bytes(range(256)), "not UTF-8 text"),
+        ("wide.yaml", TINY_YAML.encode("utf-16"), "UTF-16"),
+        ("deep.yaml", "seed: " + "[" * 100_000, "nested deeper than 64 levels"),
+        ("laughs.yaml", _billion_laughs(), "more than 1,000,000 values"),
+        ("twice.yaml", TINY_YAML + "seed: 2\n", "duplicate key 'seed'"),
+        ("nan.yaml", TINY_YAML + "traffic: [{kind: permutation, bytes: .nan}]\n", "traffic.0.bytes: .nan is not"),
+        ("big_seed.yaml", TINY_YAML.replace("seed: 1", "seed: 18446744073709551616"), "seed: 18446744073709551616"),
+        ("date.yaml", TINY_YAML + "duration: 2024-02-30\n", "day is out of range"),
+        # The core names the key as it is, newline included.
+        ("newline.yaml", TINY_YAML + '"a\\nb": 1\n', "unknown field"),
+    ],
+)
+def test_hostile_file_is_one_error_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, data: str | bytes, fragment: str
+) -> None:
+    path = _write(tmp_path / name, data)
+    code, _, err = fabricsim_cli(capsys, "run", path)
+    assert code == 2
+    _one_error_line(err, fragment)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["-s", "traffic.0.bytes=.nan"], ["traffic.0.bytes: .nan is not a number"]),
+        (["--seed", str(2**64)], ["seed: 18446744073709551616 is out of range"]),
+        (["-s", "seed=18446744073709551616"], ["seed: 18446744073709551616 is out of range"]),
+        (["-s", "traffic=[{kind: flow, src: 0, dst: -1, bytes: 1KB}]"], ["traffic", "dst"]),
+        (["-s", "x=" + "{a: " * 1000], ["x: cannot parse the value", "nested deeper than 64 levels"]),
+    ],
+)
+def test_hostile_values_on_the_command_line_are_one_error_line(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path, args: list[str], fragments: list[str]
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, *args)
+    assert code == 2
+    _one_error_line(err, *fragments)
+    assert not Path("runs").exists()
+
+
+# --- the output directory ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def core_never_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fails the test if the simulation starts: a bad output directory must be found before."""
+
+    def run(*_: Any, **__: Any) -> Any:
+        pytest.fail("the simulation ran before the output directory was checked")
+
+    monkeypatch.setattr(_core, "run", run)
+
+
+def _tree(directory: Path) -> set[str]:
+    return {str(p.relative_to(directory)) for p in directory.rglob("*")}
+
+
+@pytest.mark.usefixtures("core_never_runs")
+def test_file_in_the_way_of_the_output_is_refused_before_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario_file: Path
+) -> None:
+    (tmp_path / "taken").write_text("mine")
+    before = _tree(tmp_path)
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", "taken")
+    assert code == 2
+    _one_error_line(err, "taken", "not a directory")
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", "taken/run")
+    assert code == 2
+    _one_error_line(err, "taken/run", "Not a directory")
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.usefixtures("core_never_runs")
+def test_name_too_long_is_refused_before_running_leaving_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario_file: Path
+) -> None:
+    before = _tree(tmp_path)
+    output = f"new/deeper/{'x' * 300}"
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", output)
+    assert code == 2
+    _one_error_line(err, output, "File name too long")
+    # The parents it created to try are gone again.
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+@pytest.mark.usefixtures("core_never_runs")
+def test_read_only_parent_is_refused_before_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario_file: Path
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", locked / "a" / "run")
+        assert code == 2
+        _one_error_line(err, str(locked / "a" / "run"), "Permission denied")
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o755)
+
+
+# --- writing fails partway -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+        OSError(errno.EDQUOT, os.strerror(errno.EDQUOT)),
+        OSError(errno.EIO, os.strerror(errno.EIO)),
+        PermissionError(errno.EACCES, os.strerror(errno.EACCES)),
+        # What polars raises when the disk fills under write_parquet.
+        pl.exceptions.ComputeError("parquet: underlying IO error: No space left on device (os error 28)"),
+    ],
+    ids=["ENOSPC", "EDQUOT", "EIO", "EACCES", "polars"],
+)
+def test_failed_write_exits_4_and_leaves_the_run_marked_incomplete(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_scenario_file: Path,
+    failure: Exception,
+) -> None:
+    real_write = pl.DataFrame.write_parquet
+    calls = []
+
+    def failing_write(self: pl.DataFrame, file: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            file.write(b"PAR1 partial")
+            raise failure
+        real_write(self, file, **kwargs)
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", failing_write)
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
+    assert code == 4
+    reason = failure.strerror if isinstance(failure, OSError) else "No space left on device"
+    _one_error_line(err, "runs/tiny/", ".parquet: cannot write", reason)
+    names = {p.name for p in Path("runs/tiny").iterdir()}
+    assert INCOMPLETE_MARKER in names
+    assert "summary.json" not in names
+    assert not [n for n in names if n.endswith(".tmp")]
+
+
+def test_failed_write_in_the_api_is_a_write_failed_error(
+    monkeypatch: pytest.MonkeyPatch, tiny_scenario: dict[str, Any]
+) -> None:
+    results = fabricsim.run(tiny_scenario)
+
+    def full_disk(self: pl.DataFrame, file: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    with pytest.raises(WriteFailedError, match=r"flows\.parquet: cannot write: No space left on device") as info:
+        results.write("out")
+    assert isinstance(info.value, OSError)
+    assert isinstance(info.value.__cause__, OSError)
+    assert info.value.__cause__.errno == errno.ENOSPC
+
+
+# --- stdout closed early -------------------------------------------------------------------------------------------
+
+
+def test_schema_into_a_closed_pipe_exits_quietly() -> None:
+    # The read end is closed before the command starts, so its first write meets a broken pipe.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fabricsim", "schema"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode in (0, 141), proc.stderr
+    assert proc.stderr == ""
