@@ -283,3 +283,26 @@ fn a_qp_is_never_asked_to_number_more_packets_than_its_psns() {
     let e = error_of(s);
     assert!(e.starts_with("jobs") && e.contains("2^31 PSNs"), "{e}");
 }
+
+#[test]
+fn a_nic_reference_that_is_no_index_or_name_says_what_one_is() {
+    for (value, expect) in [
+        (json!(-1), "-1 is not a NIC index: NICs are numbered from 0"),
+        (json!(4_294_967_296u64), "4294967296 is not a NIC index"),
+        (json!(1.5), "a NIC index (0, 1, ...) or a NIC name"),
+        (json!([0]), "a NIC index (0, 1, ...) or a NIC name"),
+    ] {
+        let mut s = base();
+        s["traffic"] = json!([{"kind": "flow", "src": 0, "dst": value, "bytes": "1MB"}]);
+        let e = error_of(s);
+        assert!(e.starts_with("traffic[0].dst") && e.contains(expect), "{value}: {e}");
+    }
+}
+
+#[test]
+fn random_flaps_beyond_any_study_are_refused_not_expanded() {
+    let mut s = base();
+    s["faults"] = json!([{"kind": "random_flaps", "mtbf": "1ps", "duration": "0ns", "until": "1s"}]);
+    let e = error_of(s);
+    assert!(e.starts_with("faults[0].mtbf") && e.contains("more than 4000000 fault events"), "{e}");
+}

@@ -318,6 +318,15 @@ pub fn expand(
                             actions.push((t, FaultAction::PortUp { port, up: false, routed: false }));
                             actions.push((t + *duration, FaultAction::PortUp { port, up: true, routed: false }));
                         }
+                        if actions.len() > MAX_FAULT_ACTIONS {
+                            return invalid(
+                                field("mtbf"),
+                                format!(
+                                    "{mtbf}: flaps this frequent until {until} make more than {MAX_FAULT_ACTIONS} \
+                                     fault events; lengthen mtbf or shorten until"
+                                ),
+                            );
+                        }
                         t += *duration;
                     }
                 }
@@ -327,3 +336,7 @@ pub fn expand(
     actions.sort_by_key(|(t, _)| *t);
     Ok(actions)
 }
+
+/// The most fault events a scenario may schedule (128 MB of them): random
+/// flaps far beyond what any failure study needs are refused, not built.
+const MAX_FAULT_ACTIONS: usize = 4_000_000;

@@ -46,7 +46,14 @@ pub(super) struct Plan {
     denied_links: Vec<bool>,
 }
 
-pub(super) fn plan(scenario: &Scenario, setup: &Setup<'_>) -> Result<Plan, ScenarioError> {
+/// Plans `scenario`; `Ok(None)` when `setup`'s hook stopped it between
+/// two of its stages.
+pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<Plan>, ScenarioError> {
+    // Before anything grows with the scenario, refuse what cannot fit: the
+    // fabric from its spec, then the workload from its counts.
+    let (budget, source) = setup.memory_budget(scenario);
+    let fabric = footprint::of_fabric(scenario)?;
+    fabric.check(budget, source)?;
     let topo = scenario.topology.build()?;
     let seed = scenario.seed;
     let node_ports = topo.node_ports();
@@ -63,9 +70,9 @@ pub(super) fn plan(scenario: &Scenario, setup: &Setup<'_>) -> Result<Plan, Scena
             ),
         );
     }
-    // Before anything grows with the workload: refuse what cannot fit.
-    let (budget, source) = setup.memory_budget(scenario);
-    footprint::of_workload(scenario, &topo)?.check(budget, source)?;
+    let mut whole = fabric;
+    whole.parts.extend(footprint::of_workload(scenario, &topo)?.parts);
+    whole.check(budget, source)?;
     let port_node = |p: PortId| {
         let link = &topo.links[p.link().0 as usize];
         [link.a, link.b][p.side() as usize]
@@ -87,11 +94,17 @@ pub(super) fn plan(scenario: &Scenario, setup: &Setup<'_>) -> Result<Plan, Scena
             );
         }
     }
+    if !setup.goes_on() {
+        return Ok(None);
+    }
     let flows = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
     for (f, spec) in flows.iter().enumerate() {
         if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
             return invalid("traffic", format!("flow {f} uses a NIC without ports"));
         }
+    }
+    if !setup.goes_on() {
+        return Ok(None);
     }
     let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
     let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
@@ -120,7 +133,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &Setup<'_>) -> Result<Plan, Scena
         denied_links.resize(topo.links.len(), false);
         denied_links[denied.link().0 as usize] = true;
     }
-    Ok(Plan {
+    Ok(Some(Plan {
         topo,
         node_ports,
         srv6,
@@ -131,7 +144,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &Setup<'_>) -> Result<Plan, Scena
         telemetry_hosts,
         captured,
         denied_links,
-    })
+    }))
 }
 
 /// How many items a build's loops create between two questions to the
@@ -143,10 +156,7 @@ pub(super) fn build(
     custom: Option<CustomTransport>,
     setup: &mut Setup<'_>,
 ) -> Result<Option<Simulation>, ScenarioError> {
-    let plan = plan(&scenario, setup)?;
-    if !setup.goes_on() {
-        return Ok(None);
-    }
+    let Some(plan) = plan(&scenario, setup)? else { return Ok(None) };
     let Plan { topo, node_ports, srv6, program, faults, telemetry_ports, telemetry_hosts, denied_links, .. } = plan;
     let (flow_specs, captured) = (plan.flows, plan.captured);
     let factory = custom.map_or_else(|| QpFactory::new(&scenario.transport), QpFactory::Custom);
@@ -191,6 +201,9 @@ pub(super) fn build(
             None => (2.0 * p.rate.bytes_in(p.delay)) as u64 + 2 * full_wire,
         })
         .collect();
+    if !setup.goes_on() {
+        return Ok(None);
+    }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
     let framing = Framing { ip: scenario.nic.ip, encap: if srv6.is_some() { headers::SRV6_OUTER } else { 0 } };
 
@@ -326,6 +339,9 @@ pub(super) fn build(
         sim.note_ports_up(nic);
     }
     for f in sim.flows.ids() {
+        if f.0 as usize % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
+            return Ok(None);
+        }
         sim.flows[f].ideal = sim.ideal_fct(f);
     }
     for c in sim.jobs.program.collectives.ids() {
@@ -336,13 +352,14 @@ pub(super) fn build(
     // of the expected length, known only now, and a run that lasts longer
     // stops sampling where the memory ends (`StopReason::MemoryLimit`).
     let (budget, source) = setup.memory_budget(&sim.scenario);
-    let workload = footprint::of_workload(&sim.scenario, &sim.topo)?;
+    let mut built = footprint::of_fabric(&sim.scenario)?;
+    built.parts.extend(footprint::of_workload(&sim.scenario, &sim.topo)?.parts);
     let recording = footprint::of_recording(&sim.scenario, sim.expected_end(), sim.qps.len() as u64);
-    let mut whole = workload.clone();
+    let mut whole = built.clone();
     whole.parts.extend(recording.parts);
     whole.check(budget, source)?;
     if let Some(budget) = budget {
-        sim.limits.sample_rows = budget.saturating_sub(workload.total()) / footprint::SAMPLE_ROW;
+        sim.limits.sample_rows = budget.saturating_sub(built.total()) / footprint::SAMPLE_ROW;
     }
     if sim.recorder.logs_evs() {
         sim.start_ev_log();

@@ -4,11 +4,10 @@
 //!
 //! The estimate counts what grows with the scenario's numbers (flows, QPs
 //! and their EVs, collective transfers over every iteration, time-series
-//! samples over the whole run, captured packets) at the size each item
-//! takes in the simulator, heap included; the fixed part (ports, route
-//! tables) is counted from the topology, which is built first and is
-//! bounded on its own (`Routes::table_entries`). It errs high: a collective
-//! is counted at its transfer bound.
+//! samples over the expected run, captured packets) at the size each item
+//! takes in the simulator, heap included, and the fabric (links, ports)
+//! from the topology's spec before the graph is built. It errs high: a
+//! collective is counted at its transfer bound.
 
 use std::mem::size_of;
 
@@ -42,6 +41,8 @@ const TRANSFER_STATE: u64 = 8 + 8 + 4 + 4 + 3 * 16;
 /// Python (about 2.3 KB: the peak RSS of `fabricsim run` grows by 3.45 KB
 /// per one-QP RoCE flow, measured from 50,000 to 200,000 flows).
 const FLOW_STATE: u64 = 64 + 24 + ALLOC_OVERHEAD + 16 + 2_300;
+/// A link in the graph and its adjacency entries (with a node's share).
+const LINK: u64 = 24 + 2 * 8 + 40;
 /// A port's row of the ports table as it crosses into Python (the peak RSS
 /// grows by 3.4 KB per port, measured from 1,024 to 4,096 planes).
 const PORT_REPORT: u64 = 2_900;
@@ -85,12 +86,21 @@ fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-/// What the scenario's topology, flows, QPs and jobs will take, counted
+/// What the fabric takes, counted from the topology's spec before it is
+/// built: a link, its two ports and their rows of the ports table.
+pub(super) fn of_fabric(scenario: &Scenario) -> Result<Footprint, ScenarioError> {
+    let mut footprint = Footprint::default();
+    let links = scenario.topology.links()?;
+    footprint.add("links", links, LINK);
+    let port = (size_of::<Port>() + size_of::<PortScheduler>() + 64) as u64 + PORT_REPORT;
+    footprint.add("ports", links.saturating_mul(2), port);
+    Ok(footprint)
+}
+
+/// What the scenario's routes, flows, QPs and jobs will take, counted
 /// before any of them is expanded.
 pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
     let mut footprint = Footprint::default();
-    let ports = 2 * topo.links.len() as u64;
-    footprint.add("ports", ports, (size_of::<Port>() + size_of::<PortScheduler>() + 64) as u64 + PORT_REPORT);
     footprint.add("route entries", Routes::table_entries(topo), 8);
 
     let nics = topo.nics();

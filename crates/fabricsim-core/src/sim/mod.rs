@@ -244,8 +244,8 @@ impl Simulation {
     /// instantiating the simulation: what `new_within` would refuse before
     /// building, this refuses.
     pub fn check(scenario: &Scenario, available_memory: Option<u64>) -> Result<(), ScenarioError> {
-        let setup = Setup { available_memory, keep_going: None };
-        build::plan(scenario, &setup).map(drop)
+        let mut setup = Setup { available_memory, keep_going: None };
+        build::plan(scenario, &mut setup).map(drop)
     }
 
     /// Builds a simulation whose QPs run a transport defined outside this

@@ -196,6 +196,11 @@ impl ClosSpec {
     pub fn build(&self) -> Result<Topology, ScenarioError> {
         Ok(Plan::new(self)?.build())
     }
+
+    /// How many links the graph has, counted without building it.
+    pub fn links(&self) -> Result<u64, ScenarioError> {
+        Ok(Plan::new(self)?.links)
+    }
 }
 
 /// The validated shape of the fabric: every count the builder needs.
@@ -219,6 +224,8 @@ struct Plan {
     nics: u32,
     /// Switches built per plane, by tier.
     switches: Vec<u32>,
+    /// Links in all.
+    links: u64,
 }
 
 impl Plan {
@@ -378,6 +385,7 @@ impl Plan {
             nics_per_host,
             rail_optimized: spec.rail_optimized,
             parallel,
+            links,
             tors_per_pod,
             nics: nics as u32,
             switches: switches.into_iter().map(|s| s as u32).collect(),

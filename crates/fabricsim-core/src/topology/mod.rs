@@ -133,6 +133,15 @@ impl TopologySpec {
             TopologySpec::Explicit(spec) => spec.build(),
         }
     }
+
+    /// How many links the graph has, counted without building it (what
+    /// the simulation's memory grows with, checked before building).
+    pub fn links(&self) -> Result<u64, ScenarioError> {
+        match self {
+            TopologySpec::Clos(spec) => spec.links(),
+            TopologySpec::Explicit(spec) => Ok(spec.links.len() as u64),
+        }
+    }
 }
 
 impl Topology {
