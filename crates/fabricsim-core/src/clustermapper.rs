@@ -12,6 +12,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{invalid, ScenarioError};
 use crate::units::Time;
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -50,6 +51,34 @@ impl Default for ClustermapperConfig {
             window: 16,
             update_denylist: false,
         }
+    }
+}
+
+impl ClustermapperConfig {
+    /// Refuses what the agents cannot do: rounds closer than a microsecond
+    /// (a round trip through the fabric), more T1s per round than a probe's
+    /// 8-bit target field names, thresholds outside the 64-probe history.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let field = |name: &str| format!("clustermapper.{name}");
+        if self.period < Time::from_us(1) {
+            return invalid(field("period"), format!("{}: rounds at least 1us apart", self.period));
+        }
+        if !(1..=255).contains(&self.t1_probes) {
+            return invalid(field("t1_probes"), format!("{}: between 1 and 255", self.t1_probes));
+        }
+        if !(1..=64).contains(&self.window) {
+            return invalid(field("window"), format!("{}: between 1 and 64 probes", self.window));
+        }
+        if !(1..=64).contains(&self.down_after) {
+            return invalid(field("down_after"), format!("{}: between 1 and 64 probes", self.down_after));
+        }
+        if !(1..=self.window).contains(&self.lossy_after) {
+            return invalid(
+                field("lossy_after"),
+                format!("{}: between 1 and window ({})", self.lossy_after, self.window),
+            );
+        }
+        Ok(())
     }
 }
 

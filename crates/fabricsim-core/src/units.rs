@@ -105,10 +105,11 @@ impl Rate {
         self.0 as f64 / 1e9
     }
     /// Time to serialize `bytes` at this rate, rounded up to a whole
-    /// picosecond so that back-to-back packets never overlap.
+    /// picosecond so that back-to-back packets never overlap; `Time::MAX`
+    /// past the clock's range.
     pub fn tx_time(self, bytes: u64) -> Time {
         let bits = bytes as u128 * 8 * PS_PER_S as u128;
-        Time(bits.div_ceil(self.0 as u128) as u64)
+        Time(u64::try_from(bits.div_ceil(self.0 as u128)).unwrap_or(u64::MAX))
     }
     /// Bytes that this rate moves in `t`.
     pub fn bytes_in(self, t: Time) -> f64 {

@@ -306,3 +306,22 @@ fn random_flaps_beyond_any_study_are_refused_not_expanded() {
     let e = error_of(s);
     assert!(e.starts_with("faults[0].mtbf") && e.contains("more than 4000000 fault events"), "{e}");
 }
+
+#[test]
+fn clustermapper_settings_outside_what_agents_do_are_refused_not_clamped() {
+    for (setting, value, field) in [
+        ("period", json!("2ps"), "clustermapper.period"),
+        ("t1_probes", json!(256), "clustermapper.t1_probes"),
+        ("window", json!(65), "clustermapper.window"),
+        ("down_after", json!(0), "clustermapper.down_after"),
+        ("lossy_after", json!(17), "clustermapper.lossy_after"),
+    ] {
+        let mut s = with("switch.forwarding", json!("srv6"));
+        s["clustermapper"] = json!({ setting: value });
+        if setting == "period" {
+            s["clustermapper"]["timeout"] = json!("1ps");
+        }
+        let e = error_of(s);
+        assert!(e.starts_with(field), "{setting}: {e}");
+    }
+}

@@ -341,7 +341,8 @@ impl Scenario {
                     cfg.timeout, cfg.period
                 ),
             )),
-            _ => Ok(()),
+            Some(cfg) => cfg.validate(),
+            None => Ok(()),
         }
     }
 }

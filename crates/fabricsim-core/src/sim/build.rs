@@ -198,7 +198,7 @@ pub(super) fn build(
         .map(|p| match scenario.switch.pfc.headroom {
             Some(h) => h.0,
             // ConWeave: 2 x rate x delay + 2 MTU (protocols.md s4.2).
-            None => (2.0 * p.rate.bytes_in(p.delay)) as u64 + 2 * full_wire,
+            None => ((2.0 * p.rate.bytes_in(p.delay)) as u64).saturating_add(2 * full_wire),
         })
         .collect();
     if !setup.goes_on() {
@@ -309,7 +309,7 @@ pub(super) fn build(
         srv6,
         framing,
         work_left: flows.len() + jobs.program.jobs.len(),
-        total_bytes: flows.iter().map(|f| f.bytes).sum::<u64>() + jobs.total_bytes(),
+        total_bytes: flows.iter().fold(jobs.total_bytes(), |sum, f| sum.saturating_add(f.bytes)),
         qps: links.qps,
         connections: links.connections,
         messages: Arena::default(),

@@ -107,16 +107,16 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
     let n = nics.len() as u64;
     let default_qps = u64::from(scenario.transport.qps());
     let qp_bytes = qp_size(scenario, topo);
-    let (mut flows, mut qps) = (0u64, 0u64);
+    let (mut flows, mut qps, mut packets) = (0u64, 0u64, 0u64);
     for spec in &scenario.traffic {
-        let (count, per_flow) = match spec {
-            TrafficSpec::Flow(f) => (1, f.qps),
-            TrafficSpec::Permutation(p) => (n, p.qps),
+        let (count, per_flow, bytes) = match spec {
+            TrafficSpec::Flow(f) => (1, f.qps, f.bytes),
+            TrafficSpec::Permutation(p) => (n, p.qps, p.bytes),
             TrafficSpec::Incast(i) => {
-                (i.senders.as_ref().map_or(u64::from(i.count.unwrap_or(0)), |s| s.len() as u64), i.qps)
+                (i.senders.as_ref().map_or(u64::from(i.count.unwrap_or(0)), |s| s.len() as u64), i.qps, i.bytes)
             }
-            TrafficSpec::AllToAll(a) => (n * n.saturating_sub(1), a.qps),
-            TrafficSpec::UniformRandom(u) => (u64::from(u.flows), u.qps),
+            TrafficSpec::AllToAll(a) => (n * n.saturating_sub(1), a.qps, a.bytes),
+            TrafficSpec::UniformRandom(u) => (u64::from(u.flows), u.qps, u.bytes),
             TrafficSpec::RacksToRacks(r) => {
                 let placement = racks(topo, &nics);
                 let mut per_rack = std::collections::BTreeMap::<u32, u64>::new();
@@ -124,13 +124,19 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
                     *per_rack.entry(rack).or_default() += 1;
                 }
                 let largest = per_rack.values().copied().max().unwrap_or(0);
-                ((r.src_racks.len() as u64).saturating_mul(largest), r.qps)
+                ((r.src_racks.len() as u64).saturating_mul(largest), r.qps, r.bytes)
             }
         };
         flows = flows.saturating_add(count);
+        packets = packets.saturating_add(count.saturating_mul(bytes.0.div_ceil(scenario.nic.mtu.0.max(1))));
         qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
     }
     footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
+    if scenario.transport.sprays() {
+        // MRC posts a flow's whole message at its start: a slot and a
+        // resend entry for every packet of it.
+        footprint.add("posted MRC packets", packets, 28);
+    }
 
     let mut transfers = 0u64;
     for (j, job) in scenario.jobs.iter().enumerate() {

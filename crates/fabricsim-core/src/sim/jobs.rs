@@ -108,7 +108,7 @@ impl Jobs {
 
     /// Payload the jobs move, network and intra-host.
     pub fn total_bytes(&self) -> u64 {
-        self.program.transfers.iter().map(|t| t.bytes).sum()
+        self.program.transfers.iter().fold(0u64, |sum, t| sum.saturating_add(t.bytes))
     }
 
     /// The job a transfer belongs to.

@@ -423,7 +423,7 @@ fn expand_collective(
                 let shape = format!("{}x{}", m.len(), m.first().map_or(0, Vec::len));
                 return invalid(format!("{field}.matrix"), format!("{shape}: the group has {n} ranks, so {n}x{n}"));
             }
-            m.iter().flatten().map(|b| b.0).sum::<u64>() / n as u64
+            m.iter().flatten().fold(0u64, |sum, b| sum.saturating_add(b.0)) / n as u64
         }
         (CollectiveOp::AllToAllv, _, _) => {
             return invalid(format!("{field}.matrix"), "all_to_allv takes its sizes from `matrix` (and no `bytes`)")
@@ -506,7 +506,7 @@ fn expand_collective(
         credits: spec.credits(),
         transfers: mine,
         fill_bytes: if pipelined_from_one_rank && chain > 1 {
-            (chain as u64 - 1) * spec.slice().min(bytes / channels as u64) * channels as u64
+            (chain as u64 - 1).saturating_mul(spec.slice().min(bytes / channels as u64)).saturating_mul(channels as u64)
         } else {
             0
         },
