@@ -325,3 +325,27 @@ fn clustermapper_settings_outside_what_agents_do_are_refused_not_clamped() {
         assert!(e.starts_with(field), "{setting}: {e}");
     }
 }
+
+#[test]
+fn nics_with_no_path_between_them_and_fabrics_without_nics_are_refused() {
+    let islands = json!({"kind": "explicit",
+        "nodes": [{"name": "a", "kind": "nic"}, {"name": "b", "kind": "nic"},
+                  {"name": "s1", "kind": "switch"}, {"name": "s2", "kind": "switch"}],
+        "links": [{"a": "a", "b": "s1", "rate": "100Gbps"}, {"a": "b", "b": "s2", "rate": "100Gbps"}]});
+    let mut s = base();
+    s["topology"] = islands.clone();
+    s["traffic"] = json!([{"kind": "flow", "src": "a", "dst": "b", "bytes": "1MB"}]);
+    let e = error_of(s);
+    assert!(e.starts_with("traffic") && e.contains("a and b have no path between them"), "{e}");
+    let mut s = base();
+    s["topology"] = islands;
+    s["traffic"] = json!([]);
+    s["jobs"] = json!([{"name": "j", "ranks": 2, "phases": [
+        {"name": "p", "collective": {"op": "all_reduce", "bytes": "1MB"}}]}]);
+    let e = error_of(s);
+    assert!(e.starts_with("jobs[0]") && e.contains("no path between them"), "{e}");
+    let mut s = base();
+    s["topology"] = json!({"kind": "explicit", "nodes": [], "links": []});
+    s["traffic"] = json!([]);
+    assert!(error_of(s).starts_with("topology: it has no NICs"));
+}

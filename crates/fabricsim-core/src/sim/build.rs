@@ -97,16 +97,33 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     if !setup.goes_on() {
         return Ok(None);
     }
+    if topo.nics().is_empty() {
+        return invalid("topology", "it has no NICs: nothing could send");
+    }
+    let component = topo.components();
+    let unreachable = |a: NodeId, b: NodeId| {
+        (component[a.0 as usize] != component[b.0 as usize])
+            .then(|| format!("{} and {} have no path between them", topo.name(a), topo.name(b)))
+    };
     let flows = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
     for (f, spec) in flows.iter().enumerate() {
         if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
             return invalid("traffic", format!("flow {f} uses a NIC without ports"));
+        }
+        if let Some(why) = unreachable(spec.src, spec.dst) {
+            return invalid("traffic", format!("flow {f}: {why}"));
         }
     }
     if !setup.goes_on() {
         return Ok(None);
     }
     let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
+    for (j, job) in program.jobs.iter().enumerate() {
+        let first = job.nics[0];
+        if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
+            return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
+        }
+    }
     let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
     let faults = faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
     let telemetry = &scenario.telemetry;

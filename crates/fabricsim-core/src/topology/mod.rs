@@ -158,6 +158,24 @@ impl Topology {
         (0..self.nodes.len() as u32).map(NodeId).filter(|&n| self.is_nic(n)).collect()
     }
 
+    /// For every node, a label shared by exactly the nodes it has a path
+    /// to (union-find over the links).
+    pub fn components(&self) -> Vec<u32> {
+        let mut parent: Vec<u32> = (0..self.nodes.len() as u32).collect();
+        fn root(parent: &mut [u32], mut n: u32) -> u32 {
+            while parent[n as usize] != n {
+                parent[n as usize] = parent[parent[n as usize] as usize];
+                n = parent[n as usize];
+            }
+            n
+        }
+        for link in &self.links {
+            let (a, b) = (root(&mut parent, link.a.0), root(&mut parent, link.b.0));
+            parent[a.max(b) as usize] = a.min(b);
+        }
+        (0..self.nodes.len() as u32).map(|n| root(&mut parent, n)).collect()
+    }
+
     /// For every node, its links in insertion order (a NIC's port order).
     /// Each node's ports in order: a port's index on its node is the
     /// position of its link in the node's adjacency (a NIC's port number).
