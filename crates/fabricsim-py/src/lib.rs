@@ -82,15 +82,22 @@ fn available_memory() -> Option<u64> {
 /// Validates a scenario, and that it fits in `available_memory` bytes
 /// (unset: what the machine has available now), and returns it with every
 /// default filled in.
+/// Ctrl-C is honoured while it plans.
 #[pyfunction]
 #[pyo3(signature = (scenario_json, available_memory = None))]
-fn resolve(scenario_json: &str, available_memory: Option<u64>) -> PyResult<String> {
-    guarded(|| {
-        let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
-        // Planning catches what the schema cannot: topology, hosts, ports, memory.
-        let available = available_memory.or_else(machine::available_memory);
-        Simulation::check(&scenario, available).map_err(scenario_error)?;
-        Ok(scenario.to_json())
+fn resolve(py: Python<'_>, scenario_json: &str, available_memory: Option<u64>) -> PyResult<String> {
+    py.detach(|| {
+        guarded(|| {
+            let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
+            // Planning catches what the schema cannot: topology, hosts, ports, memory.
+            let available_memory = available_memory.or_else(machine::available_memory);
+            let mut keep_going = || Python::attach(|py| py.check_signals()).is_ok();
+            let mut setup = Setup { available_memory, keep_going: Some(&mut keep_going) };
+            if !Simulation::check_within(&scenario, &mut setup).map_err(scenario_error)? {
+                return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted while checking"));
+            }
+            Ok(scenario.to_json())
+        })
     })
 }
 

@@ -248,6 +248,11 @@ impl Simulation {
         build::plan(scenario, &mut setup).map(drop)
     }
 
+    /// `check` as `setup` says; `Ok(false)` when its hook stopped it.
+    pub fn check_within(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<bool, ScenarioError> {
+        build::plan(scenario, setup).map(|plan| plan.is_some())
+    }
+
     /// Builds a simulation whose QPs run a transport defined outside this
     /// crate, built for each QP by `transport`, instead of the scenario's.
     pub fn with_transport(scenario: Scenario, transport: CustomTransport) -> Result<Simulation, ScenarioError> {
