@@ -12,7 +12,9 @@
 //! about seven buckets when event times do not line up, as in collectives.)
 //! Buckets are FIFO, so equal times keep their insertion order without a
 //! sequence number: events with the same time always share a bucket, and
-//! splitting a bucket keeps its order.
+//! splitting a bucket keeps its order. Buckets are plain vectors: only
+//! bucket 0 is consumed from the front, through a read index, and it is
+//! cleared once read to its end.
 
 use std::collections::VecDeque;
 
@@ -23,7 +25,9 @@ const BUCKETS: usize = 1 + 8 * 256;
 const WORDS: usize = BUCKETS.div_ceil(64);
 
 pub struct EventQueue<E> {
-    buckets: Vec<VecDeque<(u64, E)>>,
+    buckets: Vec<Vec<(u64, E)>>,
+    /// Index of the next event of bucket 0.
+    head: usize,
     /// Bit `i` set when bucket `i` is non-empty.
     occupied: [u64; WORDS],
     /// Events earlier than `last`, which a radix heap cannot hold: they
@@ -43,7 +47,8 @@ impl<E> Default for EventQueue<E> {
         EventQueue {
             // A little room in every bucket up front, so that the first
             // visits to rarely used buckets do not allocate mid-run.
-            buckets: (0..BUCKETS).map(|_| VecDeque::with_capacity(16)).collect(),
+            buckets: (0..BUCKETS).map(|_| Vec::with_capacity(16)).collect(),
+            head: 0,
             occupied: [0; WORDS],
             early: VecDeque::new(),
             last: 0,
@@ -63,7 +68,7 @@ fn bucket_of(time: u64, last: u64) -> usize {
     1 + level * 256 + ((time >> (8 * level)) & 0xFF) as usize
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// Current simulated time: the time of the last event popped.
     pub fn now(&self) -> Time {
         self.now
@@ -79,7 +84,7 @@ impl<E> EventQueue<E> {
             return;
         }
         let b = bucket_of(time.0, self.last);
-        self.buckets[b].push_back((time.0, event));
+        self.buckets[b].push((time.0, event));
         self.mark(b);
     }
 
@@ -112,11 +117,12 @@ impl<E> EventQueue<E> {
         // its capacity: splitting never allocates in the steady state.
         let mut bucket = std::mem::take(&mut self.buckets[i]);
         self.last = bucket.iter().map(|(t, _)| *t).min().expect("non-empty");
-        for (t, e) in bucket.drain(..) {
+        for &(t, e) in &bucket {
             let b = bucket_of(t, self.last);
-            self.buckets[b].push_back((t, e));
+            self.buckets[b].push((t, e));
             self.mark(b);
         }
+        bucket.clear();
         self.buckets[i] = bucket;
         true
     }
@@ -135,7 +141,7 @@ impl<E> EventQueue<E> {
             return self.early.front().map(|(_, e)| e);
         }
         if self.settle() {
-            self.buckets[0].front().map(|(_, e)| e)
+            self.buckets[0].get(self.head).map(|(_, e)| e)
         } else {
             None
         }
@@ -149,8 +155,12 @@ impl<E> EventQueue<E> {
             if !self.settle() {
                 return None;
             }
-            let next = self.buckets[0].pop_front().expect("settled");
-            if self.buckets[0].is_empty() {
+            let now = &mut self.buckets[0];
+            let next = now[self.head];
+            self.head += 1;
+            if self.head == now.len() {
+                now.clear();
+                self.head = 0;
                 self.unmark(0);
             }
             next
@@ -163,7 +173,8 @@ impl<E> EventQueue<E> {
 
     /// Every event still to run, in no particular order.
     pub fn pending(&self) -> impl Iterator<Item = &E> {
-        self.early.iter().chain(self.buckets.iter().flatten()).map(|(_, e)| e)
+        let now = &self.buckets[0][self.head..];
+        self.early.iter().chain(now).chain(self.buckets[1..].iter().flatten()).map(|(_, e)| e)
     }
 
     /// Events executed so far.
