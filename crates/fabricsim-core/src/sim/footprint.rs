@@ -19,7 +19,7 @@ use crate::switch::Routes;
 use crate::topology::Topology;
 use crate::transport::TransportSpec;
 use crate::units::Time;
-use crate::workload::program::{groups, Transfer};
+use crate::workload::program::{group_shape, Transfer};
 use crate::workload::{racks, FlowSpec, TrafficSpec};
 
 /// Bytes of the things that grow, by name: (what, how many, bytes).
@@ -144,14 +144,14 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
         for (p, phase) in job.phases.iter().enumerate() {
             let Some(c) = &phase.collective else { continue };
             let field = format!("jobs[{j}].phases[{p}].collective.group");
-            for members in groups(job.ranks, c, &field)? {
-                let bound = c.transfer_bound(members.len() as u64);
-                per_iteration = per_iteration.saturating_add(bound);
-                // A connection per rank pair and channel, at most one per transfer.
-                let pairs = (members.len() as u64).pow(2).saturating_mul(u64::from(c.channels));
-                let qps_each = c.qps.map_or(default_qps, u64::from);
-                qps = qps.saturating_add(bound.min(pairs).saturating_mul(qps_each));
-            }
+            let (count, size) = group_shape(job.ranks, c, &field)?;
+            let (count, size) = (u64::from(count), u64::from(size));
+            let bound = c.transfer_bound(size);
+            per_iteration = per_iteration.saturating_add(bound.saturating_mul(count));
+            // A connection per rank pair and channel, at most one per transfer.
+            let pairs = size.saturating_mul(size).saturating_mul(u64::from(c.channels));
+            let qps_each = c.qps.map_or(default_qps, u64::from);
+            qps = qps.saturating_add(bound.min(pairs).saturating_mul(qps_each).saturating_mul(count));
         }
         transfers = transfers.saturating_add(per_iteration.saturating_mul(u64::from(job.iterations)));
     }

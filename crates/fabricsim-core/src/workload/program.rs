@@ -361,9 +361,10 @@ fn place(
     Ok(chosen.into_iter().map(|i| nics[i]).collect())
 }
 
-/// The groups of job ranks that run a collective.
-pub(crate) fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<Vec<Vec<u32>>, ScenarioError> {
-    let Some(g) = spec.group else { return Ok(vec![(0..ranks).collect()]) };
+/// How many groups of job ranks run a collective, and their size, without
+/// listing them.
+pub(crate) fn group_shape(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<(u32, u32), ScenarioError> {
+    let Some(g) = spec.group else { return Ok((1, ranks)) };
     if g.size == 0 || g.stride == 0 {
         return invalid(field, "size and stride must be at least 1");
     }
@@ -374,7 +375,13 @@ pub(crate) fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<V
             format!("{ranks} ranks cannot be cut into groups of {} ranks {} apart", g.size, g.stride),
         );
     }
-    let count = ranks / g.size;
+    Ok((ranks / g.size, g.size))
+}
+
+/// The groups of job ranks that run a collective.
+fn groups(ranks: u32, spec: &CollectiveSpec, field: &str) -> Result<Vec<Vec<u32>>, ScenarioError> {
+    let (count, _) = group_shape(ranks, spec, field)?;
+    let Some(g) = spec.group else { return Ok(vec![(0..ranks).collect()]) };
     let mut out = vec![Vec::with_capacity(g.size as usize); count as usize];
     for r in 0..ranks {
         let group = (r / (g.size * g.stride)) * g.stride + r % g.stride;
