@@ -16,9 +16,19 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
+    /// The error on `field`; both are kept to one line, since they quote
+    /// what the user wrote (a key or a value may hold a line break).
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError { field: field.into(), message: message.into() }
+        ScenarioError { field: one_line(field.into()), message: one_line(message.into()) }
     }
+}
+
+/// `text` with its control characters escaped (`\n`, `\u{1b}`).
+fn one_line(text: String) -> String {
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 impl fmt::Display for ScenarioError {

@@ -349,3 +349,13 @@ fn nics_with_no_path_between_them_and_fabrics_without_nics_are_refused() {
     s["traffic"] = json!([]);
     assert!(error_of(s).starts_with("topology: it has no NICs"));
 }
+
+#[test]
+fn an_error_quoting_a_line_break_stays_on_one_line() {
+    let mut s = base();
+    s["traffic"][0]["by\ntes"] = json!("1MB");
+    let e = error_of(s);
+    assert!(!e.contains('\n') && e.contains("by\\ntes"), "{e}");
+    let e = error_of(with("topology.link_rate", json!("100G\nbps")));
+    assert!(!e.contains('\n'), "{e}");
+}

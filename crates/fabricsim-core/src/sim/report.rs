@@ -321,19 +321,21 @@ impl Simulation {
         let mut steps = Table::default();
         let mut rows: Vec<(JobId, u32, Option<Time>, Option<Time>)> = Vec::new();
         for (job, plan) in p.jobs.enumerate() {
-            for it in 0..plan.iterations {
-                let phases = plan.phases.iter().filter(|&q| p.phases[q].iteration == it);
-                let (mut start, mut end, mut done) = (None::<Time>, None::<Time>, true);
-                for q in phases {
-                    let (s, e) = (j.phase_start[q], j.phase_end[q]);
-                    start = match (start, s) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                    end = end.max(e);
-                    done &= e.is_some();
-                }
-                rows.push((job, it, start, if done { end } else { None }));
+            // One pass over the job's phases, each folded into its iteration.
+            let mut steps_of: Vec<(Option<Time>, Option<Time>, bool)> =
+                vec![(None, None, true); plan.iterations as usize];
+            for q in plan.phases.iter() {
+                let (start, end, done) = &mut steps_of[p.phases[q].iteration as usize];
+                let (s, e) = (j.phase_start[q], j.phase_end[q]);
+                *start = match (*start, s) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                *end = (*end).max(e);
+                *done &= e.is_some();
+            }
+            for (it, (start, end, done)) in steps_of.into_iter().enumerate() {
+                rows.push((job, it as u32, start, if done { end } else { None }));
             }
         }
         steps.push("job", Column::Text(rows.iter().map(|r| p.jobs[r.0].name.clone()).collect()));

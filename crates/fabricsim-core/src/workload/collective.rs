@@ -118,12 +118,17 @@ impl CollectiveSpec {
             CollectiveOp::AllToAll | CollectiveOp::AllToAllv => n * (n - 1),
             CollectiveOp::SendRecv | CollectiveOp::Broadcast | CollectiveOp::Reduce => n,
         };
+        moves.saturating_mul(u64::from(self.channels)).saturating_add(self.moved_bound(n) / self.slice().max(1))
+    }
+
+    /// At most how many bytes its `n` ranks move in all: 2 n times its
+    /// size, which a ring all-reduce moves.
+    pub fn moved_bound(&self, n: u64) -> u64 {
         let bytes = match &self.matrix {
-            Some(m) => m.iter().flatten().fold(0u64, |sum, b| sum.saturating_add(b.0)) / n,
+            Some(m) => m.iter().flatten().fold(0u64, |sum, b| sum.saturating_add(b.0)) / n.max(1),
             None => self.bytes.map_or(0, |b| b.0),
         };
-        let moved = (2 * n).saturating_mul(bytes);
-        moves.saturating_mul(u64::from(self.channels)).saturating_add(moved / self.slice().max(1))
+        (2 * n).saturating_mul(bytes)
     }
 
     /// Slices in flight per connection, NCCL's default unless given.
