@@ -23,12 +23,14 @@ impl ScenarioError {
     }
 }
 
-/// `text` with its control characters escaped (`\n`, `\u{1b}`).
+/// `text` with whatever could break its line escaped: control characters
+/// (`\n`, `\u{1b}`) and the Unicode line and paragraph separators.
 fn one_line(text: String) -> String {
-    if !text.chars().any(char::is_control) {
+    let breaks = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !text.chars().any(breaks) {
         return text;
     }
-    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+    text.chars().map(|c| if breaks(c) { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 impl fmt::Display for ScenarioError {

@@ -106,7 +106,7 @@ fn resolve(py: Python<'_>, scenario_json: &str, available_memory: Option<u64>) -
 fn topology_report(scenario_json: &str) -> PyResult<String> {
     guarded(|| {
         let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
-        let topo = scenario.topology.build().map_err(scenario_error)?;
+        let topo = scenario.topology.build_within(machine::available_memory()).map_err(scenario_error)?;
         Ok(serde_json::to_string(&topo.report()).expect("a report serializes"))
     })
 }

@@ -71,23 +71,34 @@ impl Footprint {
         }
         let mut parts = self.parts.clone();
         parts.sort_by_key(|&(_, _, bytes)| std::cmp::Reverse(bytes));
-        let biggest: Vec<String> =
-            parts.iter().take(3).map(|(what, count, bytes)| format!("{count} {what}: {}", gib(*bytes))).collect();
+        let biggest: Vec<String> = parts
+            .iter()
+            .take(3)
+            .map(|(what, count, bytes)| format!("{count} {what}: {}", human_size(*bytes)))
+            .collect();
         invalid(
             "scenario",
             format!(
                 "needs about {} of memory ({}), more than the {} {source}; make it smaller, or set limits.memory \
                  to run it anyway",
-                gib(total),
+                human_size(total),
                 biggest.join(", "),
-                gib(budget)
+                human_size(budget)
             ),
         )
     }
 }
 
-fn gib(bytes: u64) -> String {
-    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+/// `bytes` in the largest binary unit it reaches, e.g. `1.50 GiB`.
+fn human_size(bytes: u64) -> String {
+    let (unit, scale) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+        .into_iter()
+        .find(|&(_, scale)| bytes >= scale)
+        .unwrap_or(("B", 1));
+    if scale == 1 {
+        return format!("{bytes} B");
+    }
+    format!("{:.2} {unit}", bytes as f64 / scale as f64)
 }
 
 /// What the fabric takes, counted from the topology's spec before it is

@@ -19,7 +19,7 @@ mod report;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::error::ScenarioError;
+use crate::error::{invalid, ScenarioError};
 use crate::units::{Rate, Time};
 
 pub use clos::ClosSpec;
@@ -132,6 +132,24 @@ impl TopologySpec {
             TopologySpec::Clos(spec) => spec.build(),
             TopologySpec::Explicit(spec) => spec.build(),
         }
+    }
+
+    /// Builds the graph if it fits in `available` bytes: about 100 B a
+    /// link, with its adjacency entries and its share of the nodes (what
+    /// `fabricsim topo` needs; a simulation checks far more, `sim::footprint`).
+    pub fn build_within(&self, available: Option<u64>) -> Result<Topology, ScenarioError> {
+        let needs = self.links()?.saturating_mul(100);
+        if let Some(available) = available.filter(|&a| needs > a) {
+            return invalid(
+                "topology",
+                format!(
+                    "its graph needs about {} MiB, more than the {} MiB this machine has available",
+                    needs >> 20,
+                    available >> 20
+                ),
+            );
+        }
+        self.build()
     }
 
     /// How many links the graph has, counted without building it (what
