@@ -114,7 +114,9 @@ def parse_override(text: str) -> tuple[str, Any]:
     try:
         value = yaml.load(raw, Loader=_ScenarioLoader) if raw.strip() else None
     except Exception as exc:  # PyYAML raises more than YAMLError on odd values, see _parse_yaml
-        raise ScenarioError(f"{key}: cannot parse the value {_shorten(raw)}: {_yaml_problem(exc, raw)}") from None
+        raise ScenarioError(
+            f"{_one_line(key)}: cannot parse the value {_shorten(raw)}: {_yaml_problem(exc, raw)}"
+        ) from None
     return key, value
 
 
@@ -133,14 +135,14 @@ def set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
     """Sets `scenario[a][b][0][c] = value` for the key `a.b.0.c`, creating missing mappings."""
     parts = key.split(".")
     if any(not p for p in parts):
-        raise ScenarioError(f"{key}: empty segment in the override key")
+        raise ScenarioError(f"{_one_line(key)}: empty segment in the override key")
     node: Any = scenario
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
-        here = ".".join(parts[: depth + 1])
+        here = _dotted(parts[: depth + 1])
         if isinstance(node, list):
             if not part.isdigit():
-                raise ScenarioError(f"{here}: {'.'.join(parts[:depth])} is a list, index it with a number")
+                raise ScenarioError(f"{here}: {_dotted(parts[:depth])} is a list, index it with a number")
             index = int(part)
             if index >= len(node):
                 raise ScenarioError(f"{here}: index {index} is out of range, the list has {len(node)} items")
@@ -154,7 +156,7 @@ def set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
             else:
                 node = node.setdefault(part, {})
         else:
-            parent = ".".join(parts[:depth])
+            parent = _dotted(parts[:depth])
             raise ScenarioError(f"{here}: {parent} is {node!r}, not a mapping or a list")
 
 
@@ -470,7 +472,14 @@ def _children(container: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def _dotted(path: list[Any]) -> str:
-    return ".".join(str(part) for part in path)
+    return ".".join(_one_line(str(part)) for part in path)
+
+
+def _one_line(text: str) -> str:
+    """`text` with its line breaks escaped (`a\\nb`): a message that names a key stays one line, whatever the key."""
+    return "".join(
+        char.encode("unicode_escape").decode("ascii") if char.splitlines() != [char] else char for char in text
+    )
 
 
 def _located(where: str | None, stack: list[_Level], key: Any, problem: str) -> str:
