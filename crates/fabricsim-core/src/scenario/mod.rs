@@ -196,7 +196,7 @@ impl Scenario {
                 fraction(&field("dcqcn.min_decrease_factor"), d.min_decrease_factor)?;
                 // (A zero cnp_interval is allowed: a CNP for every marked packet.)
                 for (name, t) in [("alpha_update", d.alpha_update), ("rate_increase_timer", d.rate_increase_timer)] {
-                    positive_time(&field(&format!("dcqcn.{name}")), t)?;
+                    nic_timer(&field(&format!("dcqcn.{name}")), t)?;
                 }
                 at_least_one(&field("dcqcn.byte_counter"), d.byte_counter.0, "a rate step needs some bytes sent")?;
             }
@@ -225,11 +225,11 @@ impl Scenario {
                     ("rto_min", c.rto_min),
                     ("probe_interval", c.probe_interval),
                     ("reverse_probe_interval", c.reverse_probe_interval),
-                    ("reorder_window", c.reorder_window),
                     ("error_timeout", c.error_timeout),
                 ] {
-                    positive_time(&field(name), t)?;
+                    nic_timer(&field(name), t)?;
                 }
+                positive_time(&field("reorder_window"), c.reorder_window)?;
                 if let Some(window) = c.window {
                     if window.0 < mtu {
                         return invalid(
@@ -354,10 +354,21 @@ fn at_least_one(field: &str, value: u64, why: &str) -> Result<(), ScenarioError>
     Ok(())
 }
 
-/// A timer of zero would fire forever without time advancing.
+/// A time that must not be zero.
 fn positive_time(field: &str, t: Time) -> Result<(), ScenarioError> {
     if t == Time::ZERO {
-        return invalid(field, "0ns: must be positive (a zero timer fires forever at one instant)");
+        return invalid(field, "0ns: must be positive");
+    }
+    Ok(())
+}
+
+/// A NIC's timer fires at most once a microsecond: IBTA's shortest ACK
+/// timeout is 4.096us and DCQCN's timers are set in microseconds. Shorter
+/// would not model a NIC, and a picosecond timer re-armed forever makes a
+/// run of billions of events (a zero one, an endless loop at one instant).
+fn nic_timer(field: &str, t: Time) -> Result<(), ScenarioError> {
+    if t < Time::from_us(1) {
+        return invalid(field, format!("{t}: a NIC timer fires at most once a microsecond (at least 1us)"));
     }
     Ok(())
 }
