@@ -279,8 +279,8 @@ def test_stopped_run_is_written_incomplete(
     assert json.loads(Path("runs/tiny/summary.json").read_text())["complete"] is False
 
 
-def test_ctrl_c_stops_a_long_run(tmp_path: Path, tiny_scenario_file: Path) -> None:
-    """A real SIGINT to a run that would take minutes: results kept, marked incomplete, exit 130."""
+def _signal_a_long_run(tmp_path: Path, scenario: Path, signum: int) -> tuple[int, str, str]:
+    """Starts a run that would take minutes, sends it `signum` after 2 s; its exit code, stdout and stderr."""
     # The child installs Python's SIGINT handler itself: a test runner started
     # in the background may pass SIGINT on as ignored, and Python keeps that.
     launcher = (
@@ -288,61 +288,39 @@ def test_ctrl_c_stops_a_long_run(tmp_path: Path, tiny_scenario_file: Path) -> No
         "from fabricsim.cli import main; sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", launcher, "run", str(tiny_scenario_file), "-o", "long", "-s", "traffic.0.bytes=100GB"],
+        [sys.executable, "-c", launcher, "run", str(scenario), "-o", "long", "-s", "traffic.0.bytes=100GB"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     time.sleep(2.0)
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("the run did not stop within 60 s of SIGINT")
-    assert proc.returncode == 130, err
-    assert (tmp_path / "long" / INCOMPLETE_MARKER).exists()
-    summary = json.loads((tmp_path / "long" / "summary.json").read_text())
-    assert summary["complete"] is False
-    assert summary["sim_time_s"] > 0
-
-
-def test_sigterm_stops_a_long_run_like_ctrl_c(tmp_path: Path, tiny_scenario_file: Path) -> None:
-    """SIGTERM (`timeout`, a scheduler) to a run that would take minutes: results kept, marked incomplete, exit 143."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fabricsim",
-            "run",
-            str(tiny_scenario_file),
-            "-o",
-            "long",
-            "-s",
-            "traffic.0.bytes=100GB",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    time.sleep(2.0)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     try:
         out, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        pytest.fail("the run did not stop within 60 s of SIGTERM")
-    assert proc.returncode == 143, err
-    assert "Traceback" not in err
-    assert "stopped by SIGTERM" in out
-    assert (tmp_path / "long" / INCOMPLETE_MARKER).exists()
+        pytest.fail(f"the run did not stop within 60 s of signal {signum}")
     summary = json.loads((tmp_path / "long" / "summary.json").read_text())
+    assert (tmp_path / "long" / INCOMPLETE_MARKER).exists()
     assert summary["complete"] is False
     assert summary["sim_time_s"] > 0
+    assert "Traceback" not in err
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_stops_a_long_run(tmp_path: Path, tiny_scenario_file: Path) -> None:
+    """A real SIGINT to a run that would take minutes: results kept, marked incomplete, exit 130."""
+    code, _, err = _signal_a_long_run(tmp_path, tiny_scenario_file, signal.SIGINT)
+    assert code == 130, err
+
+
+def test_sigterm_stops_a_long_run_like_ctrl_c(tmp_path: Path, tiny_scenario_file: Path) -> None:
+    """SIGTERM (`timeout`, a scheduler) to a run that would take minutes: results kept, marked incomplete, exit 143."""
+    code, out, err = _signal_a_long_run(tmp_path, tiny_scenario_file, signal.SIGTERM)
+    assert code == 143, err
+    assert "stopped by SIGTERM" in out
 
 
 def test_sigterm_before_the_run_stops_the_command_with_143(
