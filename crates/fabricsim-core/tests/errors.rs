@@ -362,3 +362,15 @@ fn an_error_quoting_a_line_break_stays_on_one_line() {
     let e = error_of(with("topology.link_rate", json!("100G\nbps")));
     assert!(!e.contains('\n'), "{e}");
 }
+
+#[test]
+fn a_fault_on_a_missing_nic_blames_the_nic_and_ranges_say_their_ends() {
+    let mut s = base();
+    s["faults"] = json!([{"kind": "ev_loss", "at": "0us", "nic": 99, "ev": 0, "rate": 0.5}]);
+    let e = error_of(s);
+    assert!(e.starts_with("faults[0].nic") && e.contains("8 NICs, 0 to 7"), "{e}");
+    let mut s = base();
+    s["faults"] = json!([{"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 5}]);
+    let e = error_of(s);
+    assert!(e.starts_with("faults[0].port") && e.contains("1 ports, 0 to 0"), "{e}");
+}

@@ -209,7 +209,10 @@ pub fn resolve_port(
     let ports = &node_ports[id.0 as usize];
     match index.parse::<usize>().ok().and_then(|i| ports.get(i)) {
         Some(&p) => Ok(p),
-        None => invalid(field, format!("'{text}': node '{node}' has ports 0..{}", ports.len())),
+        None => invalid(
+            field,
+            format!("'{text}': node '{node}' has {} ports, 0 to {}", ports.len(), ports.len().saturating_sub(1)),
+        ),
     }
 }
 
@@ -240,7 +243,16 @@ pub fn expand(
         let nic_port = |nic: &NicRef, port: u16| -> Result<PortId, ScenarioError> {
             let id = nic.resolve(topo, &nics, &field("nic"))?;
             node_ports[id.0 as usize].get(port as usize).copied().map_or_else(
-                || invalid(field("port"), format!("{port}: the NIC has ports 0..{}", node_ports[id.0 as usize].len())),
+                || {
+                    invalid(
+                        field("port"),
+                        format!(
+                            "{port}: the NIC has {} ports, 0 to {}",
+                            node_ports[id.0 as usize].len(),
+                            node_ports[id.0 as usize].len().saturating_sub(1)
+                        ),
+                    )
+                },
                 Ok,
             )
         };
@@ -294,7 +306,8 @@ pub fn expand(
                     return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
                 }
                 let plane = Ev(*ev).plane();
-                let port = nic_port(nic, plane as u16).map_err(|_| {
+                let id = nic.resolve(topo, &nics, &field("nic"))?;
+                let port = node_ports[id.0 as usize].get(plane).copied().ok_or_else(|| {
                     ScenarioError::new(field("ev"), format!("{ev}: its plane ({plane}) is not a port of the NIC"))
                 })?;
                 actions.push((*at, FaultAction::EvLoss { port, ev: *ev, rate: *rate }));

@@ -54,7 +54,11 @@ impl NicRef {
                 || {
                     invalid(
                         field,
-                        format!("there is no NIC {i}: the topology has {} NICs (0..{})", nics.len(), nics.len()),
+                        format!(
+                            "there is no NIC {i}: the topology has {} NICs, 0 to {}",
+                            nics.len(),
+                            nics.len().saturating_sub(1)
+                        ),
                     )
                 },
                 Ok,
