@@ -374,3 +374,27 @@ fn a_fault_on_a_missing_nic_blames_the_nic_and_ranges_say_their_ends() {
     let e = error_of(s);
     assert!(e.starts_with("faults[0].port") && e.contains("1 ports, 0 to 0"), "{e}");
 }
+
+#[test]
+fn a_list_where_a_mapping_belongs_is_refused_not_read_in_order() {
+    for (path, value, field) in
+        [("nic", json!(["1KiB"]), "nic"), ("limits", json!([]), "limits"), ("switch.pfc", json!([true]), "switch.pfc")]
+    {
+        let e = error_of(with(path, value));
+        assert!(e.starts_with(field) && e.contains("a list, where a mapping of keys belongs"), "{path}: {e}");
+    }
+    let mut s = base();
+    s["traffic"][0]["kind"] = json!("flow");
+    s["traffic"][0]["ev_set"] = json!([[1, 2]]);
+    assert!(error_of(s).starts_with("traffic[0].ev_set: a list"));
+    let mut s = with("switch.forwarding", json!("srv6"));
+    s["clustermapper"] = json!(["1ms"]);
+    assert!(error_of(s).starts_with("clustermapper: a list"));
+    let mut s = base();
+    s["topology"] =
+        json!({"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": ["1us", "2us"]});
+    assert!(
+        Simulation::check(&Scenario::from_json(&s.to_string()).unwrap(), None).is_ok(),
+        "a per-tier list stays a list"
+    );
+}

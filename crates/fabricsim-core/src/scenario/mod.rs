@@ -2,6 +2,8 @@
 //! fields rejected. Its JSON Schema is exported for editors and for
 //! `fabricsim schema`; Python never re-declares it.
 
+mod shape;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +114,7 @@ impl Scenario {
         // face generated would mean nothing to the user.
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| ScenarioError::new("scenario", format!("not valid JSON: {e}")))?;
+        shape::check(&value)?;
         let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let message = nest(&e.path().to_string(), &e.inner().to_string());
             match message.strip_prefix('@').and_then(|m| m.split_once(": ")) {
