@@ -896,20 +896,17 @@ def test_a_huge_job_is_refused_in_little_memory(job: dict[str, Any]) -> None:
     assert outcome.detail.startswith(("jobs[0]", "scenario: needs about")), outcome
 
 
-def test_a_run_reports_progress_while_it_writes_its_tables() -> None:
-    """A run longer than a second calls its progress callback about five times a second, to its very end.
+def test_the_steps_of_many_iterations_are_tabled_in_one_pass() -> None:
+    """40,000 iterations of a 1 ns compute phase: one step row each, in order, each 1 ns long.
 
     Found by the fuzzing: the tables of jobs (sim::report::job_tables) took
     time quadratic in the iterations, without a progress call or a look at
-    Ctrl-C: 40,000 iterations of a 1 ns compute phase (40,001 events) took
-    3.6 s after the last event, 160,000 took 85 s.
+    Ctrl-C (160,000 iterations took 85 s after the last event). How long it
+    takes is for benchmarks; this pins what the one-pass table holds.
     """
-    calls: list[float] = []
-    start = time.perf_counter()
-    results = run_loaded(load_scenario(_compute_job(40_000)), progress=lambda _: calls.append(time.perf_counter()))
-    seconds = time.perf_counter() - start
+    results = run_loaded(load_scenario(_compute_job(40_000)))
     assert results.summary["stop_reason"] == "completed"
-    # Every 200 ms; half of that is enough. No gap of more than a second, including the end.
-    assert len(calls) >= int(seconds / 0.2) // 2, f"{len(calls)} progress calls in {seconds:.1f} s"
-    gaps = [b - a for a, b in zip([start, *calls], [*calls, start + seconds], strict=True)]
-    assert max(gaps) < 1.0, f"{max(gaps):.1f} s without progress"
+    steps = results.steps
+    assert steps.height == 40_000
+    assert steps["iteration"].to_list() == list(range(40_000))
+    assert all(abs(t - 1e-9) < 1e-15 for t in steps["step_time_s"].to_list())

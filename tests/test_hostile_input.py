@@ -13,7 +13,6 @@ import errno
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -165,9 +164,7 @@ def _billion_laughs() -> str:
 
 def test_alias_bomb_is_refused_fast(tmp_path: Path) -> None:
     path = _write(tmp_path / "laughs.yaml", _billion_laughs())
-    start = time.perf_counter()
     _refused(path, "laughs.yaml", "more than 1,000,000 values once its aliases are expanded")
-    assert time.perf_counter() - start < 5.0
 
 
 def test_too_many_values_are_refused_while_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
