@@ -39,7 +39,10 @@ def test_captured_frames_decode_as_rocev2(tmp_path: Path) -> None:
     assert [p[roce.BTH].psn for p in data] == list(range(10))
     assert data[0][roce.BTH].opcode == 6 and data[-1][roce.BTH].opcode == 8
     assert all(p[scapy_all.UDP].dport == 4791 for p in packets)
-    assert len({p[roce.BTH].dqpn for p in packets}) == 1
+    # Each NIC numbers its QPs from 2 up (0 and 1 are InfiniBand's management
+    # QPs): data goes to the responder's first QP, ACKs to the requester's.
+    assert {p[roce.BTH].dqpn for p in data} == {2}
+    assert {p[roce.BTH].dqpn for p in acks} == {2}
     # Each record keeps 128 bytes and the frame's real length.
     assert all(len(bytes(p)) == 128 for p in data)
     assert data[0].wirelen == 14 + 40 + 8 + 12 + 16 + 4096 + 4 + 4
@@ -91,3 +94,23 @@ def test_mrc_packets_each_carry_their_address_and_the_last_its_immediate(tmp_pat
     assert [p[roce.BTH].opcode for p in data] == [0x0A] * 9 + [0x0B]
     assert [p.wirelen for p in data[:9]] == [14 + 40 + 8 + 12 + 16 + 4096 + 4 + 4] * 9
     assert data[-1].wirelen == 14 + 40 + 8 + 12 + 16 + 4 + (40000 - 9 * 4096) + 4 + 4
+
+
+def test_each_end_numbers_its_own_qps(tmp_path: Path) -> None:
+    # nic0 creates its QP of flow 0 first (number 2) and answers flow 1 on
+    # its second (3); toward nic0, flow 1's data names 3 and flow 0's ACKs 2.
+    scenario = {
+        **_scenario(),
+        "traffic": [
+            {"kind": "flow", "src": 0, "dst": 2, "bytes": "8192B"},
+            {"kind": "flow", "src": 2, "dst": 0, "bytes": "8192B"},
+        ],
+        "telemetry": {"pcap": {"ports": ["t0.p0.0:0"]}},
+    }
+    path = fabricsim.run(scenario).write(tmp_path / "run")
+    packets = scapy_all.rdpcap(str(path / "telemetry.pcap"))
+    data = [p for p in packets if p.haslayer(roce.BTH) and p[roce.BTH].opcode in (6, 7, 8, 10)]
+    acks = [p for p in packets if p.haslayer(roce.BTH) and p[roce.BTH].opcode == 0x11]
+    assert data and acks
+    assert {p[roce.BTH].dqpn for p in data} == {3}
+    assert {p[roce.BTH].dqpn for p in acks} == {2}

@@ -58,14 +58,16 @@ impl Capture {
         Capture { bytes, snaplen, limit, packets: 0 }
     }
 
-    /// Records `packet` leaving node `from` toward node `to` at `now`.
-    /// `message_len` is the RDMA WRITE's length for the RETH.
-    /// `outer` is the SRv6 destination address of an encapsulated packet.
+    /// Records `packet` leaving node `from` toward node `to` at `now`,
+    /// for the QP numbered `dest_qp` at its destination. `message_len` is
+    /// the RDMA WRITE's length for the RETH. `outer` is the SRv6
+    /// destination address of an encapsulated packet.
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
         now: Time,
         packet: &Packet,
+        dest_qp: u32,
         from: u32,
         to: u32,
         ip: IpVersion,
@@ -76,7 +78,7 @@ impl Capture {
             return;
         }
         self.packets += 1;
-        let frame = frame(packet, from, to, ip, message_len, outer);
+        let frame = frame(packet, dest_qp, from, to, ip, message_len, outer);
         let kept = frame.len().min(self.snaplen as usize);
         let (secs, nanos) = (now.0 / 1_000_000_000_000, (now.0 % 1_000_000_000_000) / 1_000);
         for word in [secs as u32, nanos as u32, kept as u32, frame.len() as u32] {
@@ -114,7 +116,15 @@ fn data_position(packet: &Packet) -> (bool, bool) {
 /// The frame's bytes, from the Ethernet header through the FCS. With an
 /// SRv6 `outer` destination, the IP packet is carried in an outer IPv6
 /// header from the source NIC to that address (IPv6 in IPv6, next header 41).
-pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u64, outer: Option<u128>) -> Vec<u8> {
+pub fn frame(
+    packet: &Packet,
+    dest_qp: u32,
+    from: u32,
+    to: u32,
+    ip: IpVersion,
+    message_len: u64,
+    outer: Option<u128>,
+) -> Vec<u8> {
     let mut transport = Vec::with_capacity(64);
     let (op, ack_req) = match packet.kind {
         PacketKind::Data => {
@@ -144,7 +154,7 @@ pub fn frame(packet: &Packet, from: u32, to: u32, ip: IpVersion, message_len: u6
     transport.push((pad as u8) << 4);
     transport.extend_from_slice(&0xFFFFu16.to_be_bytes());
     transport.push(0);
-    transport.extend_from_slice(&packet.qp.to_be_bytes()[1..]);
+    transport.extend_from_slice(&dest_qp.to_be_bytes()[1..]);
     transport.push(if ack_req { 0x80 } else { 0 });
     transport.extend_from_slice(&(packet.psn & 0x00FF_FFFF).to_be_bytes()[1..]);
     match packet.kind {
@@ -286,7 +296,7 @@ mod tests {
     fn frames_have_the_wire_sizes_the_simulator_charges() {
         for (first, last) in [(true, false), (false, false), (false, true), (true, true)] {
             let p = data(first, last, 4096);
-            let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
+            let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv6, 8192, None);
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
         }
     }
@@ -297,14 +307,14 @@ mod tests {
             let mut p = data(first, last, 4096);
             p.flags |= flag::ADDRESSED;
             p.wire = headers::data_wire(IpVersion::Ipv6, 4096, true) as u16;
-            let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
+            let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv6, 8192, None);
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
             assert_eq!(f[62], opcode::WRITE_ONLY);
         }
         let mut p = data(false, true, 100);
         p.flags |= flag::IMM;
         p.wire = (headers::data_wire(IpVersion::Ipv6, 100, false) + headers::IMM_DT) as u16;
-        let f = frame(&p, 1, 2, IpVersion::Ipv6, 8192, None);
+        let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv6, 8192, None);
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire());
         assert_eq!(f[62], opcode::WRITE_LAST_WITH_IMM);
     }
@@ -317,16 +327,20 @@ mod tests {
             (PacketKind::Cnp, 0, headers::cnp_wire(IpVersion::Ipv4)),
         ] {
             let p = Packet { kind, class, flags: 0, payload: 0, wire: wire as u16, ..data(false, false, 0) };
-            let f = frame(&p, 1, 2, IpVersion::Ipv4, 0, None);
+            let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv4, 0, None);
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire, "{kind:?}");
         }
         let odd = data(false, true, 577);
-        assert_eq!(frame(&odd, 1, 2, IpVersion::Ipv6, 577, None).len() as u32 + headers::WIRE_OVERHEAD, odd.wire());
+        assert_eq!(
+            frame(&odd, odd.qp, 1, 2, IpVersion::Ipv6, 577, None).len() as u32 + headers::WIRE_OVERHEAD,
+            odd.wire()
+        );
     }
 
     #[test]
     fn headers_are_where_decoders_look() {
-        let f = frame(&data(true, false, 4096), 1, 2, IpVersion::Ipv6, 8192, None);
+        let first = data(true, false, 4096);
+        let f = frame(&first, first.qp, 1, 2, IpVersion::Ipv6, 8192, None);
         assert_eq!(&f[12..14], &[0x86, 0xDD]);
         // UDP destination port 4791 after Ethernet (14) and IPv6 (40).
         assert_eq!(u16::from_be_bytes([f[56], f[57]]), 4791);

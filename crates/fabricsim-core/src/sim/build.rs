@@ -313,7 +313,8 @@ pub(super) fn build(
         events.schedule(Time::ZERO, Event::MapperRound);
         super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes)
     });
-    let recorder = Recorder::new(scenario.telemetry.ev_activity, scenario.telemetry.ev_log, capture);
+    let qp_numbers = if capture.is_some() { number_qps(&links.qps, topo.nodes.len()) } else { Vec::new() };
+    let recorder = Recorder::new(scenario.telemetry.ev_activity, scenario.telemetry.ev_log, capture, qp_numbers);
     let mut sim = Simulation {
         events,
         pool: if srv6.is_some() { PacketPool::source_routed() } else { PacketPool::default() },
@@ -418,6 +419,19 @@ fn check_psn_space(
         ),
         None => Ok(()),
     }
+}
+
+/// Each QP's number at its requester and its responder: every NIC numbers
+/// its QPs from 2 up in the order they are created (0 and 1 are
+/// InfiniBand's management QPs).
+fn number_qps(qps: &Arena<QpId, Qp>, nodes: usize) -> Vec<[u32; 2]> {
+    let mut next = vec![2u32; nodes];
+    let mut take = |node: NodeId| {
+        let n = next[node.0 as usize];
+        next[node.0 as usize] += 1;
+        n
+    };
+    qps.iter().map(|qp| [take(qp.src), take(qp.dst)]).collect()
 }
 
 /// Creates QPs and connections.

@@ -235,7 +235,15 @@ impl Simulation {
         };
         let (from, to) = (self.ports[port.0 as usize].node.0, self.ports[port.peer().0 as usize].node.0);
         let outer = self.srv6.is_some().then(|| srv6::address(&self.pool.usids(id)));
-        self.recorder.capture(self.now(), &pkt, from, to, self.framing.ip, message_len, outer);
+        let dest_qp = match pkt.kind {
+            // Clustermapper's probes are management traffic: the GSI QP.
+            PacketKind::MapProbe => 1,
+            _ => {
+                let q = QpId(pkt.qp);
+                self.recorder.qp_number(q, pkt.dst == self.qps[q].dst)
+            }
+        };
+        self.recorder.capture(self.now(), &pkt, dest_qp, from, to, self.framing.ip, message_len, outer);
     }
 
     /// Counts a lost packet at `port` and frees it.

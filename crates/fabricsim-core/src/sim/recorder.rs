@@ -24,11 +24,27 @@ pub(super) struct Recorder {
     ev_log: Option<Vec<(Time, QpId, EvChange)>>,
     /// The pcap being written and, per port, whether it is captured.
     capture: Option<(Capture, Vec<bool>)>,
+    /// Each QP's number at its requester and at its responder, for the
+    /// capture's BTH (empty without one): each NIC numbers its QPs from 2
+    /// up as it creates them, as a NIC's QPs are numbered and exchanged
+    /// when a connection is set up (0 and 1 are InfiniBand's management
+    /// QPs).
+    qp_numbers: Vec<[u32; 2]>,
 }
 
 impl Recorder {
-    pub(super) fn new(ev_activity: bool, ev_log: bool, capture: Option<(Capture, Vec<bool>)>) -> Recorder {
-        Recorder { ev_activity: ev_activity.then(Default::default), ev_log: ev_log.then(Vec::new), capture }
+    pub(super) fn new(
+        ev_activity: bool,
+        ev_log: bool,
+        capture: Option<(Capture, Vec<bool>)>,
+        qp_numbers: Vec<[u32; 2]>,
+    ) -> Recorder {
+        Recorder { ev_activity: ev_activity.then(Default::default), ev_log: ev_log.then(Vec::new), capture, qp_numbers }
+    }
+
+    /// QP `q`'s number at its responder (`to_responder`) or its requester.
+    pub(super) fn qp_number(&self, q: QpId, to_responder: bool) -> u32 {
+        self.qp_numbers[q.0 as usize][usize::from(to_responder)]
     }
 
     /// Whether EV state changes are logged.
@@ -70,12 +86,13 @@ impl Recorder {
     }
 
     /// Writes a frame starting to leave a captured port between nodes
-    /// `from` and `to`.
+    /// `from` and `to`, for the QP numbered `dest_qp` where it goes.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn capture(
         &mut self,
         now: Time,
         packet: &Packet,
+        dest_qp: u32,
         from: u32,
         to: u32,
         ip: IpVersion,
@@ -83,7 +100,7 @@ impl Recorder {
         outer: Option<u128>,
     ) {
         if let Some((capture, _)) = self.capture.as_mut() {
-            capture.record(now, packet, from, to, ip, message_len, outer);
+            capture.record(now, packet, dest_qp, from, to, ip, message_len, outer);
         }
     }
 
