@@ -210,10 +210,13 @@ impl MrcQp {
         }
     }
 
-    /// Fails the QP when nothing new was acknowledged for `error_timeout`:
-    /// it stops sending and reports a fatal completion (`Action::Failed`).
+    /// Fails the QP when it has data outstanding (its retransmission timer
+    /// runs) and nothing new was acknowledged for `error_timeout`: it stops
+    /// sending and reports a fatal completion (`Action::Failed`). An idle
+    /// QP waits for nothing, so a late duplicate SACK cannot fail it.
     fn gives_up(&mut self, now: Time, out: &mut Vec<Action>) -> bool {
-        if now.saturating_sub(self.last_progress) < self.cfg.error_timeout {
+        let waiting = self.sender.rto_deadline.is_some();
+        if !waiting || now.saturating_sub(self.last_progress) < self.cfg.error_timeout {
             return false;
         }
         self.failed = true;
@@ -417,5 +420,60 @@ impl Transport for MrcQp {
     fn pin_evs(&mut self, set: &EvSet) -> bool {
         self.sender.set_evs(set);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::QpId;
+    use crate::net::IpVersion;
+    use crate::topology::NodeId;
+    use crate::transport::Framing;
+    use crate::units::Rate;
+
+    fn qp() -> MrcQp {
+        let setup = QpSetup {
+            qp: QpId(0),
+            seed: 1,
+            mtu: 4096,
+            framing: Framing { ip: IpVersion::Ipv6, encap: 0 },
+            entropy: 0xC000,
+            requester_ports: 1,
+            responder_ports: 1,
+            line_rate: Rate::from_gbps(100),
+            nic_rate: Rate::from_gbps(100),
+        };
+        MrcQp::new(Arc::new(MrcConfig { evs: 1, backup_evs: 0, ..MrcConfig::default() }), &setup)
+    }
+
+    fn failed(out: &[Action]) -> bool {
+        out.iter().any(|a| matches!(a, Action::Failed))
+    }
+
+    #[test]
+    fn a_late_duplicate_sack_does_not_fail_an_idle_qp() {
+        let mut qp = qp();
+        let mut out = Vec::new();
+        qp.post(100, false);
+        let sent = qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
+        let mut sack = Packet::control(PacketKind::Ack, NodeId(1), NodeId(0), 0, 0, 0, 84);
+        (sack.ack, sack.echo, sack.ports_up) = (1, sent.entropy, 1);
+        qp.on_packet(End::Requester, 0, &sack, Time::from_us(10), &mut out);
+        // The same SACK again, long after: nothing is outstanding, nothing is waited for.
+        qp.on_packet(End::Requester, 0, &sack, Time::from_ms(20), &mut out);
+        assert!(!failed(&out) && !qp.stats().failed);
+    }
+
+    #[test]
+    fn a_qp_waiting_without_progress_fails_at_its_error_timeout() {
+        let mut qp = qp();
+        let mut out = Vec::new();
+        qp.post(100, false);
+        qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
+        qp.on_timer(Timer::Retransmit, Time::from_ms(5), &mut out);
+        assert!(!failed(&out));
+        qp.on_timer(Timer::Retransmit, Time::from_ms(9), &mut out);
+        assert!(failed(&out) && qp.stats().failed && !qp.has_data());
     }
 }
