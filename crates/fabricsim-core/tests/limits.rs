@@ -190,6 +190,12 @@ fn sampling_that_outgrows_the_memory_stops_the_run() {
     let out = Simulation::new(scenario(with)).unwrap().run(&mut |_| true);
     assert_eq!(out.stop, StopReason::MemoryLimit);
     assert!(!out.complete);
+    // Reaching the time limit after the sampling stopped still says why
+    // the records are short.
+    let mut with = s.clone();
+    with["limits"] = json!({"memory": format!("{hi}B"), "sim_time": "5ms"});
+    let out = Simulation::new(scenario(with)).unwrap().run(&mut |_| true);
+    assert_eq!(out.stop, StopReason::MemoryLimit);
     // With room, the same run samples to its end.
     let out = run(s);
     assert_eq!(out.stop, StopReason::Completed);

@@ -289,17 +289,20 @@ impl Simulation {
     pub fn run_until(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
         const HOOK_EVERY: u64 = 1 << 14;
         let mut countdown = HOOK_EVERY;
+        // A handler's halt (sampling out of memory) outranks how the run
+        // would otherwise have ended: what it recorded is cut short.
+        let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
         loop {
             let until_duration = self.scenario.duration.is_some();
             if !until_duration && self.work_left == 0 {
-                return Some(self.halt.unwrap_or(StopReason::Completed));
+                return ended(self, StopReason::Completed);
             }
             let Some(next) = self.events.peek_time() else {
                 let done = if self.work_left == 0 { StopReason::Completed } else { StopReason::Stalled };
-                return Some(self.halt.unwrap_or(done));
+                return ended(self, done);
             };
             if next > self.limits.end {
-                return Some(if until_duration { StopReason::Duration } else { StopReason::TimeLimit });
+                return ended(self, if until_duration { StopReason::Duration } else { StopReason::TimeLimit });
             }
             if next > pause_at {
                 return None;
