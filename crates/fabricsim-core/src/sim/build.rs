@@ -44,6 +44,8 @@ pub(super) struct Plan {
     captured: Option<Vec<bool>>,
     /// Links on the MRC denylist (by index); empty when there is none.
     denied_links: Vec<bool>,
+    /// The memory the fabric and the workload will take (`footprint`).
+    footprint: footprint::Footprint,
 }
 
 /// Plans `scenario`; `Ok(None)` when `setup`'s hook stopped it between
@@ -161,6 +163,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         telemetry_hosts,
         captured,
         denied_links,
+        footprint: whole,
     }))
 }
 
@@ -174,7 +177,9 @@ pub(super) fn build(
     setup: &mut Setup<'_>,
 ) -> Result<Option<Simulation>, ScenarioError> {
     let Some(plan) = plan(&scenario, setup)? else { return Ok(None) };
-    let Plan { topo, node_ports, srv6, program, faults, telemetry_ports, telemetry_hosts, denied_links, .. } = plan;
+    let Plan {
+        topo, node_ports, srv6, program, faults, telemetry_ports, telemetry_hosts, denied_links, footprint, ..
+    } = plan;
     let (flow_specs, captured) = (plan.flows, plan.captured);
     let factory = custom.map_or_else(|| QpFactory::new(&scenario.transport), QpFactory::Custom);
     let seed = scenario.seed;
@@ -365,19 +370,19 @@ pub(super) fn build(
     for c in sim.jobs.program.collectives.ids() {
         sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
     }
-    sim.limits = sim.run_limits();
+    let (ideal_end, last_fault) = (sim.ideal_end(), sim.last_fault());
+    sim.limits = sim.run_limits(ideal_end, last_fault);
     // What is recorded grows with the run's length: it must fit for a run
     // of the expected length, known only now, and a run that lasts longer
     // stops sampling where the memory ends (`StopReason::MemoryLimit`).
     let (budget, source) = setup.memory_budget(&sim.scenario);
-    let mut built = footprint::of_fabric(&sim.scenario)?;
-    built.parts.extend(footprint::of_workload(&sim.scenario, &sim.topo)?.parts);
-    let recording = footprint::of_recording(&sim.scenario, sim.expected_end(), sim.qps.len() as u64);
-    let mut whole = built.clone();
+    let expected_end = sim.scenario.duration.unwrap_or((ideal_end + last_fault).times(2).min(sim.limits.end));
+    let recording = footprint::of_recording(&sim.scenario, expected_end, sim.qps.len() as u64);
+    let mut whole = footprint.clone();
     whole.parts.extend(recording.parts);
     whole.check(budget, source)?;
     if let Some(budget) = budget {
-        sim.limits.sample_rows = budget.saturating_sub(built.total()) / footprint::SAMPLE_ROW;
+        sim.limits.sample_rows = budget.saturating_sub(footprint.total()) / footprint::SAMPLE_ROW;
     }
     if sim.recorder.logs_evs() {
         sim.start_ev_log();
@@ -516,12 +521,11 @@ impl Simulation {
     /// (reconvergence, probing). The livelock guard counts events at one
     /// instant: a start or a fault legitimately touches every port, QP,
     /// flow and transfer at once, a few times each.
-    fn run_limits(&self) -> RunLimits {
+    /// `ideal_end` is when the workload ends on an ideal fabric.
+    fn run_limits(&self, ideal_end: Time, last_fault: Time) -> RunLimits {
         let limits = &self.scenario.limits;
-        let derived = self.ideal_end().times(100)
-            + self.last_fault()
-            + self.scenario.transport.give_up_time().times(2)
-            + Time::from_ms(10);
+        let derived =
+            ideal_end.times(100) + last_fault + self.scenario.transport.give_up_time().times(2) + Time::from_ms(10);
         let end = match self.scenario.duration {
             Some(duration) => duration,
             None => limits.sim_time.unwrap_or(derived.min(Time::HORIZON)),
@@ -529,13 +533,6 @@ impl Simulation {
         let entities = self.ports.len() + self.qps.len() + self.flows.len() + self.jobs.program.transfers.len();
         let events_per_instant = limits.events_per_instant.unwrap_or(1_000_000 + 16 * entities as u64);
         RunLimits { end, events_per_instant, sample_rows: u64::MAX }
-    }
-
-    /// When the run would end on an ideal fabric: its duration, or twice
-    /// the workload's ideal completion after its last fault.
-    fn expected_end(&self) -> Time {
-        let ideal = (self.ideal_end() + self.last_fault()).times(2);
-        self.scenario.duration.unwrap_or(ideal.min(self.limits.end))
     }
 
     /// When the last flow or job would finish on an ideal fabric.

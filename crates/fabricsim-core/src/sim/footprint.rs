@@ -18,7 +18,7 @@ use crate::scenario::Scenario;
 use crate::switch::Routes;
 use crate::topology::Topology;
 use crate::transport::TransportSpec;
-use crate::units::Time;
+use crate::units::{Rate, Time};
 use crate::workload::program::{group_shape, Transfer};
 use crate::workload::{racks, FlowSpec, TrafficSpec};
 
@@ -122,6 +122,7 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
     let n = nics.len() as u64;
     let default_qps = u64::from(scenario.transport.qps());
     let qp_bytes = qp_size(scenario, topo);
+    let mtu = scenario.nic.mtu.0.max(1);
     let (mut flows, mut qps, mut packets) = (0u64, 0u64, 0u64);
     for spec in &scenario.traffic {
         let (count, per_flow, bytes) = match spec {
@@ -143,7 +144,7 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
             }
         };
         flows = flows.saturating_add(count);
-        packets = packets.saturating_add(count.saturating_mul(bytes.0.div_ceil(scenario.nic.mtu.0.max(1))));
+        packets = packets.saturating_add(count.saturating_mul(bytes.0.div_ceil(mtu)));
         qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
     }
     footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
@@ -153,7 +154,6 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
         footprint.add("posted MRC packets", packets, 28);
     }
 
-    let mtu = scenario.nic.mtu.0.max(1);
     let (mut transfers, mut phases, mut posted) = (0u64, 0u64, 0u64);
     for (j, job) in scenario.jobs.iter().enumerate() {
         let iterations = u64::from(job.iterations);
@@ -232,10 +232,9 @@ fn qp_size(scenario: &Scenario, topo: &Topology) -> u64 {
             }
         }
     }
-    let fastest = nic_rate.into_iter().max().unwrap_or(0);
-    // NSCC's default window, 1.5 x rate x 12us (`MrcQp::new`).
-    let window = c.window.map_or((fastest as f64 * 12e-6 / 8.0 * 1.5) as u64, |w| w.0);
-    let packets = window / scenario.nic.mtu.0.max(1);
+    let fastest = Rate(nic_rate.into_iter().max().unwrap_or(0));
+    let mtu = scenario.nic.mtu.0.max(1);
+    let packets = c.max_window(fastest, mtu) / mtu;
     // An active EV's slot and queue header take 64 B (the peak RSS grows by
     // 8.7 KB more per MRC QP than per RoCE QP at 128 + 32 EVs).
     own + (u64::from(c.evs) + u64::from(c.backup_evs)) * 64 + packets * 48

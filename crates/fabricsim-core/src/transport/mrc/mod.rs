@@ -28,7 +28,7 @@ use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer,
 use crate::cc::NsccConfig;
 use crate::engine::Rng;
 use crate::net::{flag, Ev, Packet, PacketKind};
-use crate::units::{Bytes, Time};
+use crate::units::{Bytes, Rate, Time};
 
 use receiver::MrcReceiver;
 use sender::MrcSender;
@@ -130,6 +130,16 @@ impl Default for MrcConfig {
     }
 }
 
+impl MrcConfig {
+    /// A QP's maximum (and initial) window on a NIC of `nic_rate`: `window`,
+    /// or NSCC's 1.5 BDP at 12us (protocols.md s5.5), and at least one
+    /// `mtu` packet however slow the NIC.
+    pub fn max_window(&self, nic_rate: Rate, mtu: u64) -> u64 {
+        let bdp = (nic_rate.0 as f64 * 12e-6 / 8.0 * 1.5) as u64;
+        self.window.map_or(bdp.max(mtu), |w| w.0)
+    }
+}
+
 /// EVs chosen by hand instead of drawn, as the paper's experiments pin
 /// flows to given paths (s5.2.5, Fig 14). Each EV's low 3 bits name its
 /// plane.
@@ -191,10 +201,7 @@ pub struct MrcQp {
 
 impl MrcQp {
     pub fn new(cfg: Arc<MrcConfig>, setup: &QpSetup) -> MrcQp {
-        // NSCC's maximum window: 1.5 BDP at 12us (protocols.md s5.5), and
-        // at least one packet however slow the NIC.
-        let bdp = (setup.nic_rate.0 as f64 * 12e-6 / 8.0 * 1.5) as u64;
-        let window = cfg.window.map_or(bdp.max(u64::from(setup.mtu)), |w| w.0);
+        let window = cfg.max_window(setup.nic_rate, u64::from(setup.mtu));
         let sender = MrcSender::new(&cfg, setup.requester_ports, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
         MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false }
@@ -430,7 +437,6 @@ mod tests {
     use crate::net::IpVersion;
     use crate::topology::NodeId;
     use crate::transport::Framing;
-    use crate::units::Rate;
 
     fn qp() -> MrcQp {
         let setup = QpSetup {
