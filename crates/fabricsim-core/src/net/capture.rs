@@ -58,27 +58,13 @@ impl Capture {
         Capture { bytes, snaplen, limit, packets: 0 }
     }
 
-    /// Records `packet` leaving node `from` toward node `to` at `now`,
-    /// for the QP numbered `dest_qp` at its destination. `message_len` is
-    /// the RDMA WRITE's length for the RETH. `outer` is the SRv6
-    /// destination address of an encapsulated packet.
-    #[allow(clippy::too_many_arguments)]
-    pub fn record(
-        &mut self,
-        now: Time,
-        packet: &Packet,
-        dest_qp: u32,
-        from: u32,
-        to: u32,
-        ip: IpVersion,
-        message_len: u64,
-        outer: Option<u128>,
-    ) {
+    /// Records `packet` as it starts to leave at `now`, framed as `hop` says.
+    pub fn record(&mut self, now: Time, packet: &Packet, hop: &Hop) {
         if self.packets >= self.limit {
             return;
         }
         self.packets += 1;
-        let frame = frame(packet, dest_qp, from, to, ip, message_len, outer);
+        let frame = frame(packet, hop);
         let kept = frame.len().min(self.snaplen as usize);
         let (secs, nanos) = (now.0 / 1_000_000_000_000, (now.0 % 1_000_000_000_000) / 1_000);
         for word in [secs as u32, nanos as u32, kept as u32, frame.len() as u32] {
@@ -113,18 +99,27 @@ fn data_position(packet: &Packet) -> (bool, bool) {
     }
 }
 
+/// What a frame says beyond its packet record: where it is on the wire
+/// and what its headers name.
+#[derive(Clone, Copy, Debug)]
+pub struct Hop {
+    /// The nodes at the two ends of the link it crosses (its MACs).
+    pub from: u32,
+    pub to: u32,
+    /// The QP's number at the packet's destination (the BTH's DestQP).
+    pub dest_qp: u32,
+    pub ip: IpVersion,
+    /// The RDMA WRITE's length, for the RETH of its first packet.
+    pub message_len: u64,
+    /// The SRv6 destination address of an encapsulated packet.
+    pub outer: Option<u128>,
+}
+
 /// The frame's bytes, from the Ethernet header through the FCS. With an
 /// SRv6 `outer` destination, the IP packet is carried in an outer IPv6
 /// header from the source NIC to that address (IPv6 in IPv6, next header 41).
-pub fn frame(
-    packet: &Packet,
-    dest_qp: u32,
-    from: u32,
-    to: u32,
-    ip: IpVersion,
-    message_len: u64,
-    outer: Option<u128>,
-) -> Vec<u8> {
+pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
+    let Hop { from, to, dest_qp, ip, message_len, outer } = *hop;
     let mut transport = Vec::with_capacity(64);
     let (op, ack_req) = match packet.kind {
         PacketKind::Data => {
@@ -263,6 +258,10 @@ fn nic_address(nic: u32) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hop(dest_qp: u32, ip: IpVersion, message_len: u64) -> Hop {
+        Hop { from: 1, to: 2, dest_qp, ip, message_len, outer: None }
+    }
     use crate::net::headers;
     use crate::topology::NodeId;
 
@@ -296,7 +295,7 @@ mod tests {
     fn frames_have_the_wire_sizes_the_simulator_charges() {
         for (first, last) in [(true, false), (false, false), (false, true), (true, true)] {
             let p = data(first, last, 4096);
-            let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv6, 8192, None);
+            let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
         }
     }
@@ -307,14 +306,14 @@ mod tests {
             let mut p = data(first, last, 4096);
             p.flags |= flag::ADDRESSED;
             p.wire = headers::data_wire(IpVersion::Ipv6, 4096, true) as u16;
-            let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv6, 8192, None);
+            let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
             assert_eq!(f[62], opcode::WRITE_ONLY);
         }
         let mut p = data(false, true, 100);
         p.flags |= flag::IMM;
         p.wire = (headers::data_wire(IpVersion::Ipv6, 100, false) + headers::IMM_DT) as u16;
-        let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv6, 8192, None);
+        let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire());
         assert_eq!(f[62], opcode::WRITE_LAST_WITH_IMM);
     }
@@ -327,20 +326,17 @@ mod tests {
             (PacketKind::Cnp, 0, headers::cnp_wire(IpVersion::Ipv4)),
         ] {
             let p = Packet { kind, class, flags: 0, payload: 0, wire: wire as u16, ..data(false, false, 0) };
-            let f = frame(&p, p.qp, 1, 2, IpVersion::Ipv4, 0, None);
+            let f = frame(&p, &hop(p.qp, IpVersion::Ipv4, 0));
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire, "{kind:?}");
         }
         let odd = data(false, true, 577);
-        assert_eq!(
-            frame(&odd, odd.qp, 1, 2, IpVersion::Ipv6, 577, None).len() as u32 + headers::WIRE_OVERHEAD,
-            odd.wire()
-        );
+        assert_eq!(frame(&odd, &hop(odd.qp, IpVersion::Ipv6, 577)).len() as u32 + headers::WIRE_OVERHEAD, odd.wire());
     }
 
     #[test]
     fn headers_are_where_decoders_look() {
         let first = data(true, false, 4096);
-        let f = frame(&first, first.qp, 1, 2, IpVersion::Ipv6, 8192, None);
+        let f = frame(&first, &hop(first.qp, IpVersion::Ipv6, 8192));
         assert_eq!(&f[12..14], &[0x86, 0xDD]);
         // UDP destination port 4791 after Ethernet (14) and IPv6 (40).
         assert_eq!(u16::from_be_bytes([f[56], f[57]]), 4791);

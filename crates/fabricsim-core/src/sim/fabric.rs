@@ -4,6 +4,7 @@
 
 use super::{Event, Simulation};
 use crate::ids::QpId;
+use crate::net::capture::Hop;
 use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::switch::admission::{self, Verdict};
 use crate::switch::{ecmp_pick, ecn, srv6};
@@ -243,7 +244,8 @@ impl Simulation {
                 self.recorder.qp_number(q, pkt.dst == self.qps[q].dst)
             }
         };
-        self.recorder.capture(self.now(), &pkt, dest_qp, from, to, self.framing.ip, message_len, outer);
+        let hop = Hop { from, to, dest_qp, ip: self.framing.ip, message_len, outer };
+        self.recorder.capture(self.now(), &pkt, &hop);
     }
 
     /// Counts a lost packet at `port` and frees it.

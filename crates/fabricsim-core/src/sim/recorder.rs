@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::ids::QpId;
-use crate::net::capture::Capture;
-use crate::net::{IpVersion, Packet, PortId};
+use crate::net::capture::{Capture, Hop};
+use crate::net::{Packet, PortId};
 use crate::transport::EvChange;
 use crate::units::Time;
 
@@ -85,22 +85,10 @@ impl Recorder {
         self.capture.as_ref().is_some_and(|(_, on)| on[port.0 as usize])
     }
 
-    /// Writes a frame starting to leave a captured port between nodes
-    /// `from` and `to`, for the QP numbered `dest_qp` where it goes.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn capture(
-        &mut self,
-        now: Time,
-        packet: &Packet,
-        dest_qp: u32,
-        from: u32,
-        to: u32,
-        ip: IpVersion,
-        message_len: u64,
-        outer: Option<u128>,
-    ) {
+    /// Writes the frame of a packet starting to leave a captured port.
+    pub(super) fn capture(&mut self, now: Time, packet: &Packet, hop: &Hop) {
         if let Some((capture, _)) = self.capture.as_mut() {
-            capture.record(now, packet, dest_qp, from, to, ip, message_len, outer);
+            capture.record(now, packet, hop);
         }
     }
 
