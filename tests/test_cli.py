@@ -389,17 +389,22 @@ def test_interrupt_after_the_run_still_writes_the_results(
     assert not (Path("runs/tiny") / INCOMPLETE_MARKER).exists()
 
 
+def _core_reports(monkeypatch: pytest.MonkeyPatch, reason: str, complete: bool) -> None:
+    """Makes the core's runs say they ended for `reason`, complete or not."""
+    real_run = _core.run
+
+    def reasoned_run(*args: Any, **kwargs: Any) -> Any:
+        raw = real_run(*args, **kwargs)
+        return {**raw, "complete": complete, "summary": {**raw["summary"], "stop_reason": reason}}
+
+    monkeypatch.setattr(_core, "run", reasoned_run)
+
+
 @pytest.mark.parametrize("reason", ["time_limit", "livelock", "stalled", "memory_limit"])
 def test_run_stopped_by_a_limit_exits_5_naming_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path, reason: str
 ) -> None:
-    real_run = _core.run
-
-    def limited_run(*args: Any, **kwargs: Any) -> Any:
-        raw = real_run(*args, **kwargs)
-        return {**raw, "complete": False, "summary": {**raw["summary"], "stop_reason": reason}}
-
-    monkeypatch.setattr(_core, "run", limited_run)
+    _core_reports(monkeypatch, reason, complete=False)
     code, out, err = fabricsim_cli(capsys, "run", tiny_scenario_file)
     assert code == 5
     _bad_input(err, reason, "runs/tiny")
@@ -444,13 +449,7 @@ def test_other_stop_reasons_keep_their_exit_codes(
     complete: bool,
     code: int,
 ) -> None:
-    real_run = _core.run
-
-    def reasoned_run(*args: Any, **kwargs: Any) -> Any:
-        raw = real_run(*args, **kwargs)
-        return {**raw, "complete": complete, "summary": {**raw["summary"], "stop_reason": reason}}
-
-    monkeypatch.setattr(_core, "run", reasoned_run)
+    _core_reports(monkeypatch, reason, complete)
     assert fabricsim_cli(capsys, "run", tiny_scenario_file)[0] == code
 
 
