@@ -264,6 +264,7 @@ fn physically_meaningless_values_are_refused_when_checked() {
         (with("switch.pfc.xon_offset", json!("10MB")), "switch.pfc.xon_offset"),
         (with("switch.pfc.headroom", json!("100B")), "switch.pfc.headroom"),
         (with("switch.trimming", json!({"enabled": true, "size": "8KiB"})), "switch.trimming.size"),
+        (with("switch.trimming", json!({"enabled": true, "threshold": "0B"})), "switch.trimming.threshold"),
         (with("limits.sim_time", json!("0ns")), "limits.sim_time"),
         (with("limits.events_per_instant", json!(0)), "limits.events_per_instant"),
     ] {

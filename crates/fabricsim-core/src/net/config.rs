@@ -97,20 +97,35 @@ impl Default for PfcConfig {
     }
 }
 
-/// Packet trimming: a data packet that cannot be buffered is cut to its
-/// headers and sent in the high-priority class instead of being dropped
-/// (SAI packet-trimming proposal, protocols.md s5.2).
+/// Packet trimming: a data packet that cannot be buffered, or that finds
+/// its egress queue at the trimming threshold, is cut to its headers and
+/// sent in the high-priority class instead of being dropped (SAI
+/// packet-trimming proposal, protocols.md s5.2; NDP and UET switches trim
+/// to keep data queues short, s5.3).
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrimConfig {
     pub enabled: bool,
     /// Frame size after trimming. Default 128B, SAI_SWITCH_ATTR_PACKET_TRIM_SIZE.
     pub size: Bytes,
+    /// Bytes an egress data queue may hold before arriving data packets are
+    /// trimmed. Unset means the ECN `kmax` (400KB by default): trimming
+    /// takes over where ECN's marking range ends, as in UEC's htsim, whose
+    /// ECN thresholds lie inside its trimming queue (protocols.md s5.3).
+    /// The buffer's dynamic threshold still trims (or drops) below it.
+    pub threshold: Option<Bytes>,
 }
 
 impl Default for TrimConfig {
     fn default() -> Self {
-        TrimConfig { enabled: false, size: Bytes(128) }
+        TrimConfig { enabled: false, size: Bytes(128), threshold: None }
+    }
+}
+
+impl SwitchConfig {
+    /// The egress queue depth from which data packets are trimmed.
+    pub fn trim_threshold(&self) -> u64 {
+        self.trimming.threshold.unwrap_or(self.ecn.kmax).0
     }
 }
 

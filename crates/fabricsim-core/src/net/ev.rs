@@ -45,6 +45,17 @@ impl Ev {
     }
 }
 
+/// The paths of one plane between two NICs as an EV's path choice names
+/// them (`Ev::choice`): choice mod `uplinks` is the source T0's uplink,
+/// choice mod `paths` the whole path. 1 and 1 under one T0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathSpace {
+    pub uplinks: u32,
+    /// A multiple of `uplinks`: each uplink's T1 offers `paths / uplinks`
+    /// ways on (its own uplinks, in a 3-tier Clos).
+    pub paths: u32,
+}
+
 impl std::fmt::Display for Ev {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)

@@ -14,7 +14,7 @@ mod port;
 
 pub use buffer::{ecn_mark_probability, Admission, SharedBuffer};
 pub use config::{EcmpConfig, EcnConfig, Forwarding, PfcConfig, SwitchConfig, TrimConfig};
-pub use ev::{Ev, MAX_PLANES};
+pub use ev::{Ev, PathSpace, MAX_PLANES};
 pub use headers::IpVersion;
 pub use packet::{
     flag, Packet, PacketId, PacketKind, PacketPool, Usids, CLASSES, CLASS_CONTROL, CLASS_DATA, NO_PORT, USIDS,

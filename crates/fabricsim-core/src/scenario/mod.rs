@@ -185,11 +185,8 @@ impl Scenario {
             TransportSpec::Rocev2(c) => {
                 at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
                 at_least_one(&field("ack_every"), c.ack_every.into(), "acknowledge at least every packet")?;
-                if c.timeout_exponent > 31 {
-                    return invalid(
-                        field("timeout_exponent"),
-                        format!("{}: at most 31 (IBTA 5-bit field)", c.timeout_exponent),
-                    );
+                if let Some(exponent) = c.timeout_exponent.filter(|&e| e > 31) {
+                    return invalid(field("timeout_exponent"), format!("{exponent}: at most 31 (IBTA 5-bit field)"));
                 }
                 if c.retry_count > 7 {
                     return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
@@ -298,6 +295,13 @@ impl Scenario {
             return invalid(
                 "switch.trimming.size",
                 format!("{}: a trimmed packet keeps 64B to less than a full frame ({frame}B)", sw.trimming.size),
+            );
+        }
+        if sw.trimming.enabled && sw.trim_threshold() == 0 {
+            let why = if sw.trimming.threshold.is_some() { "" } else { " (unset, it is switch.ecn.kmax)" };
+            return invalid(
+                "switch.trimming.threshold",
+                format!("0B{why}: every data packet would be trimmed and none delivered"),
             );
         }
         Ok(())

@@ -242,7 +242,12 @@ pub(super) fn build(
         if f % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
             return Ok(None);
         }
-        let conn = links.connect(&ports, &node_ports, spec.src, spec.dst, spec.qps, f);
+        let conn = links.connect(
+            &ports,
+            &node_ports,
+            srv6.as_ref(),
+            Ends { src: spec.src, dst: spec.dst, qps: spec.qps, offset: f, job: false },
+        );
         if let Some(set) = &spec.ev_set {
             links.pin_evs(conn, set)?;
         }
@@ -283,7 +288,8 @@ pub(super) fn build(
         let conn = match by_key.get(&key) {
             Some(&c) => c,
             None => {
-                let c = links.connect(&ports, &node_ports, src, dst, run.qps, t.channel as usize);
+                let ends = Ends { src, dst, qps: run.qps, offset: t.channel as usize, job: true };
+                let c = links.connect(&ports, &node_ports, srv6.as_ref(), ends);
                 by_key.insert(key, c);
                 c
             }
@@ -439,6 +445,16 @@ fn number_qps(qps: &Arena<QpId, Qp>, nodes: usize) -> Vec<[u32; 2]> {
     qps.iter().map(|qp| [take(qp.src), take(qp.dst)]).collect()
 }
 
+/// The two NICs of a connection, its QP count, the port its first QP
+/// takes, and whether a job (else a flow) opens it.
+struct Ends {
+    src: NodeId,
+    dst: NodeId,
+    qps: u32,
+    offset: usize,
+    job: bool,
+}
+
 /// Creates QPs and connections.
 struct Links {
     qps: Arena<QpId, Qp>,
@@ -460,20 +476,13 @@ impl Links {
         Ok(())
     }
 
-    /// A connection of `count` QPs from `src` to `dst`. QP k uses NIC port
+    /// A connection of `qps` QPs from `src` to `dst`. QP k uses NIC port
     /// (offset + k) mod ports, spreading connections over the planes; the
     /// responder uses the port of the same index (the same plane). Each QP
     /// draws its UDP source port, the ECMP entropy, from its own stream as
     /// Linux folds QPNs into 0xC000-0xFFFF (protocols.md s2.1).
-    fn connect(
-        &mut self,
-        ports: &[Port],
-        node_ports: &[Vec<PortId>],
-        src: NodeId,
-        dst: NodeId,
-        count: u32,
-        offset: usize,
-    ) -> ConnectionId {
+    fn connect(&mut self, ports: &[Port], node_ports: &[Vec<PortId>], srv6: Option<&Srv6>, ends: Ends) -> ConnectionId {
+        let Ends { src, dst, qps: count, offset, job } = ends;
         let (src_ports, dst_ports) = (&node_ports[src.0 as usize], &node_ports[dst.0 as usize]);
         let nic_rate = Rate(src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum());
         let mut ids = Vec::with_capacity(count as usize);
@@ -492,6 +501,8 @@ impl Links {
                 responder_ports: dst_ports.len(),
                 line_rate: ports[src_port.0 as usize].rate,
                 nic_rate,
+                paths: srv6.and_then(|s| s.path_space(src_ports[0], dst_ports[0])),
+                job,
             };
             let transport = self.factory.build(&setup);
             ids.push(self.qps.push(Qp {

@@ -64,12 +64,14 @@ impl Simulation {
             return;
         }
         let nic = self.qps[q].src.0 as usize;
+        // A sprayed QP's ports in the order of its plane rotation.
         let (first, count) = if self.qps[q].sprays {
-            (0, self.node_ports[nic].len())
+            (self.qps[q].transport.next_port(), self.node_ports[nic].len())
         } else {
             (self.ports[self.qps[q].src_port.0 as usize].index as usize, 1)
         };
-        for k in first..first + count {
+        for i in 0..count {
+            let k = (first + i) % self.node_ports[nic].len();
             let port = self.node_ports[nic][k];
             self.sched[port.0 as usize].join(q, &mut self.qps[q], 1 << k.min(31));
             self.try_transmit(port);

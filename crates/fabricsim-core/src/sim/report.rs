@@ -194,6 +194,7 @@ impl Simulation {
             "retired_evs": self.qp_sum(|s| s.retired_evs),
             "resurrected_evs": self.qp_sum(|s| s.resurrected_evs),
             "spurious_losses": self.qp_sum(|s| s.spurious_losses),
+            "ecn_replacements": self.qp_sum(|s| s.ecn_replacements),
             "timeouts": self.qp_sum(|s| s.timeouts),
             "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
             "packet_pool_high_water": self.pool.capacity(),

@@ -1,8 +1,9 @@
 //! Whether a switch buffers a packet it has routed to an egress port: the
 //! shared buffer's dynamic thresholds for lossy classes, the whole free
 //! pool for lossless ones (PFC keeps them from overflowing it) and for
-//! control packets, and packet trimming when a data packet does not fit
-//! (mrc-srv6-multiplane.txt s2.1; protocols.md s4).
+//! control packets, and packet trimming when a data packet does not fit or
+//! its queue is at the trimming threshold (mrc-srv6-multiplane.txt s2.1;
+//! protocols.md s4, s5.2).
 
 use crate::net::{flag, headers, Admission, Packet, SharedBuffer, SwitchConfig, CLASS_CONTROL, CLASS_DATA};
 
@@ -27,7 +28,11 @@ pub fn lossless(cfg: &SwitchConfig, class: usize) -> bool {
 pub fn admit(cfg: &SwitchConfig, buffer: &SharedBuffer, packet: &Packet, egress_queue: u64) -> Verdict {
     let class = packet.class as usize;
     let wire = packet.wire() as u64;
-    let admitted = if lossless(cfg, class) || class == CLASS_CONTROL {
+    let trim = &cfg.trimming;
+    let trimmable = trim.enabled && class == CLASS_DATA && !packet.has(flag::TRIMMED);
+    let admitted = if trimmable && egress_queue >= cfg.trim_threshold() {
+        Admission::Reject
+    } else if lossless(cfg, class) || class == CLASS_CONTROL {
         buffer.admit_lossless(wire)
     } else {
         buffer.admit_lossy(egress_queue, wire, cfg.egress_alpha)
@@ -35,13 +40,50 @@ pub fn admit(cfg: &SwitchConfig, buffer: &SharedBuffer, packet: &Packet, egress_
     if admitted == Admission::Accept {
         return Verdict::Accept { wire };
     }
-    let trim = &cfg.trimming;
-    if !(trim.enabled && class == CLASS_DATA && !packet.has(flag::TRIMMED)) {
+    if !trimmable {
         return Verdict::Drop;
     }
     let wire = headers::trimmed_wire(packet.wire(), trim.size.0 as u32) as u64;
     match buffer.admit_lossless(wire) {
         Admission::Accept => Verdict::Trim { wire },
         Admission::Reject => Verdict::Drop,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::PacketKind;
+    use crate::topology::NodeId;
+    use crate::units::Bytes;
+
+    fn data_packet() -> Packet {
+        let mut p = Packet::control(PacketKind::Data, NodeId(0), NodeId(1), 0, 0, 0, 4200);
+        (p.class, p.payload) = (CLASS_DATA as u8, 4096);
+        p
+    }
+
+    fn trimming(threshold: Option<u64>) -> SwitchConfig {
+        let mut cfg = SwitchConfig::default();
+        cfg.pfc.enabled = false;
+        cfg.trimming.enabled = true;
+        cfg.trimming.threshold = threshold.map(Bytes);
+        cfg
+    }
+
+    #[test]
+    fn data_is_trimmed_once_its_queue_reaches_the_threshold_though_the_buffer_has_room() {
+        let buffer = SharedBuffer::new(32 << 20);
+        let cfg = trimming(Some(64_000));
+        assert_eq!(admit(&cfg, &buffer, &data_packet(), 63_999), Verdict::Accept { wire: 4200 });
+        assert!(matches!(admit(&cfg, &buffer, &data_packet(), 64_000), Verdict::Trim { .. }));
+        // Unset, the threshold is ECN's kmax.
+        let cfg = trimming(None);
+        assert_eq!(admit(&cfg, &buffer, &data_packet(), cfg.ecn.kmax.0 - 1), Verdict::Accept { wire: 4200 });
+        assert!(matches!(admit(&cfg, &buffer, &data_packet(), cfg.ecn.kmax.0), Verdict::Trim { .. }));
+        // Without trimming the same queue takes the packet.
+        let mut off = trimming(Some(64_000));
+        off.trimming.enabled = false;
+        assert_eq!(admit(&off, &buffer, &data_packet(), 1 << 20), Verdict::Accept { wire: 4200 });
     }
 }

@@ -20,7 +20,7 @@
 //! from those alone (`PacketPool::usids_mut`).
 
 use crate::error::{invalid, ScenarioError};
-use crate::net::{Ev, PortId, USIDS};
+use crate::net::{Ev, PathSpace, PortId, USIDS};
 use crate::topology::{NodeId, NodeRole, Topology};
 
 /// The locator block every uSID follows (a /32 from the documentation
@@ -192,6 +192,24 @@ impl Srv6 {
         }
         push(down);
         Some(Path { usids, len: len as u8 })
+    }
+
+    /// The paths between NIC ports `from` and `to` as `path` maps EV path
+    /// choices onto them, or `None` if either port is not in the fabric.
+    pub fn path_space(&self, from: PortId, to: PortId) -> Option<PathSpace> {
+        let (src_t0, _) = (*self.attach.get(from.0 as usize)?)?;
+        let (dst_t0, _) = (*self.attach.get(to.0 as usize)?)?;
+        if src_t0 == dst_t0 {
+            return Some(PathSpace { uplinks: 1, paths: 1 });
+        }
+        let ups = &self.up[src_t0.0 as usize];
+        let uplinks = ups.len().max(1) as u32;
+        // Every T1 of a Clos has as many uplinks; `path` goes up from the
+        // T1 only when the destination is in another pod.
+        let t1 = *ups.first()?;
+        let same_pod = self.pod[t1.0 as usize] == self.pod[dst_t0.0 as usize] || self.up[t1.0 as usize].is_empty();
+        let above = if same_pod { 1 } else { self.up[t1.0 as usize].len().max(1) as u32 };
+        Some(PathSpace { uplinks, paths: uplinks * above })
     }
 
     /// Uplinks of the T0 that NIC port `from` attaches to.

@@ -164,6 +164,14 @@ pub struct QpSetup {
     /// Line rate of the requester's port for this QP, and of all its ports.
     pub line_rate: Rate,
     pub nic_rate: Rate,
+    /// How EVs map onto the paths between the two NICs, where the sender
+    /// can know it: under SRv6 an EV names its path; under ECMP the
+    /// switches' hash seeds are theirs, and a NIC knows nothing (`None`).
+    pub paths: Option<crate::net::PathSpace>,
+    /// The QP carries a job's traffic, opened by a collective library
+    /// (NCCL), rather than a flow's, opened by a benchmark (perftest):
+    /// the two set different defaults, such as RoCE's timeout.
+    pub job: bool,
 }
 
 /// Random-stream key of QPs.
@@ -185,6 +193,8 @@ pub struct QpStats {
     pub retired_evs: u64,
     pub resurrected_evs: u64,
     pub spurious_losses: u64,
+    /// ECN-marked EVs swapped for a backup (MRC's `ecn_replace`).
+    pub ecn_replacements: u64,
 }
 
 /// A QP's transport: both ends' state machines.
@@ -200,6 +210,14 @@ pub trait Transport {
     /// port of its EV's plane) rather than keeping to its one port. A
     /// sprayed packet may arrive in any order, so every packet is addressed.
     fn sprays(&self) -> bool;
+
+    /// For a QP that sprays: the port its rotation over the planes sends on
+    /// next. The NIC offers its free ports in this order, so that when the
+    /// window, not the ports, limits the QP, its packets still take the
+    /// planes in turn rather than the port that happens to be asked first.
+    fn next_port(&self) -> usize {
+        0
+    }
 
     /// The next data packet for the requester's port `port` at `now`.
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing>;
@@ -269,6 +287,10 @@ impl Transport for QpTransport {
     #[inline]
     fn sprays(&self) -> bool {
         dispatch!(self, t => t.sprays())
+    }
+    #[inline]
+    fn next_port(&self) -> usize {
+        dispatch!(self, t => t.next_port())
     }
     #[inline]
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
@@ -350,7 +372,9 @@ impl TransportSpec {
     /// How long a QP that makes no progress keeps trying before it fails.
     pub fn give_up_time(&self) -> Time {
         match self {
-            TransportSpec::Rocev2(c) => c.retransmit_timeout().times(u64::from(c.retry_count) + 1),
+            TransportSpec::Rocev2(c) => {
+                c.retransmit_timeout(true).max(c.retransmit_timeout(false)).times(u64::from(c.retry_count) + 1)
+            }
             TransportSpec::Mrc(c) => c.error_timeout,
         }
     }

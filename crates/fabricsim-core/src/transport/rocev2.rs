@@ -35,9 +35,11 @@ pub struct RoceConfig {
     /// L2_ACK_INTERVAL (protocols.md s2.5).
     pub ack_every: u32,
     /// Local ACK timeout exponent: the retransmission timeout is
-    /// 4.096us x 2^exponent (IBTA). Default 8 (1.05ms), shorter than
-    /// NCCL's 18-20 so that simulated runs with losses stay short.
-    pub timeout_exponent: u8,
+    /// 4.096us x 2^exponent (IBTA). Unset means what the software that
+    /// opens the QP sets: for a job's QPs NCCL's NCCL_IB_TIMEOUT default,
+    /// 20 (4.3s; 18 before NCCL 2.14), for a flow's perftest's default,
+    /// 14 (67ms; ib_write_bw `-u`). 8 (1.05ms) keeps lossy runs short.
+    pub timeout_exponent: Option<u8>,
     /// Timeouts in a row without progress before the QP fails. Default 7,
     /// the IBTA maximum that NCCL uses.
     pub retry_count: u32,
@@ -46,13 +48,25 @@ pub struct RoceConfig {
 
 impl Default for RoceConfig {
     fn default() -> Self {
-        RoceConfig { qps: 1, ack_every: 1, timeout_exponent: 8, retry_count: 7, dcqcn: DcqcnConfig::default() }
+        RoceConfig { qps: 1, ack_every: 1, timeout_exponent: None, retry_count: 7, dcqcn: DcqcnConfig::default() }
     }
 }
 
 impl RoceConfig {
-    pub fn retransmit_timeout(&self) -> Time {
-        Time((4_096 * PS_PER_NS) << self.timeout_exponent)
+    /// NCCL_IB_TIMEOUT's default (NCCL environment variables docs).
+    pub const NCCL_TIMEOUT_EXPONENT: u8 = 20;
+    /// perftest's default `-u` (DEF_QP_TIME).
+    pub const PERFTEST_TIMEOUT_EXPONENT: u8 = 14;
+
+    /// The timeout exponent of a job's QP (`job`) or a flow's.
+    pub fn timeout_exponent_for(&self, job: bool) -> u8 {
+        let default = if job { Self::NCCL_TIMEOUT_EXPONENT } else { Self::PERFTEST_TIMEOUT_EXPONENT };
+        self.timeout_exponent.unwrap_or(default)
+    }
+
+    /// The retransmission timeout of a job's QP (`job`) or a flow's.
+    pub fn retransmit_timeout(&self, job: bool) -> Time {
+        Time((4_096 * PS_PER_NS) << self.timeout_exponent_for(job))
     }
 }
 
@@ -198,11 +212,14 @@ pub struct RoceQp {
     line: Rate,
     /// The QP's UDP source port, on its data and its control packets.
     entropy: u16,
+    /// Local ACK timeout (`timeout_exponent`).
+    timeout: Time,
 }
 
 impl RoceQp {
     pub fn new(cfg: Arc<RoceConfig>, setup: &QpSetup) -> RoceQp {
         RoceQp {
+            timeout: cfg.retransmit_timeout(setup.job),
             cfg,
             sender: RoceSender::default(),
             receiver: RoceReceiver::default(),
@@ -270,7 +287,7 @@ impl Transport for RoceQp {
             }
         }
         if self.sender.rto_deadline.is_none() {
-            let at = now + self.cfg.retransmit_timeout();
+            let at = now + self.timeout;
             self.sender.rto_deadline = Some(at);
             out.push(Action::Arm { timer: Timer::Retransmit, at });
         }
@@ -290,7 +307,7 @@ impl Transport for RoceQp {
                 };
                 if progressed {
                     // The timer restarts lazily: its wake-up finds the later deadline.
-                    self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.cfg.retransmit_timeout());
+                    self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.timeout);
                 }
                 if pkt.kind == PacketKind::Nak {
                     out.push(Action::Ready);
@@ -320,7 +337,7 @@ impl Transport for RoceQp {
                     out.push(Action::Failed);
                     return;
                 }
-                let at = now + self.cfg.retransmit_timeout();
+                let at = now + self.timeout;
                 self.sender.rto_deadline = Some(at);
                 out.push(Action::Arm { timer, at });
                 out.push(Action::Ready);

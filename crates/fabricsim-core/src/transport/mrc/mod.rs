@@ -18,6 +18,7 @@
 
 mod receiver;
 mod sender;
+mod striping;
 
 use std::sync::Arc;
 
@@ -49,6 +50,12 @@ pub struct MrcConfig {
     /// 5% of line rate over three seeds, where 20us and 50us let avoided EVs
     /// pile load onto the others (docs/EXPERIMENTS.md).
     pub ecn_avoid: Time,
+    /// Swap an EV whose packet came back ECN-marked for a backup of its
+    /// plane; it rejoins the backups, last in line (Fig 14: a flow moves
+    /// from the marked EV-A to EV-B). The paper describes the move, not
+    /// the rule; one mark is the simplest rule that makes it, and with no
+    /// backup left the EV is only avoided for `ecn_avoid`.
+    pub ecn_replace: bool,
     /// How much later than a lost packet another packet, on any EV, must
     /// have been sent and acknowledged for the loss to be declared
     /// (RACK's reordering window, RFC 8985), at its widest: the window
@@ -101,9 +108,9 @@ pub struct MrcConfig {
     pub denylist: Vec<String>,
     /// A QP with data outstanding and no new packet acknowledged for this
     /// long fails, as a NIC reports a fatal completion. The paper gives no
-    /// value; the default is the time a RoCE QP takes to give up at its
-    /// defaults (IBTA: retry count 7, timeout 4.096us x 2^8, so 8 x
-    /// 1.048576ms), so that both transports fail a dead fabric alike.
+    /// value; the default is IBTA's longest retry (count 7) at RoCE's
+    /// timeout exponent 8 (4.096us x 2^8 each, 8.4ms in all), so that a
+    /// QP of a dead fabric fails within milliseconds.
     pub error_timeout: Time,
 }
 
@@ -114,6 +121,7 @@ impl Default for MrcConfig {
             evs: 128,
             backup_evs: 32,
             ecn_avoid: Time::from_us(5),
+            ecn_replace: true,
             reorder_window: Time::from_us(50),
             rto: Time::from_us(320),
             rto_low: Time::from_us(100),
@@ -202,7 +210,8 @@ pub struct MrcQp {
 impl MrcQp {
     pub fn new(cfg: Arc<MrcConfig>, setup: &QpSetup) -> MrcQp {
         let window = cfg.max_window(setup.nic_rate, u64::from(setup.mtu));
-        let sender = MrcSender::new(&cfg, setup.requester_ports, setup.mtu, window, &mut setup.stream(0xE5));
+        let sender =
+            MrcSender::new(&cfg, setup.requester_ports, setup.paths, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
         MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false }
     }
@@ -294,6 +303,10 @@ impl Transport for MrcQp {
 
     fn sprays(&self) -> bool {
         true
+    }
+
+    fn next_port(&self) -> usize {
+        self.sender.next_plane()
     }
 
     #[inline]
@@ -411,6 +424,7 @@ impl Transport for MrcQp {
             retired_evs: s.retired_evs,
             resurrected_evs: s.resurrected_evs,
             spurious_losses: s.spurious_losses,
+            ecn_replacements: s.ecn_replacements,
         }
     }
 
@@ -449,6 +463,8 @@ mod tests {
             responder_ports: 1,
             line_rate: Rate::from_gbps(100),
             nic_rate: Rate::from_gbps(100),
+            paths: None,
+            job: false,
         };
         MrcQp::new(Arc::new(MrcConfig { evs: 1, backup_evs: 0, ..MrcConfig::default() }), &setup)
     }

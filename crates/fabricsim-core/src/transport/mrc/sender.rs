@@ -4,10 +4,11 @@
 
 use std::collections::VecDeque;
 
-use super::{random_ev, EvChange, EvSet, EvState, MrcConfig};
+use super::striping::{path_of, striped_evs, uplink_of};
+use super::{EvChange, EvSet, EvState, MrcConfig};
 use crate::cc::Nscc;
 use crate::engine::Rng;
-use crate::net::Ev;
+use crate::net::{Ev, PathSpace};
 use crate::transport::writes::PostedWrites;
 use crate::transport::DataPacket;
 use crate::units::Time;
@@ -206,20 +207,37 @@ pub(super) struct MrcSender {
     /// Planes usable at this end and, from SACKs, at the other end.
     local_up: u8,
     remote_up: u8,
+    /// The paths EVs name, when the sender knows them (SRv6).
+    paths: Option<PathSpace>,
+    /// The plane after the one the last packet went on: the rotation over
+    /// the planes (s2.1) continues there.
+    plane_turn: usize,
+    /// Swap an ECN-marked EV for a backup (`MrcConfig::ecn_replace`).
+    ecn_replace: bool,
+    pub(super) ecn_replacements: u64,
 }
 
 impl MrcSender {
-    /// A sender whose EVs are drawn from `rng`, `evs / planes` per plane,
-    /// or take path choices `0..paths_per_plane` when that is set.
-    pub(super) fn new(cfg: &MrcConfig, planes: usize, mtu: u32, max_window: u64, rng: &mut Rng) -> MrcSender {
+    /// A sender with `evs / planes` EVs per plane that stripe over `paths`
+    /// (`striping`), drawn from `rng`, or that take path choices
+    /// `0..paths_per_plane` when that is set.
+    pub(super) fn new(
+        cfg: &MrcConfig,
+        planes: usize,
+        paths: Option<PathSpace>,
+        mtu: u32,
+        max_window: u64,
+        rng: &mut Rng,
+    ) -> MrcSender {
         let per_plane = (cfg.evs as usize / planes).max(1);
         let backup = cfg.backup_evs as usize / planes;
         let planes = (0..planes)
             .map(|plane| {
-                let mut evs = (0..per_plane + backup).map(|k| match cfg.paths_per_plane {
-                    Some(paths) => Ev::new(plane, k as u32 % paths.max(1)),
-                    None => random_ev(rng, plane),
-                });
+                let mut evs = match cfg.paths_per_plane {
+                    Some(n) => (0..per_plane + backup).map(|k| Ev::new(plane, k as u32 % n.max(1))).collect(),
+                    None => striped_evs(plane, per_plane + backup, paths, rng),
+                }
+                .into_iter();
                 let active = evs.by_ref().take(per_plane).map(EvSlot::new).collect();
                 PlaneEvs::new(active, evs.rev().collect())
             })
@@ -255,6 +273,10 @@ impl MrcSender {
             ev_log: None,
             local_up: 0xFF,
             remote_up: 0xFF,
+            paths,
+            plane_turn: 0,
+            ecn_replace: cfg.ecn_replace,
+            ecn_replacements: 0,
         }
     }
 
@@ -353,6 +375,7 @@ impl MrcSender {
                 break (psn, again, suspect);
             }
         };
+        self.plane_turn = plane + 1;
         let evs = &mut self.planes[plane];
         evs.cursor = pick + 1;
         let ev = evs.active[pick].ev;
@@ -368,6 +391,13 @@ impl MrcSender {
             self.retransmitted_packets += 1;
         }
         Some((DataPacket { retransmission, ..packet }, ev))
+    }
+
+    /// The plane the rotation sends on next: the first usable one from the
+    /// plane after the last packet's.
+    pub(super) fn next_plane(&self) -> usize {
+        let (planes, up) = (self.planes.len().max(1), self.local_up & self.remote_up);
+        (0..planes).map(|k| (self.plane_turn + k) % planes).find(|&p| up & (1 << p.min(7)) != 0).unwrap_or(0)
     }
 
     /// The active slot of `plane` the next packet goes on.
@@ -430,7 +460,7 @@ impl MrcSender {
         };
         // (Both copies on one EV: the SACK could be either's, no verdict.)
         if suspect != NO_EV && suspect != ev {
-            self.confirm_loss(psn, suspect);
+            self.confirm_loss(psn, suspect, now);
         }
         let rtt = now.saturating_sub(sent);
         self.timer_scale = (self.timer_scale * (1.0 - 1.0 / 64.0)).max(1.0);
@@ -471,12 +501,31 @@ impl MrcSender {
             }
         }
         for &p in &lost {
-            self.lose(p);
+            self.lose(p, now);
         }
         lost.clear();
         self.lost_scratch = lost;
+        if ecn && self.ecn_replace && self.planes[plane].active[slot].ev == ev {
+            self.replace_congested(plane, slot);
+        }
         self.advance();
         true
+    }
+
+    /// The EV in active `slot` of `plane` came back ECN-marked: a path more
+    /// congested than others (s2.1). Swap it for a backup of the same
+    /// plane, as Fig 14's flow moves from EV-A to EV-B; the EV works, so it
+    /// joins the backups, last in line. With no backup it is only avoided.
+    fn replace_congested(&mut self, plane: usize, slot: usize) {
+        if self.planes[plane].backup.is_empty() {
+            return;
+        }
+        let marked = self.planes[plane].active[slot].ev;
+        let fresh = self.take_backup(plane, slot);
+        self.planes[plane].backup.insert(0, marked);
+        self.logged(marked, EvState::Backup);
+        self.ecn_replacements += 1;
+        self.fill_slot(plane, slot, fresh);
     }
 
     /// `psn`, declared lost, had arrived after all: reordered beyond the
@@ -517,11 +566,16 @@ impl MrcSender {
     /// remembered too when `suspect` was already retired, by the loss
     /// being declared: otherwise a first copy arriving after the resent
     /// one could never acquit it.
-    fn confirm_loss(&mut self, psn: u32, suspect: Ev) {
+    fn confirm_loss(&mut self, psn: u32, suspect: Ev, now: Time) {
         self.reorder_scale = (self.reorder_scale / 2.0).max(1.0 / 1024.0);
         let plane = suspect.plane();
         let Some(evs) = self.planes.get(plane) else { return };
         if let Some(slot) = evs.active.iter().position(|a| a.ev == suspect) {
+            // Still active: the timer found this loss (a loss declared
+            // from SACKs retired its EV then), so congestion control has
+            // not counted it yet.
+            let payload = self.payload_of(psn);
+            self.cc.on_loss(payload, now);
             self.retire(plane, slot);
         } else if !evs.retired.iter().any(|r| r.ev == suspect) {
             return;
@@ -619,7 +673,7 @@ impl MrcSender {
     pub(super) fn on_nack(&mut self, psn: u32, now: Time) {
         if self.requeue(psn, false).is_some() {
             let payload = self.payload_of(psn);
-            self.cc.on_trim(payload, now);
+            self.cc.on_loss(payload, now);
         }
     }
 
@@ -637,10 +691,13 @@ impl MrcSender {
     }
 
     /// A lost packet: retire its EV for a backup of the same plane (or
-    /// leave its slot empty when none is left), resend the packet. A loss
+    /// leave its slot empty when none is left), resend the packet, and
+    /// let congestion control count the loss. A loss
     /// found after its EV was already replaced retires nothing more.
-    fn lose(&mut self, psn: u32) {
+    fn lose(&mut self, psn: u32, now: Time) {
         let Some((plane, slot, ev)) = self.requeue(psn, true) else { return };
+        let payload = self.payload_of(psn);
+        self.cc.on_loss(payload, now);
         if self.planes[plane].active[slot].ev == ev {
             self.retire(plane, slot);
         }
@@ -656,8 +713,31 @@ impl MrcSender {
         self.planes[plane].retired.push(Retired { ev: old, successes: 0, awaiting: false });
         self.retired_evs += 1;
         self.logged(old, EvState::Retired);
-        let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
+        let fresh = self.take_backup(plane, slot);
         self.fill_slot(plane, slot, fresh);
+    }
+
+    /// The backup that takes over active `slot` of `plane` (`NO_EV` when
+    /// none is left): where the sender knows the paths, one on another
+    /// path than the slot's EV (that path may be dead) and on the uplink
+    /// with the fewest active EVs, so that the set keeps striping; among
+    /// equals, the next in the backup sequence.
+    fn take_backup(&mut self, plane: usize, slot: usize) -> Ev {
+        let evs = &mut self.planes[plane];
+        let Some(space) = self.paths else { return evs.backup.pop().unwrap_or(NO_EV) };
+        let leaving = evs.active[slot].ev;
+        let mut load = vec![0u32; space.uplinks.max(1) as usize];
+        for (k, a) in evs.active.iter().enumerate() {
+            if k != slot && a.ev != NO_EV {
+                load[uplink_of(a.ev, space)] += 1;
+            }
+        }
+        let same_path = |ev: Ev| leaving != NO_EV && path_of(ev, space) == path_of(leaving, space);
+        // The sequence pops from the back: scan from there, keep the first best.
+        let best = (0..evs.backup.len())
+            .rev()
+            .min_by_key(|&i| (same_path(evs.backup[i]), load[uplink_of(evs.backup[i], space)]));
+        best.map_or(NO_EV, |i| evs.backup.remove(i))
     }
 
     /// Puts `ev` (or nothing) into an active slot. What is still
@@ -737,7 +817,7 @@ impl MrcSender {
                 let ev = self.planes[plane].active[slot].ev;
                 if ev != NO_EV && denied(ev) {
                     newly.push(ev);
-                    let fresh = self.planes[plane].backup.pop().unwrap_or(NO_EV);
+                    let fresh = self.take_backup(plane, slot);
                     self.fill_slot(plane, slot, fresh);
                 }
             }
@@ -754,7 +834,8 @@ impl MrcSender {
         evs.active.iter().map(|slot| slot.ev).find(|&ev| ev != NO_EV)
     }
 
-    /// The timer expired: resend everything still in flight.
+    /// The timer expired: resend everything still in flight. Congestion
+    /// control counts a loss only once a resent copy confirms it.
     /// A timeout says only that nothing came back for a while, which deep
     /// queueing also does: what is in flight is resent and its EVs are
     /// blamed, but one is retired only when its packet's resent copy is
@@ -795,7 +876,7 @@ mod tests {
 
     fn sender(planes: usize) -> MrcSender {
         let cfg = MrcConfig { evs: 8, backup_evs: 4, ..Default::default() };
-        MrcSender::new(&cfg, planes, 1000, 1_000_000, &mut Rng::stream(1, &[]))
+        MrcSender::new(&cfg, planes, None, 1000, 1_000_000, &mut Rng::stream(1, &[]))
     }
 
     #[test]
@@ -821,6 +902,21 @@ mod tests {
         let (again, ev) = s.next_packet(0, Time::ZERO).unwrap();
         assert_eq!((again.psn, again.retransmission), (0, true));
         assert_ne!(ev, sent[0].1);
+    }
+
+    /// A real loss, not only a trim, costs window (NSCC's quick adapt on
+    /// loss), so a lossy run cannot outrun a loss-free one.
+    #[test]
+    fn a_declared_loss_shrinks_the_window() {
+        let mut s = sender(1);
+        s.post(40 * 1000, false);
+        let sent: Vec<(DataPacket, Ev)> = (0..40).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
+        let full = s.cc.window();
+        for (k, (p, ev)) in sent[1..].iter().enumerate() {
+            s.on_sack(p.psn, *ev, false, 0, Time::from_us(20 + k as u64), Time::ZERO);
+        }
+        assert_eq!(s.retired_evs, 1);
+        assert!(s.cc.window() < full, "{} after a loss, {full} before", s.cc.window());
     }
 
     /// Transmission numbers are 32-bit and wrap; ten packets per EV also
@@ -903,7 +999,7 @@ mod tests {
     #[test]
     fn with_no_backup_left_a_retired_slot_stays_empty_until_a_resurrection_fills_it() {
         let cfg = MrcConfig { evs: 4, backup_evs: 0, resurrect_after: 1, ..Default::default() };
-        let mut s = MrcSender::new(&cfg, 1, 1000, 1_000_000, &mut Rng::stream(1, &[]));
+        let mut s = MrcSender::new(&cfg, 1, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
         let ev = retire_one(&mut s);
         assert_eq!(s.active_evs_per_plane(), [3]);
         s.post(1000, false);
@@ -931,7 +1027,7 @@ mod tests {
     #[test]
     fn paths_per_plane_restricts_evs_to_that_many_paths() {
         let cfg = MrcConfig { evs: 8, backup_evs: 8, paths_per_plane: Some(2), ..Default::default() };
-        let s = MrcSender::new(&cfg, 8, 1000, 1_000_000, &mut Rng::stream(1, &[]));
+        let s = MrcSender::new(&cfg, 8, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
         for (plane, evs) in s.planes.iter().enumerate() {
             assert_eq!(evs.active.iter().map(|slot| slot.ev).collect::<Vec<_>>(), [Ev::new(plane, 0)]);
             assert_eq!(evs.backup, [Ev::new(plane, 1)]);
@@ -941,7 +1037,7 @@ mod tests {
     #[test]
     fn retirements_keep_the_planes_active_ev_counts_equal() {
         let cfg = MrcConfig { evs: 16, backup_evs: 16, ..Default::default() };
-        let mut s = MrcSender::new(&cfg, 4, 1000, 1_000_000, &mut Rng::stream(3, &[]));
+        let mut s = MrcSender::new(&cfg, 4, None, 1000, 1_000_000, &mut Rng::stream(3, &[]));
         s.post(400 * 1000, false);
         // Three of plane 2's paths lose everything; the rest all arrive.
         let bad: Vec<Ev> = s.planes[2].active[..3].iter().map(|slot| slot.ev).collect();
@@ -958,6 +1054,32 @@ mod tests {
             let evs = plane.active.iter().map(|slot| slot.ev).chain(plane.backup.iter().copied());
             assert!(evs.into_iter().all(|ev| ev.plane() == k), "plane {k}");
         }
+    }
+
+    /// Under SRv6 the active set stripes over the uplinks, and a backup
+    /// that replaces a retired EV goes where the set is thinnest, never on
+    /// the retired EV's path.
+    #[test]
+    fn a_replacement_keeps_the_active_set_striped() {
+        let space = PathSpace { uplinks: 8, paths: 8 };
+        let cfg = MrcConfig { evs: 12, backup_evs: 12, ..Default::default() };
+        let mut s = MrcSender::new(&cfg, 1, Some(space), 1000, 1_000_000, &mut Rng::stream(9, &[]));
+        let per_uplink = |s: &MrcSender| {
+            let mut c = [0; 8];
+            s.planes[0].active.iter().filter(|a| a.ev != NO_EV).for_each(|a| c[uplink_of(a.ev, space)] += 1);
+            c
+        };
+        let c = per_uplink(&s);
+        assert!(c.iter().max().unwrap() - c.iter().min().unwrap() <= 1, "{c:?}");
+        // Retire an EV on the uplink the next backup in sequence takes: the
+        // replacement must go elsewhere (that path may be dead), to an
+        // uplink with the fewest EVs.
+        let next = uplink_of(*s.planes[0].backup.last().unwrap(), space);
+        let slot = (0..12).find(|&k| uplink_of(s.planes[0].active[k].ev, space) == next).unwrap();
+        s.retire(0, slot);
+        let fresh = s.planes[0].active[slot].ev;
+        assert_ne!(uplink_of(fresh, space), next, "not on the retired EV's path");
+        assert_eq!(c[uplink_of(fresh, space)], *c.iter().min().unwrap());
     }
 
     #[test]
