@@ -1,23 +1,41 @@
-"""`fabricsim reproduce`: every registered scenario loads and validates (quick versions included), and one
-small experiment runs end to end through the command."""
+"""`fabricsim reproduce`: every registered scenario loads and validates (quick versions included), one
+small experiment runs end to end through the command, and the seeds' rows merge into spreads and verdicts."""
 
 from __future__ import annotations
 
+import csv
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
 from fabricsim import _core
 from fabricsim.cli import main
-from fabricsim.experiments import PAPERS, paper_experiments
-from fabricsim.experiments.analysis import phase_analysis
-from fabricsim.experiments.framework import Experiment, Phase, Row, Run, run_experiment, scenarios_dir
+from fabricsim.experiments import PAPERS, analysis, framework, paper_experiments
+from fabricsim.experiments.analysis import collective_analysis, phase_analysis
+from fabricsim.experiments.framework import (
+    CONTRADICTS,
+    MATCHES,
+    NO_CLAIM,
+    NOT_RUN,
+    PARTLY,
+    Experiment,
+    Outcome,
+    Phase,
+    Row,
+    Run,
+    merge_seeds,
+    run_experiment,
+    scenarios_dir,
+    write_summary,
+)
 from fabricsim.experiments.mrc import FIG4, _fig4_analysis, _ms, lost_packets
 from fabricsim.results import Results
 from fabricsim.scenario import is_sweep
-from fabricsim.sweep import prepare
+from fabricsim.sweep import SweepResults, prepare
 
 MRC = paper_experiments("mrc")
 RUNS = [(exp, run) for exp in MRC for run in exp.runs]
@@ -86,15 +104,21 @@ telemetry: {sample_interval: 50us, hosts: [1]}
         "tiny",
         (Run("mrc", "MRC", "tiny.yaml"),),
         phase_analysis,
-        phases=(Phase("both planes", 0.1, 0.5, "line rate"), Phase("one plane", 0.6, 1.0, "half")),
+        phases=(
+            Phase("both planes", 0.1, 0.5, "line rate", (180.0, None)),
+            Phase("one plane", 0.6, 1.0, "half", (0.4, 0.6), relative=True),
+        ),
         hosts=("nic1",),
     )
     rows, _ = run_experiment(exp, tmp_path / "out", root=tmp_path)
     by_metric = {r.metric: r for r in rows}
-    both, one = by_metric["both planes"].value, by_metric["one plane"].value
-    assert both is not None and one is not None
-    assert both > 180 and 0.4 < one / both < 0.6, rows
-    assert (tmp_path / "out" / "tiny" / "mrc" / "timeseries.parquet").is_file()
+    both, one = by_metric["both planes"], by_metric["one plane"]
+    assert both.value is not None and both.value > 180, rows
+    # A relative phase's value is its share of the first phase; every seed in range.
+    assert one.value is not None and 0.4 < one.value < 0.6 and one.verdict == MATCHES, rows
+    assert "(seeds 1-3: " in one.ours
+    for run_dir in ("mrc", "mrc.seed2", "mrc.seed3"):
+        assert (tmp_path / "out" / "tiny" / run_dir / "timeseries.parquet").is_file(), run_dir
     assert "| one plane | half |" in (tmp_path / "out" / "tiny" / "summary.md").read_text(encoding="utf-8")
     assert "fabricsim" in (tmp_path / "out" / "tiny" / "summary.csv").read_text(encoding="utf-8")
 
@@ -103,14 +127,23 @@ def test_reproduce_command_runs_one_experiment(tmp_path: Path, capsys: pytest.Ca
     out = tmp_path / "out"
     assert main(["reproduce", "mrc", "--quick", "--only", "fig14", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "Fig 14" in printed and "paper" in printed
+    assert "Fig 14" in printed and "paper" in printed and "verdict" in printed
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["experiments"]["fig14"]["seeds"] == [1]
     rows = {r["metric"]: r for r in summary["experiments"]["fig14"]["rows"]}
-    # Flow 1 keeps near line rate; avoiding a marked EV longer leaves more of EV-A to flow 2 (pinned to it).
-    for label in ("ecn_avoid 5us (default)", "ecn_avoid 50us"):
-        assert rows[f"{label}: flow 1 with flow 2 pinned to EV-A"]["value"] > 85, rows
-    flow2 = "flow 2 (EV-A only)"
-    assert rows[f"ecn_avoid 50us: {flow2}"]["value"] > rows[f"ecn_avoid 5us (default): {flow2}"]["value"], rows
+    # The count of each verdict ends the output, the same as the summary's.
+    counts = summary["verdicts"]
+    assert sum(counts.values()) == len(rows) and counts[MATCHES] == 0  # one seed: at most partly
+    assert "verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) in printed
+    assert {r["verdict"] for r in rows.values()} <= {PARTLY, CONTRADICTS, NO_CLAIM}
+    # As in the paper, ECN moves flow 1 from EV-A to EV-B and both flows keep near line rate; with the
+    # marked EV only avoided, flow 1 (one active EV) stays on A and flow 2 pays for it.
+    replace, avoid = "ECN replaces the EV (default)", "ECN only avoids the EV for 5us"
+    assert rows[f"{replace}: flow 1 alone: its packets on EV-A"]["value"] == 1.0, rows
+    assert rows[f"{replace}: flow 1 with flow 2 pinned to EV-A: its packets on EV-A"]["value"] < 0.05, rows
+    for flow in ("flow 1 with flow 2 pinned to EV-A", "flow 2 (EV-A only)"):
+        assert rows[f"{replace}: {flow}"]["value"] > 85, rows
+    assert rows[f"{avoid}: flow 2 (EV-A only)"]["value"] < rows[f"{replace}: flow 2 (EV-A only)"]["value"], rows
     assert (out / "summary.md").is_file()
 
 
@@ -124,7 +157,213 @@ def test_times_of_a_resolved_scenario() -> None:
 
 
 def test_row_is_plain_data() -> None:
-    assert Row("m", "p", "o").value is None
+    row = Row("m", "p", "o")
+    assert row.value is None and row.expect is None and row.verdict == "" and row.reason == ""
+    with pytest.raises(ValueError, match="verdict 'fine'"):
+        Row("m", "p", "o", verdict="fine")
+    with pytest.raises(ValueError, match="empty"):
+        Row("m", "p", "o", expect=(2.0, 1.0))
+
+
+def _seeds(*values: float | None, expect: tuple[float | None, float | None] | None = (0.4, 0.6)) -> Row:
+    """The merged row of one metric whose seeds 1, 2, ... gave `values`."""
+    per_seed = [
+        (seed, [Row("m", "about 0.5", "-" if v is None else f"{v:.2f}", v, expect)]) for seed, v in enumerate(values, 1)
+    ]
+    (row,) = merge_seeds(per_seed)
+    return row
+
+
+def test_verdict_rules() -> None:
+    assert _seeds(0.5, 0.4, 0.6).verdict == MATCHES  # closed range: the bounds are in
+    assert _seeds(0.5, 0.45, 0.55, 0.5).verdict == MATCHES
+    # Fewer than 3 seeds in range: partly, however well they agree.
+    two = _seeds(0.5, 0.5)
+    assert two.verdict == PARTLY and "only 2 seeds ran" in two.reason
+    assert _seeds(0.5).verdict == PARTLY
+    some = _seeds(0.5, 0.7, 0.45)
+    assert some.verdict == PARTLY and some.reason == "2 of 3 seeds in range"
+    assert _seeds(0.7, 0.3, 0.61).verdict == CONTRADICTS
+    assert _seeds(0.7).verdict == CONTRADICTS
+    # A seed without a value did not run: it neither agrees nor counts.
+    assert _seeds(None, None, None).verdict == NOT_RUN
+    assert _seeds(0.5, None, 0.5, 0.5).verdict == MATCHES
+    assert _seeds(0.5, None, 0.5).verdict == PARTLY
+    assert _seeds(0.5, 0.5, 0.5, expect=None).verdict == NO_CLAIM
+    assert _seeds(None, expect=None).verdict == NO_CLAIM
+    # Open bounds.
+    assert _seeds(1e9, 731.5, 800, expect=(731.5, None)).verdict == MATCHES
+    assert _seeds(-5.0, 0.0, 1.0, expect=(None, 0.0)).verdict == PARTLY
+
+
+def test_a_verdict_set_by_the_analysis_is_kept() -> None:
+    def given(*verdicts: str) -> Row:
+        per_seed = [(s, [Row("m", "p", "o", 0.5, (0.4, 0.6), v, f"why {v}")]) for s, v in enumerate(verdicts, 1)]
+        return merge_seeds(per_seed)[0]
+
+    # The value is in range, but the analysis judged otherwise.
+    assert given(CONTRADICTS, CONTRADICTS, CONTRADICTS).verdict == CONTRADICTS
+    assert given(CONTRADICTS).reason == "why contradicts"
+    assert given(MATCHES, MATCHES, MATCHES).verdict == MATCHES
+    assert given(MATCHES).verdict == PARTLY
+    mixed = given(MATCHES, PARTLY, MATCHES)
+    assert mixed.verdict == PARTLY
+    reasons = "seed 1: why matches; seed 2: why partly; seed 3: why matches"
+    assert mixed.reason == f"{reasons}; 2 of 3 seeds in range, 1 partly"
+    assert given(NO_CLAIM, NO_CLAIM).verdict == NO_CLAIM
+
+
+def test_seeds_merge_into_the_spread() -> None:
+    row = _seeds(0.43, 0.41, 0.45)
+    assert row.ours == "0.43 (seeds 1-3: 0.41-0.45)" and row.value == 0.43
+    assert _seeds(0.43).ours == "0.43"  # one seed: the text as the analysis wrote it
+    assert _seeds(743.0, 743.0, 743.0).ours == "743.00 (seeds 1-3: 743)"
+    assert _seeds(0.5, None, 0.55).ours == "0.50 (seeds 1, 3: 0.5-0.55)"
+    assert _seeds(None, None).ours == "-"
+    rows = merge_seeds(
+        [
+            (1, [Row("a", "p", "1", 1.0), Row("b", "p", "10", 10.0, (5.0, None))]),
+            (2, [Row("a", "p", "2", 2.0), Row("b", "p", "20", 20.0, (5.0, None))]),
+            (3, [Row("a", "p", "3", 3.0), Row("b", "p", "30", 30.0, (5.0, None))]),
+        ]
+    )
+    assert [(r.metric, r.ours, r.verdict) for r in rows] == [
+        ("a", "1 (seeds 1-3: 1-3)", NO_CLAIM),
+        ("b", "10 (seeds 1-3: 10-30)", MATCHES),
+    ]
+
+
+def test_seeds_with_different_rows_are_listed_apart() -> None:
+    rows = merge_seeds(
+        [
+            (1, [Row("a", "p", "1", 1.0, (0.0, None))]),
+            (2, [Row("a", "p", "2", 2.0, (0.0, None)), Row("b", "p", "9", 9.0)]),
+        ]
+    )
+    assert [(r.metric, r.ours, r.verdict) for r in rows] == [
+        ("seed 1: a", "1", PARTLY),
+        ("seed 2: a", "2", PARTLY),
+        ("seed 2: b", "9", NO_CLAIM),
+    ]
+
+
+def test_summary_csv_has_the_verdict(tmp_path: Path) -> None:
+    exp = Experiment("x", "Fig 0", "x", (), lambda e, o, q: [])
+    rows = merge_seeds(
+        [
+            (s, [Row("m", "about 0.5", f"{v}", v, (0.4, 0.6)), Row("n", "", "7", 7.0)])
+            for s, v in ((1, 0.5), (2, 0.9), (3, 0.5))
+        ]
+    )
+    write_summary(tmp_path, exp, rows, False, 1.0)
+    with (tmp_path / "summary.csv").open(encoding="utf-8") as f:
+        written = list(csv.DictReader(f))
+    assert [(r["metric"], r["expect_low"], r["expect_high"], r["verdict"], r["reason"]) for r in written] == [
+        ("m", "0.4", "0.6", PARTLY, "2 of 3 seeds in range"),
+        ("n", "", "", NO_CLAIM, ""),
+    ]
+    markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "| m | about 0.5 | 0.5 (seeds 1-3: 0.5-0.9) | 0.4 to 0.6 | partly | 2 of 3 seeds in range |" in markdown
+    assert "seeds 1-3" in markdown and "Verdicts: 0 matches, 1 partly, 0 contradicts, 0 not run, 1 n/a." in markdown
+
+
+class _FakeRun:
+    """The outcome of a run that only remembers its scenario (`run_loaded` replaced)."""
+
+    def __init__(self, scenario: dict[str, Any]) -> None:
+        self.scenario = scenario
+
+    def write(self, directory: Path, overwrite: bool = False, csv: bool = False) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "seed").write_text(str(self.scenario["seed"]), encoding="utf-8")
+        return directory
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_each_seed_runs_every_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick: bool) -> None:
+    """The full version runs each run once per seed, the seed set over the run's own; the quick one seed 1."""
+    monkeypatch.setattr(framework, "run_loaded", _FakeRun)
+    (tmp_path / "s.yaml").write_text("name: s\nseed: 7\n", encoding="utf-8")
+    analysed: list[dict[str, int]] = []
+
+    def analyse(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
+        seeds = {key: o.scenario["seed"] for key, o in outcomes.items()}
+        analysed.append(seeds)
+        return [Row("seed", "", str(seeds["a"]), float(seeds["a"]), (1.0, 5.0))]
+
+    exp = Experiment(
+        "x",
+        "Fig 0",
+        "x",
+        (Run("a", "A", "s.yaml", overrides={"seed": 99}), Run("b", "B", "s.yaml")),
+        analyse,
+        seeds=(1, 2, 5),
+    )
+    ran: list[tuple[str, int]] = []
+    rows, _ = run_experiment(exp, tmp_path / "out", quick, lambda run, seed, _: ran.append((run.key, seed)), tmp_path)
+    seeds = [1] if quick else [1, 2, 5]
+    assert ran == [(key, seed) for seed in seeds for key in ("a", "b")]
+    assert analysed == [{"a": seed, "b": seed} for seed in seeds]
+    (row,) = rows
+    assert (row.ours, row.verdict) == (("1", PARTLY) if quick else ("1 (seeds 1, 2, 5: 1-5)", MATCHES))
+    directories = {
+        p.name: p.joinpath("seed").read_text(encoding="utf-8") for p in (tmp_path / "out" / "x").iterdir() if p.is_dir()
+    }
+    expected = {key if seed == 1 else f"{key}.seed{seed}": str(seed) for seed in seeds for key in ("a", "b")}
+    assert directories == expected
+
+
+def test_an_experiment_needs_distinct_seeds() -> None:
+    with pytest.raises(ValueError, match="seeds"):
+        Experiment("x", "Fig 0", "x", (), phase_analysis, seeds=())
+    with pytest.raises(ValueError, match="seeds"):
+        Experiment("x", "Fig 0", "x", (), phase_analysis, seeds=(1, 1))
+
+
+def _sweep(busbw: dict[str, float]) -> SweepResults:
+    sweep = SweepResults("bytes", [], [])
+    sweep.busbw = busbw  # type: ignore[attr-defined]
+    return sweep
+
+
+@pytest.mark.parametrize(
+    ("mrc", "verdict", "reason"),
+    [
+        ({"1MiB": 12.0, "64MiB": 44.0}, MATCHES, "in range at 2 of 2 sizes"),
+        ({"1MiB": 8.0, "64MiB": 44.0}, PARTLY, "in range at 1 of 2 sizes"),
+        ({"1MiB": 8.0, "64MiB": 30.0}, CONTRADICTS, "in range at 0 of 2 sizes"),
+    ],
+)
+def test_a_collective_claim_at_every_size(
+    monkeypatch: pytest.MonkeyPatch, mrc: dict[str, float], verdict: str, reason: str
+) -> None:
+    monkeypatch.setattr(analysis, "busbw_by_size", lambda sweep: sweep.busbw)
+    analyse = collective_analysis(
+        [
+            ("MRC / RoCE", "above 1 at every size", "mrc", "roce", "every", (1.0, None)),
+            ("MRC / RoCE", "above 1", "mrc", "roce", "largest", (1.0, None)),
+            ("MRC", "", "mrc", "", "smallest"),
+        ]
+    )
+    exp = Experiment("x", "Fig 0", "x", (Run("mrc", "MRC", "m.yaml"), Run("roce", "RoCE", "r.yaml")), analyse)
+    outcomes = {"mrc": _sweep(mrc), "roce": _sweep({"1MiB": 10.0, "64MiB": 40.0})}
+    rows = {r.metric: r for r in analyse(exp, outcomes, False)}
+    every = rows["MRC / RoCE @ every size"]
+    assert (every.verdict, every.reason, every.expect) == (verdict, reason, (1.0, None))
+    assert every.value == min(mrc["1MiB"] / 10, mrc["64MiB"] / 40)  # the size with the least margin
+    assert every.ours == f"1MiB: {mrc['1MiB'] / 10:.2f}, 64MiB: {mrc['64MiB'] / 40:.2f}"
+    assert rows["MRC / RoCE @ 64MiB"].verdict == "" and rows["MRC / RoCE @ 64MiB"].expect == (1.0, None)
+    assert rows["MRC @ 1MiB"].expect is None and rows["MRC @ 1MiB"].ours == f"{mrc['1MiB']:.2f} GB/s"
+    # Over three seeds the analysis's verdict of each counts as in range or not.
+    (merged,) = merge_seeds([(s, [every]) for s in (1, 2, 3)])
+    assert merged.verdict == verdict
+
+
+def test_a_claim_at_every_size_needs_its_range() -> None:
+    with pytest.raises(ValueError, match="needs its range"):
+        collective_analysis([("a / b", "above 1", "a", "b", "every")])
+    with pytest.raises(ValueError, match="size rule 'middle'"):
+        collective_analysis([("a / b", "above 1", "a", "b", "middle", (1.0, None))])
 
 
 def _fake_fig4_run(packets: list[tuple[float, int, int, float, str]], retired: list[tuple[float, int, int]]) -> Results:

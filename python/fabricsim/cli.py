@@ -486,7 +486,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .experiments import paper_experiments
-    from .experiments.framework import Experiment, Row, Run, reproduce
+    from .experiments.framework import Experiment, Row, Run, reproduce, verdict_counts
 
     keys = {e.key for e in paper_experiments(args.paper)}
     unknown = sorted(set(args.only) - keys)
@@ -497,22 +497,25 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     start = time.perf_counter()
 
-    def ran(run: Run, wall_s: float) -> None:
-        console.print(f"  {run.scenario} ({wall_s:.1f} s)", markup=False)
+    def ran(run: Run, seed: int, wall_s: float) -> None:
+        console.print(f"  {run.scenario}, seed {seed} ({wall_s:.1f} s)", markup=False)
 
     def done(exp: Experiment, rows: list[Row], wall_s: float) -> None:
         table = Table(title=f"{exp.figure}: {exp.title} ({wall_s:.1f} s)", title_justify="left")
         table.add_column("metric")
         table.add_column("paper")
         table.add_column("fabricsim", justify="right")
+        table.add_column("verdict")
         for row in rows:
-            table.add_row(row.metric, row.paper, row.ours)
+            table.add_row(row.metric, row.paper, row.ours, row.verdict)
         console.print(table)
         if exp.note:
             console.print(f"note: {exp.note}", markup=False)
 
     with _write_failures_exit():
-        reproduce(args.paper, args.out, quick=args.quick, only=args.only, on_experiment=done, on_run=ran)
+        results = reproduce(args.paper, args.out, quick=args.quick, only=args.only, on_experiment=done, on_run=ran)
+    counts = verdict_counts([row for rows, _ in results.values() for row in rows])
+    console.print("verdicts: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()), markup=False)
     console.print(f"total wall time {time.perf_counter() - start:.1f} s; results: {args.out}", markup=False)
     return 0
 

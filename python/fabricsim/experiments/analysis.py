@@ -14,10 +14,11 @@ import polars as pl
 
 from ..results import Results, nccl_rows
 from ..sweep import SweepResults
-from .framework import Analysis, Experiment, Outcome, Phase, Row
+from .framework import CONTRADICTS, MATCHES, PARTLY, Analysis, Expect, Experiment, Outcome, Phase, Row, in_range
 
 __all__ = [
     "GB_S",
+    "Claim",
     "busbw_by_size",
     "collective_analysis",
     "host_throughput",
@@ -37,12 +38,25 @@ def busbw_by_size(sweep: SweepResults) -> dict[str, float]:
     return {str(r["value"]): float(r["busbw"]) for r in rows.iter_rows(named=True) if r["busbw"] is not None}
 
 
-def collective_analysis(claims: Sequence[tuple[str, str, str, str, str]]) -> Analysis:
-    """Bus bandwidth per size and run, then each claim (metric, paper, run a, run b or '', size rule).
+# A collective claim: (metric, paper, run a, run b or '', size rule), and optionally the range that agrees.
+Claim = tuple[str, str, str, str, str] | tuple[str, str, str, str, str, Expect | None]
 
-    A claim compares bus bandwidth at the largest or smallest size
-    (`largest`/`smallest`): with run b, ours is a / b; without, a's busbw.
+
+def collective_analysis(claims: Sequence[Claim]) -> Analysis:
+    """Bus bandwidth per size and run, then each claim (metric, paper, run a, run b or '', size rule[, expect]).
+
+    With run b, ours is a's busbw / b's; without, a's busbw. The size rule
+    `largest` or `smallest` compares at that size, the row's value agreeing
+    with the paper when in `expect`. `every` is for a claim about every size:
+    ours lists each size, the value is the one with the least margin to
+    `expect` (which it needs), and the verdict is `matches` when every size
+    is in range, `contradicts` when none is, `partly` otherwise.
     """
+    for claim in claims:
+        if claim[4] not in ("largest", "smallest", "every"):
+            raise ValueError(f"{claim[0]}: size rule {claim[4]!r} is none of largest, smallest, every")
+        if claim[4] == "every" and _expect_of(claim) is None:
+            raise ValueError(f"{claim[0]}: a claim about every size needs its range")
 
     def analyse(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
         table = {key: busbw_by_size(o) for key, o in outcomes.items() if isinstance(o, SweepResults)}
@@ -51,21 +65,41 @@ def collective_analysis(claims: Sequence[tuple[str, str, str, str, str]]) -> Ana
         for key, sizes in table.items():
             text = ", ".join(f"{size}: {bw:.2f}" for size, bw in sizes.items())
             rows.append(Row(f"busbw {labels[key]}", "", f"{text} {GB_S}", max(sizes.values(), default=None)))
-        for metric, paper, a, b, which in claims:
+        for claim in claims:
+            metric, paper, a, b, which = claim[:5]
+            expect = _expect_of(claim)
             if a not in table or (b and b not in table) or not table[a]:
                 continue
-            size = _pick_size(list(table[a]), which)
-            va = table[a].get(size)
-            vb = table[b].get(size) if b else None
-            if va is None or (b and not vb):
+            # Ours per size: a / b, or a's busbw.
+            ours = {
+                size: va / table[b][size] if b else va for size, va in table[a].items() if not b or table[b].get(size)
+            }
+            unit = "" if b else f" {GB_S}"
+            if which == "every" and ours and expect is not None:
+                ordered = sorted(ours, key=size_bytes)
+                inside = [s for s in ordered if in_range(ours[s], expect)]
+                worst = min(ordered, key=lambda s: _margin(ours[s], expect))
+                verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
+                text = ", ".join(f"{s}: {ours[s]:.2f}" for s in ordered)
+                reason = f"in range at {len(inside)} of {len(ordered)} sizes"
+                rows.append(Row(f"{metric} @ every size", paper, text + unit, ours[worst], expect, verdict, reason))
                 continue
-            if b and vb:
-                rows.append(Row(f"{metric} @ {size}", paper, f"{va / vb:.2f}", va / vb))
-            else:
-                rows.append(Row(f"{metric} @ {size}", paper, f"{va:.2f} {GB_S}", va))
+            size = _pick_size(list(table[a]), which)
+            if size in ours:
+                rows.append(Row(f"{metric} @ {size}", paper, f"{ours[size]:.2f}{unit}", ours[size], expect))
         return rows
 
     return analyse
+
+
+def _expect_of(claim: Claim) -> Expect | None:
+    return claim[5] if len(claim) == 6 else None
+
+
+def _margin(value: float, expect: Expect) -> float:
+    """How far inside `expect` `value` lies (negative: outside)."""
+    low, high = expect
+    return min(value - low if low is not None else float("inf"), high - value if high is not None else float("inf"))
 
 
 def size_bytes(label: str) -> float:
@@ -123,9 +157,11 @@ def recovery_ms(series: pl.DataFrame, after_ms: float, level: float) -> float | 
 def phase_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
     """Mean throughput of the experiment's hosts per phase (and relative to the first phase), per run.
 
-    Also the lowest sample of each phase after the first, and how long after
-    the start of the last phase the throughput is back within 5% of the
-    first phase's, for good.
+    A phase's row carries its `expect`; its value is the mean in Gb/s, or
+    the share of the first phase's mean for a `relative` phase. Also the
+    lowest sample of each phase after the first, and how long after the
+    start of the last phase the throughput is back within 5% of the first
+    phase's, for good.
     """
     rows: list[Row] = []
     phases = exp.phases_for(quick)
@@ -140,8 +176,10 @@ def phase_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
             mean = window_mean(series, phase.start_ms, phase.end_ms)
             if mean is None:
                 continue
-            share = f" ({mean / base:.0%})" if base else ""
-            rows.append(Row(f"{prefix}{phase.label}", phase.paper, f"{mean:.0f} Gb/s{share}", mean))
+            share = mean / base if base else None
+            text = f"{mean:.0f} Gb/s" + (f" ({share:.0%})" if share is not None else "")
+            value = share if phase.relative else mean
+            rows.append(Row(f"{prefix}{phase.label}", phase.paper, text, value, phase.expect))
             if i > 0:
                 low = window_min(series, phase.start_ms - 0.5, phase.end_ms)
                 if low is not None:
