@@ -186,3 +186,21 @@ fn a_sprayed_collective_is_never_faster_than_its_ideal() {
     let slowdown = floats(&out.collectives, "slowdown")[0].unwrap();
     assert!((1.0..1.5).contains(&slowdown), "slowdown {slowdown:.3}");
 }
+
+/// In an all-to-all each NIC serves many QPs in turn, so a QP's next packet
+/// may wait at its own NIC while nothing of it is in flight. That is not
+/// loss: the retransmission timer must not run then (it fired thousands of
+/// times in loss-free all-to-alls, resending packets that had arrived).
+#[test]
+fn a_loss_free_all_to_all_never_times_out() {
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 16, "nics": 32, "planes": 4, "link_rate": "100Gbps"},
+        "switch": mrc_switch(),
+        "transport": {"kind": "mrc"},
+        "jobs": [{"name": "a2a", "ranks": 32, "phases": [
+            {"name": "a2a", "collective": {"op": "all_to_all", "bytes": "2MiB"}}]}],
+    }));
+    assert_eq!(summary_u64(&out, "data_drops"), 0);
+    assert_eq!(summary_u64(&out, "timeouts"), 0);
+    assert_eq!(summary_u64(&out, "retransmitted_packets"), 0);
+}

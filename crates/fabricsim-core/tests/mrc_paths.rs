@@ -170,3 +170,30 @@ fn a_window_limited_qp_sends_equal_bytes_on_every_plane() {
         assert!(hi - lo <= 4200, "window {window}: bytes per plane {tx:?}");
     }
 }
+
+/// Half the uplinks of the sender's ToR die: the responder's reverse EV,
+/// drawn at random, may cross one, and then no SACK comes back until a
+/// reverse probe is answered. The answers take the sender's active EVs in
+/// turn, so one soon gets through: before, they all took the first active
+/// EV, and when that one was dead the QP resent what had arrived for as
+/// long as the links stayed down (Fig 19c, seed 2: no goodput for 4 ms).
+#[test]
+fn a_dead_first_ev_does_not_keep_the_reverse_path_dead() {
+    for seed in 1..=4 {
+        let out = run(json!({
+            "seed": seed,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "link_rate": ["400Gbps", "100Gbps"]},
+            "switch": mrc_switch(),
+            "transport": {"kind": "mrc"},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 4, "bytes": "16MB", "start": "10us"}],
+            "faults": [
+                {"kind": "link_down", "at": "0us", "port": "t0.p0.0:4"},
+                {"kind": "link_down", "at": "0us", "port": "t0.p0.0:5"},
+            ],
+        }));
+        assert_eq!(summary_u64(&out, "flows_completed"), 1, "seed {seed}");
+        // Two of four 100G uplinks left: 200 Gb/s, a slowdown of 2.
+        let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
+        assert!(slowdown < 2.6, "seed {seed}: slowdown {slowdown:.2}");
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::ids::MessageId;
+use crate::ids::{MessageId, QpId};
 use crate::net::PortId;
 use crate::topology::NodeId;
 use crate::transport::{QpTransport, TIMERS};
@@ -26,6 +26,11 @@ pub(crate) struct Qp {
     pub dst_port: PortId,
     /// The UDP source port the NIC gave the QP.
     pub entropy: u16,
+    /// The QP of the other direction between the same two NICs, if any:
+    /// one RC connection's two directions, so that what one learns of the
+    /// paths toward the other NIC serves the other's control packets
+    /// (mrc-srv6-multiplane.txt s2.4 Reverse Paths).
+    pub reverse: Option<QpId>,
     /// Per transport timer, the earliest wake-up still queued.
     pub timers_queued: [Option<Time>; TIMERS],
     /// Messages posted on this QP, oldest first; the responder completes

@@ -296,6 +296,7 @@ pub(super) fn build(
         };
         transfer_conn.push(Some(conn));
     }
+    links.pair_directions();
     check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
@@ -466,6 +467,25 @@ struct Links {
 }
 
 impl Links {
+    /// Pairs each QP with one of the other direction between the same two
+    /// NICs (`Qp::reverse`): the k-th connection from A to B with the k-th
+    /// from B to A, QP by QP, as a bidirectional RC connection would be.
+    fn pair_directions(&mut self) {
+        let mut by_ends: FastMap<(NodeId, NodeId), Vec<ConnectionId>> = FastMap::default();
+        for c in self.connections.ids() {
+            let first = self.connections[c].qps[0];
+            by_ends.entry((self.qps[first].src, self.qps[first].dst)).or_default().push(c);
+        }
+        for (&(a, b), forward) in &by_ends {
+            let Some(backward) = by_ends.get(&(b, a)) else { continue };
+            for (&f, &r) in forward.iter().zip(backward) {
+                for (&x, &y) in self.connections[f].qps.iter().zip(&self.connections[r].qps) {
+                    self.qps[x].reverse = Some(y);
+                }
+            }
+        }
+    }
+
     /// Gives every QP of connection `conn` the hand-picked EVs `set`.
     fn pin_evs(&mut self, conn: ConnectionId, set: &EvSet) -> Result<(), ScenarioError> {
         for &q in &self.connections[conn].qps {
@@ -515,6 +535,7 @@ impl Links {
                 src_port,
                 dst_port: dst_ports[port_index % dst_ports.len()],
                 entropy,
+                reverse: None,
                 timers_queued: [None; TIMERS],
                 messages: Default::default(),
             }));

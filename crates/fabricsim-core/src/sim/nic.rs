@@ -178,6 +178,12 @@ impl Simulation {
             Action::Ready => self.make_ready(q),
             Action::Failed => self.fail_qp(q),
             Action::EvChanged(change) => self.recorder.ev_changed(self.events.now(), q, change),
+            Action::PathWorks(ev) => {
+                if let Some(other) = self.qps[q].reverse {
+                    let now = self.events.now();
+                    self.qps[other].transport.reverse_path_works(ev, now);
+                }
+            }
         }
     }
 

@@ -130,6 +130,10 @@ pub enum Action {
     Failed,
     /// One of the QP's EVs changed state (the EV log).
     EvChanged(EvChange),
+    /// A data packet the requester sent on this EV arrived (a SACK said
+    /// so): the path from the requester's NIC toward the responder's works,
+    /// news for the QP of the other direction (`reverse_path_works`).
+    PathWorks(Ev),
 }
 
 /// How the NIC frames a data packet: the sizes a transport paces by.
@@ -239,6 +243,11 @@ pub trait Transport {
     /// Starts reporting EV changes, beginning with every EV's state now.
     fn log_evs(&mut self, _out: &mut Vec<Action>) {}
 
+    /// An EV from this QP's responder toward its requester is known to
+    /// work: the QP of the other direction between the same NICs had data
+    /// arrive on it (`Action::PathWorks`).
+    fn reverse_path_works(&mut self, _ev: Ev, _now: Time) {}
+
     /// Takes every EV for which `denied` holds out of use and returns the
     /// others to use (the denylist, mrc-srv6-multiplane.txt s2.4, s3).
     fn deny_evs(&mut self, _denied: &dyn Fn(Ev) -> bool, _now: Time, _out: &mut Vec<Action>) {}
@@ -318,6 +327,9 @@ impl Transport for QpTransport {
     }
     fn log_evs(&mut self, out: &mut Vec<Action>) {
         dispatch!(self, t => t.log_evs(out))
+    }
+    fn reverse_path_works(&mut self, ev: Ev, now: Time) {
+        dispatch!(self, t => t.reverse_path_works(ev, now))
     }
     fn deny_evs(&mut self, denied: &dyn Fn(Ev) -> bool, now: Time, out: &mut Vec<Action>) {
         dispatch!(self, t => t.deny_evs(denied, now, out))

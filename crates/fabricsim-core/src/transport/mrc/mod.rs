@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport};
 use crate::cc::NsccConfig;
 use crate::engine::Rng;
-use crate::net::{flag, Ev, Packet, PacketKind};
+use crate::net::{flag, Ev, Packet, PacketKind, MAX_PLANES};
 use crate::units::{Bytes, Rate, Time};
 
 use receiver::MrcReceiver;
@@ -201,10 +201,17 @@ pub struct MrcQp {
     sender: MrcSender,
     receiver: MrcReceiver,
     /// When a packet was last newly acknowledged, or sending last started
-    /// from idle: the error timeout counts from here.
+    /// with nothing in flight and no timeout since the last progress: the
+    /// error timeout counts from here.
     last_progress: Time,
+    /// The timer fired and nothing was newly acknowledged since: what the
+    /// NIC sends now are retries, which do not restart the wait.
+    retrying: bool,
     /// The QP gave up (`error_timeout`): it sends and retries nothing more.
     failed: bool,
+    /// Per plane, when the requester last reported a working EV
+    /// (`Action::PathWorks`): at most one report per reverse probe interval.
+    reported: [Option<Time>; MAX_PLANES],
 }
 
 impl MrcQp {
@@ -213,13 +220,21 @@ impl MrcQp {
         let sender =
             MrcSender::new(&cfg, setup.requester_ports, setup.paths, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
-        MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false }
+        MrcQp {
+            cfg,
+            sender,
+            receiver,
+            last_progress: Time::ZERO,
+            retrying: false,
+            failed: false,
+            reported: [None; MAX_PLANES],
+        }
     }
 
     /// Restarts the retransmission timer from now, or stops it when nothing
     /// is outstanding.
     fn arm_retransmit(&mut self, now: Time, out: &mut Vec<Action>) {
-        let deadline = self.sender.outstanding().then(|| now + self.sender.rto());
+        let deadline = self.sender.waiting().then(|| now + self.sender.rto());
         self.sender.rto_deadline = deadline;
         if let Some(at) = deadline {
             out.push(Action::Arm { timer: Timer::Retransmit, at });
@@ -264,6 +279,17 @@ impl MrcQp {
         out.push(Action::Send { end, port: ev.plane() as u8, control });
     }
 
+    /// A SACK without a mark showed data arrived on `ev`: tell the QP of
+    /// the other direction, at most once per plane per reverse probe
+    /// interval.
+    fn report_working(&mut self, ev: Ev, now: Time, out: &mut Vec<Action>) {
+        let last = &mut self.reported[ev.plane()];
+        if last.is_none_or(|at| now >= at + self.cfg.reverse_probe_interval) {
+            *last = Some(now);
+            out.push(Action::PathWorks(ev));
+        }
+    }
+
     /// The receiver's answer to a data packet: a NACK for a trimmed one
     /// (resent first), else a SACK that names the packet, echoes its EV and
     /// ECN mark and acknowledges cumulatively; both on the reverse EV of
@@ -276,7 +302,7 @@ impl MrcQp {
             (PacketKind::Nak, 0)
         } else {
             let arrival = self.receiver.on_data(pkt.psn, pkt.payload());
-            probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval);
+            probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval, arrival.duplicate);
             let discarded = if arrival.duplicate { pkt.payload() } else { 0 };
             out.push(Action::Received { delivered: arrival.delivered, discarded, messages: arrival.completed });
             (PacketKind::Ack, pkt.flags & flag::CE)
@@ -316,8 +342,11 @@ impl Transport for MrcQp {
         }
         let (data, ev) = self.sender.next_packet(port, now)?;
         if self.sender.rto_deadline.is_none() {
-            // Nothing was outstanding: the wait for progress starts now.
-            self.last_progress = now;
+            // Nothing was in flight: unless this is a retry, the wait for
+            // progress starts now.
+            if !self.retrying {
+                self.last_progress = now;
+            }
             self.arm_retransmit(now, out);
         }
         Some(Outgoing { data: DataPacket { addressed: true, ..data }, entropy: ev.0, not_before: now })
@@ -337,9 +366,13 @@ impl Transport for MrcQp {
                 if pkt.kind == PacketKind::Nak {
                     self.sender.on_nack(pkt.psn, now);
                 }
+                if sacked && !pkt.has(flag::CE) {
+                    self.report_working(Ev(pkt.echo), now, out);
+                }
                 let acknowledged = self.sender.on_cumulative_ack(pkt.ack) || sacked;
                 if acknowledged {
                     self.last_progress = now;
+                    self.retrying = false;
                 }
                 // A NACK restarts the timer too (the packet it names is resent
                 // now), so NACKs alone must not keep a stuck QP alive.
@@ -356,7 +389,7 @@ impl Transport for MrcQp {
             // reverse EV, or an active EV of the sender.
             PacketKind::Probe => {
                 let ev = match end {
-                    End::Requester => self.sender.working_ev(port),
+                    End::Requester => self.sender.reply_ev(port),
                     End::Responder => Some(self.receiver.reverse_ev(port)),
                 };
                 if let Some(ev) = ev {
@@ -391,6 +424,7 @@ impl Transport for MrcQp {
                 if self.gives_up(now, out) {
                     return;
                 }
+                self.retrying = true;
                 self.sender.on_timeout();
                 self.arm_retransmit(now, out);
                 self.after_ev_changes(now, out);
@@ -431,6 +465,10 @@ impl Transport for MrcQp {
     fn log_evs(&mut self, out: &mut Vec<Action>) {
         self.sender.log_evs();
         out.extend(self.sender.take_ev_changes().into_iter().map(Action::EvChanged));
+    }
+
+    fn reverse_path_works(&mut self, ev: Ev, now: Time) {
+        self.receiver.on_working_ev(ev, now);
     }
 
     fn deny_evs(&mut self, denied: &dyn Fn(Ev) -> bool, now: Time, out: &mut Vec<Action>) {
@@ -487,6 +525,30 @@ mod tests {
         assert!(!failed(&out) && !qp.stats().failed);
     }
 
+    /// A data SACK tells the QP of the other direction which EV works
+    /// (s2.4: "the reverse EV is updated from data SACKs"), at most once
+    /// per plane per reverse probe interval.
+    #[test]
+    fn a_data_sack_reports_a_working_path_to_the_other_direction() {
+        let mut qp = qp();
+        let mut out = Vec::new();
+        qp.post(10_000, false);
+        let sent: Vec<Outgoing> = (0..3).map(|_| qp.next_packet(0, Time::ZERO, &mut out).unwrap()).collect();
+        let works = |out: &[Action]| out.iter().filter(|a| matches!(a, Action::PathWorks(_))).count();
+        let sack = |psn: u32, echo: u16| {
+            let mut p = Packet::control(PacketKind::Ack, NodeId(1), NodeId(0), 0, psn, 0, 84);
+            (p.ack, p.echo, p.ports_up) = (psn + 1, echo, 1);
+            p
+        };
+        out.clear();
+        qp.on_packet(End::Requester, 0, &sack(0, sent[0].entropy), Time::from_us(10), &mut out);
+        assert!(out.iter().any(|a| matches!(a, Action::PathWorks(ev) if ev.0 == sent[0].entropy)));
+        qp.on_packet(End::Requester, 0, &sack(1, sent[1].entropy), Time::from_us(15), &mut out);
+        assert_eq!(works(&out), 1, "within the interval: no second report");
+        qp.on_packet(End::Requester, 0, &sack(2, sent[2].entropy), Time::from_us(30), &mut out);
+        assert_eq!(works(&out), 2);
+    }
+
     #[test]
     fn a_qp_waiting_without_progress_fails_at_its_error_timeout() {
         let mut qp = qp();
@@ -495,6 +557,8 @@ mod tests {
         qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
         qp.on_timer(Timer::Retransmit, Time::from_ms(5), &mut out);
         assert!(!failed(&out));
+        // The NIC resends it; a retry does not restart the wait.
+        qp.next_packet(0, Time::from_ms(5), &mut out).expect("the retry");
         qp.on_timer(Timer::Retransmit, Time::from_ms(9), &mut out);
         assert!(failed(&out) && qp.stats().failed && !qp.has_data());
     }

@@ -10,8 +10,10 @@ use crate::units::Time;
 
 /// Receiver side: places packets in any order, completes messages when all
 /// their packets have arrived, and keeps the reverse EV set its SACKs and
-/// NACKs go on: one EV per plane, refreshed by EV probes (s2.4 Reverse
-/// Paths), since a QP that only receives learns nothing from SACKs.
+/// NACKs go on: one EV per plane (s2.4 Reverse Paths). While data flows the
+/// other way between the two NICs its SACKs name working EVs, which update
+/// the set; otherwise EV probes refresh it, since a QP that only receives
+/// learns nothing from its own SACKs.
 #[derive(Clone, Debug)]
 pub(super) struct MrcReceiver {
     base: u32,
@@ -21,6 +23,8 @@ pub(super) struct MrcReceiver {
     reverse: Vec<Ev>,
     next_reverse_probe: Time,
     probe_plane: usize,
+    /// When data of the other direction last named a working reverse EV.
+    learned_at: Option<Time>,
     rng: Rng,
 }
 
@@ -45,6 +49,7 @@ impl MrcReceiver {
             reverse,
             next_reverse_probe: Time::ZERO,
             probe_plane: 0,
+            learned_at: None,
             rng,
         }
     }
@@ -60,15 +65,28 @@ impl MrcReceiver {
     }
 
     /// An EV probe to send now, if one is due: a random EV of the next
-    /// plane in turn, at most one per `interval`.
-    pub(super) fn reverse_probe(&mut self, now: Time, interval: Time) -> Option<Ev> {
-        if now < self.next_reverse_probe || self.reverse.is_empty() {
+    /// plane in turn, at most one per `interval`, and none while data of
+    /// the other direction keeps the set fresh. A duplicate arriving
+    /// (`resent`) means a SACK did not get through, or the sender's timer
+    /// fired for want of one: the reverse EV is suspect, and a probe goes
+    /// at once.
+    pub(super) fn reverse_probe(&mut self, now: Time, interval: Time, resent: bool) -> Option<Ev> {
+        let fresh = self.learned_at.is_some_and(|at| now < at + interval);
+        let due = resent || (!fresh && now >= self.next_reverse_probe);
+        if !due || self.reverse.is_empty() {
             return None;
         }
         self.next_reverse_probe = now + interval;
         let plane = self.probe_plane % self.reverse.len();
         self.probe_plane += 1;
         Some(random_ev(&mut self.rng, plane))
+    }
+
+    /// Data of the other direction arrived on `ev`: it works, so control
+    /// packets of its plane take it.
+    pub(super) fn on_working_ev(&mut self, ev: Ev, now: Time) {
+        self.on_probe_reply(ev);
+        self.learned_at = Some(now);
     }
 
     /// An EV probe came back: its EV works, so control packets of its plane
@@ -131,12 +149,30 @@ mod tests {
     #[test]
     fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
         let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
-        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10)).unwrap();
+        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10), false).unwrap();
         assert_eq!(probe.plane(), 0);
-        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10)), None);
-        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10)).unwrap();
+        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10), false), None);
+        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10), false).unwrap();
         assert_eq!(next.plane(), 1, "planes are probed in turn");
         r.on_probe_reply(probe);
         assert_eq!(r.reverse_ev(0), probe);
+    }
+
+    #[test]
+    fn data_of_the_other_direction_sets_the_reverse_ev_and_spares_the_probes() {
+        let mut r = MrcReceiver::new(2, Rng::stream(3, &[]));
+        let working = Ev::new(1, 77);
+        r.on_working_ev(working, Time::from_us(100));
+        assert_eq!(r.reverse_ev(1), working);
+        assert_eq!(r.reverse_probe(Time::from_us(105), Time::from_us(10), false), None, "fresh: no probe");
+        assert!(r.reverse_probe(Time::from_us(111), Time::from_us(10), false).is_some(), "stale again: probe");
+    }
+
+    #[test]
+    fn a_duplicate_arrival_sends_a_probe_at_once() {
+        let mut r = MrcReceiver::new(1, Rng::stream(4, &[]));
+        assert!(r.reverse_probe(Time::ZERO, Time::from_us(10), false).is_some());
+        assert_eq!(r.reverse_probe(Time::from_us(1), Time::from_us(10), false), None);
+        assert!(r.reverse_probe(Time::from_us(2), Time::from_us(10), true).is_some(), "a resent packet: probe now");
     }
 }

@@ -83,12 +83,14 @@ struct PlaneEvs {
     retired: Vec<Retired>,
     denied: Vec<Ev>,
     cursor: usize,
+    /// The active slot the next probe answer goes on (`reply_ev`).
+    reply_turn: usize,
 }
 
 impl PlaneEvs {
     fn new(active: Vec<EvSlot>, backup: Vec<Ev>) -> PlaneEvs {
         let spill = vec![VecDeque::new(); active.len()];
-        PlaneEvs { active, spill, backup, retired: Vec::new(), denied: Vec::new(), cursor: 0 }
+        PlaneEvs { active, spill, backup, retired: Vec::new(), denied: Vec::new(), cursor: 0, reply_turn: 0 }
     }
 
     fn push_outstanding(&mut self, slot: usize, entry: (u32, u32)) {
@@ -331,10 +333,10 @@ impl MrcSender {
     }
 
     /// The retransmission timeout now. With at most three packets in
-    /// flight (the tail of a message, where no later SACK will reveal a
-    /// loss), IRN's low timeout, shortened to RFC 6298's SRTT + 4 RTTVAR
-    /// once RTTs have been measured (never below two of the smallest RTT
-    /// seen); else the high one.
+    /// flight (the tail of a message, or a window cut to a few packets,
+    /// where no later SACK will reveal a loss), IRN's low timeout,
+    /// shortened to RFC 6298's SRTT + 4 RTTVAR once RTTs have been measured
+    /// (never below two of the smallest RTT seen); else the high one.
     pub(super) fn rto(&self) -> Time {
         if self.in_flight_bytes > 3 * self.mtu as u64 {
             return self.rto;
@@ -350,6 +352,17 @@ impl MrcSender {
 
     pub(super) fn outstanding(&self) -> bool {
         self.slots.iter().any(|s| *s != Slot::Acked)
+    }
+
+    /// Whether the retransmission timer should run: something is in
+    /// flight, or data waits that no plane can carry (then only the error
+    /// timeout ends the wait). Data that only waits for its turn at the NIC
+    /// is not late: a timer running then fired on QPs an incast's NIC
+    /// scheduler had not yet served (Fig 17: 126,886 timeouts at 128MiB
+    /// with nothing in flight to resend).
+    pub(super) fn waiting(&self) -> bool {
+        let usable = (0..self.planes.len()).any(|p| (self.local_up & self.remote_up) & (1 << p.min(7)) != 0);
+        self.in_flight_bytes > 0 || (!usable && self.outstanding())
     }
 
     fn slot(&mut self, psn: u32) -> Option<&mut Slot> {
@@ -828,10 +841,18 @@ impl MrcSender {
         }
     }
 
-    /// A working EV of `plane` (for answering the other end's probes).
-    pub(super) fn working_ev(&self, plane: usize) -> Option<Ev> {
-        let evs = self.planes.get(plane)?;
-        evs.active.iter().map(|slot| slot.ev).find(|&ev| ev != NO_EV)
+    /// An active EV of `plane` to answer the other end's probe on, the
+    /// next in turn: the active set is what the sender believes works, but
+    /// until SACKs prove it some of it may not, so successive answers take
+    /// different paths rather than all the first one (a dead first EV
+    /// would otherwise never let the other end learn a working reverse EV,
+    /// and without one no SACK would retire that EV).
+    pub(super) fn reply_ev(&mut self, plane: usize) -> Option<Ev> {
+        let evs = self.planes.get_mut(plane)?;
+        let n = evs.active.len();
+        let k = (0..n).map(|k| (evs.reply_turn + k) % n).find(|&i| evs.active[i].ev != NO_EV)?;
+        evs.reply_turn = k + 1;
+        Some(evs.active[k].ev)
     }
 
     /// The timer expired: resend everything still in flight. Congestion
