@@ -40,6 +40,7 @@ from .analysis import (
     window_min,
 )
 from .framework import NO_CLAIM, Expect, Experiment, Outcome, Phase, Row, Run
+from .mrc_more import MORE_EXPERIMENTS
 
 __all__ = ["EXPERIMENTS", "ev_packets", "lost_packets"]
 
@@ -771,4 +772,5 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     FIG4,
     FIG18,
     FIG20,
+    *MORE_EXPERIMENTS,
 )
