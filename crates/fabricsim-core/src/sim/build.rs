@@ -469,7 +469,8 @@ struct Links {
 impl Links {
     /// Pairs each QP with one of the other direction between the same two
     /// NICs (`Qp::reverse`): the k-th connection from A to B with the k-th
-    /// from B to A, QP by QP, as a bidirectional RC connection would be.
+    /// from B to A, QP by QP, as a bidirectional RC connection would be,
+    /// wrapping around where one direction has fewer.
     fn pair_directions(&mut self) {
         let mut by_ends: FastMap<(NodeId, NodeId), Vec<ConnectionId>> = FastMap::default();
         for c in self.connections.ids() {
@@ -478,9 +479,12 @@ impl Links {
         }
         for (&(a, b), forward) in &by_ends {
             let Some(backward) = by_ends.get(&(b, a)) else { continue };
-            for (&f, &r) in forward.iter().zip(backward) {
-                for (&x, &y) in self.connections[f].qps.iter().zip(&self.connections[r].qps) {
-                    self.qps[x].reverse = Some(y);
+            // Any QP of the other direction knows the same paths: where the
+            // counts differ, the extra ones share.
+            for (k, &f) in forward.iter().enumerate() {
+                let r = &self.connections[backward[k % backward.len()]].qps;
+                for (j, &x) in self.connections[f].qps.iter().enumerate() {
+                    self.qps[x].reverse = Some(r[j % r.len()]);
                 }
             }
         }

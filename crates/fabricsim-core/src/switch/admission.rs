@@ -29,7 +29,8 @@ pub fn admit(cfg: &SwitchConfig, buffer: &SharedBuffer, packet: &Packet, egress_
     let class = packet.class as usize;
     let wire = packet.wire() as u64;
     let trim = &cfg.trimming;
-    let trimmable = trim.enabled && class == CLASS_DATA && !packet.has(flag::TRIMMED);
+    // Lossless data is paused, never trimmed: PFC keeps it in the buffer.
+    let trimmable = trim.enabled && class == CLASS_DATA && !packet.has(flag::TRIMMED) && !lossless(cfg, class);
     let admitted = if trimmable && egress_queue >= cfg.trim_threshold() {
         Admission::Reject
     } else if lossless(cfg, class) || class == CLASS_CONTROL {

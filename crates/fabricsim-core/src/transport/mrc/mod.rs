@@ -1,6 +1,7 @@
 //! MRC: multipath reliable connection (mrc-srv6-multiplane.txt s2.1, s2.4,
 //! s4). A QP sprays its packets over a set of entropy values (EVs), equal
-//! numbers per plane, rotating through them; every data packet carries its
+//! numbers per plane, striped over the plane's paths (`striping`), rotating
+//! through them and through the planes; every data packet carries its
 //! RDMA address, so the receiver places packets in any order and
 //! acknowledges each one selectively (SACK), echoing its EV and ECN mark. A
 //! trimmed packet is NACKed and retransmitted at once. Packets on one EV
@@ -8,13 +9,15 @@
 //! when a later packet on the same EV is acknowledged is lost, not late:
 //! its EV is retired and replaced by a backup EV of the same plane, and
 //! the packet is resent on another EV. Reordering across EVs is expected
-//! and never taken for loss. An ECN-marked EV is avoided for a while (ECN as a
-//! load-balancing signal, since the last hop does not mark). A timer
-//! resends what is still outstanding after a tail loss.
+//! and never taken for loss beyond a reordering window. An ECN-marked EV is
+//! swapped for a backup and avoided for a while (ECN as a load-balancing
+//! signal, since the last hop does not mark). A timer resends what is still
+//! in flight after a tail loss. The responder's SACKs take a reverse EV per
+//! plane, learned from probes or from data of the other direction.
 //!
 //! The paper does not publish MRC's congestion control; the sender's
 //! window follows UET's NSCC (`cc::nscc`): delay and ECN per SACK, trims
-//! per NACK.
+//! per NACK and losses as the sender finds them.
 
 mod receiver;
 mod sender;
@@ -88,7 +91,7 @@ pub struct MrcConfig {
     /// Restricts each plane to this many distinct paths (EV path choices
     /// 0..n, active EVs first, then backups), as the paper's packet-drop
     /// experiment restricts the system to 2 paths per plane (s5.2.4).
-    /// Unset draws every EV at random.
+    /// Unset stripes the EVs over every path (`striping`).
     pub paths_per_plane: Option<u32>,
     /// How often a QP probes each of its retired EVs (s2.4: background path
     /// probes). The paper gives no period; 100us is about ten base RTTs
@@ -164,7 +167,8 @@ pub struct EvSet {
 pub enum EvState {
     /// In the active set: packets are sprayed on it.
     Active,
-    /// In the backup set: replaces the next retired EV of its plane.
+    /// In the backup set: replaces the next retired or ECN-swapped EV of
+    /// its plane.
     Backup,
     /// Retired after a loss; probed until enough probes succeed.
     Retired,
@@ -200,13 +204,10 @@ pub struct MrcQp {
     cfg: Arc<MrcConfig>,
     sender: MrcSender,
     receiver: MrcReceiver,
-    /// When a packet was last newly acknowledged, or sending last started
-    /// with nothing in flight and no timeout since the last progress: the
-    /// error timeout counts from here.
+    /// When a packet was last newly acknowledged, or a first transmission
+    /// last left with nothing in flight: the error timeout counts from
+    /// here. Retries (after a timeout or a NACK) do not restart it.
     last_progress: Time,
-    /// The timer fired and nothing was newly acknowledged since: what the
-    /// NIC sends now are retries, which do not restart the wait.
-    retrying: bool,
     /// The QP gave up (`error_timeout`): it sends and retries nothing more.
     failed: bool,
     /// Per plane, when the requester last reported a working EV
@@ -220,19 +221,11 @@ impl MrcQp {
         let sender =
             MrcSender::new(&cfg, setup.requester_ports, setup.paths, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
-        MrcQp {
-            cfg,
-            sender,
-            receiver,
-            last_progress: Time::ZERO,
-            retrying: false,
-            failed: false,
-            reported: [None; MAX_PLANES],
-        }
+        MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false, reported: [None; MAX_PLANES] }
     }
 
     /// Restarts the retransmission timer from now, or stops it when nothing
-    /// is outstanding.
+    /// is in flight and the NIC can send what waits (`MrcSender::waiting`).
     fn arm_retransmit(&mut self, now: Time, out: &mut Vec<Action>) {
         let deadline = self.sender.waiting().then(|| now + self.sender.rto());
         self.sender.rto_deadline = deadline;
@@ -241,8 +234,9 @@ impl MrcQp {
         }
     }
 
-    /// Fails the QP when it has data outstanding (its retransmission timer
-    /// runs) and nothing new was acknowledged for `error_timeout`: it stops
+    /// Fails the QP when its retransmission timer runs (data in flight, or
+    /// waiting with no way out) and nothing new was acknowledged for
+    /// `error_timeout`, retries not counting: it stops
     /// sending and reports a fatal completion (`Action::Failed`). An idle
     /// QP waits for nothing, so a late duplicate SACK cannot fail it.
     fn gives_up(&mut self, now: Time, out: &mut Vec<Action>) -> bool {
@@ -302,7 +296,8 @@ impl MrcQp {
             (PacketKind::Nak, 0)
         } else {
             let arrival = self.receiver.on_data(pkt.psn, pkt.payload());
-            probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval, arrival.duplicate);
+            let resent_on = arrival.duplicate.then_some(port);
+            probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval, resent_on);
             let discarded = if arrival.duplicate { pkt.payload() } else { 0 };
             out.push(Action::Received { delivered: arrival.delivered, discarded, messages: arrival.completed });
             (PacketKind::Ack, pkt.flags & flag::CE)
@@ -344,7 +339,7 @@ impl Transport for MrcQp {
         if self.sender.rto_deadline.is_none() {
             // Nothing was in flight: unless this is a retry, the wait for
             // progress starts now.
-            if !self.retrying {
+            if !data.retransmission {
                 self.last_progress = now;
             }
             self.arm_retransmit(now, out);
@@ -372,7 +367,6 @@ impl Transport for MrcQp {
                 let acknowledged = self.sender.on_cumulative_ack(pkt.ack) || sacked;
                 if acknowledged {
                     self.last_progress = now;
-                    self.retrying = false;
                 }
                 // A NACK restarts the timer too (the packet it names is resent
                 // now), so NACKs alone must not keep a stuck QP alive.
@@ -424,7 +418,6 @@ impl Transport for MrcQp {
                 if self.gives_up(now, out) {
                     return;
                 }
-                self.retrying = true;
                 self.sender.on_timeout();
                 self.arm_retransmit(now, out);
                 self.after_ev_changes(now, out);
@@ -472,7 +465,7 @@ impl Transport for MrcQp {
     }
 
     fn deny_evs(&mut self, denied: &dyn Fn(Ev) -> bool, now: Time, out: &mut Vec<Action>) {
-        self.sender.set_denied(denied);
+        self.sender.set_denied(denied, now);
         self.after_ev_changes(now, out);
     }
 
@@ -547,6 +540,24 @@ mod tests {
         assert_eq!(works(&out), 1, "within the interval: no second report");
         qp.on_packet(End::Requester, 0, &sack(2, sent[2].entropy), Time::from_us(30), &mut out);
         assert_eq!(works(&out), 2);
+    }
+
+    /// A QP whose every packet is trimmed only ever resends: NACKs and the
+    /// retries they cause are no progress, and it fails at its error
+    /// timeout as one whose packets vanish does.
+    #[test]
+    fn a_qp_that_only_gets_nacks_fails_at_its_error_timeout() {
+        let mut qp = qp();
+        let mut out = Vec::new();
+        qp.post(100, false);
+        let mut nack = Packet::control(PacketKind::Nak, NodeId(1), NodeId(0), 0, 0, 0, 84);
+        nack.ports_up = 1;
+        for ms in 0..10 {
+            let now = Time::from_ms(ms);
+            qp.next_packet(0, now, &mut out).expect("a retry after each NACK");
+            qp.on_packet(End::Requester, 0, &nack, now + Time::from_us(10), &mut out);
+        }
+        assert!(failed(&out) && qp.stats().failed);
     }
 
     #[test]

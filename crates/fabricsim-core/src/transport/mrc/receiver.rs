@@ -23,8 +23,10 @@ pub(super) struct MrcReceiver {
     reverse: Vec<Ev>,
     next_reverse_probe: Time,
     probe_plane: usize,
-    /// When data of the other direction last named a working reverse EV.
-    learned_at: Option<Time>,
+    /// Per plane, when data of the other direction last named a working
+    /// reverse EV, and when a duplicate last sent a probe at once.
+    learned_at: Vec<Option<Time>>,
+    urgent_at: Vec<Option<Time>>,
     rng: Rng,
 }
 
@@ -49,7 +51,8 @@ impl MrcReceiver {
             reverse,
             next_reverse_probe: Time::ZERO,
             probe_plane: 0,
-            learned_at: None,
+            learned_at: vec![None; planes],
+            urgent_at: vec![None; planes],
             rng,
         }
     }
@@ -65,20 +68,29 @@ impl MrcReceiver {
     }
 
     /// An EV probe to send now, if one is due: a random EV of the next
-    /// plane in turn, at most one per `interval`, and none while data of
-    /// the other direction keeps the set fresh. A duplicate arriving
-    /// (`resent`) means a SACK did not get through, or the sender's timer
-    /// fired for want of one: the reverse EV is suspect, and a probe goes
-    /// at once.
-    pub(super) fn reverse_probe(&mut self, now: Time, interval: Time, resent: bool) -> Option<Ev> {
-        let fresh = self.learned_at.is_some_and(|at| now < at + interval);
-        let due = resent || (!fresh && now >= self.next_reverse_probe);
-        if !due || self.reverse.is_empty() {
+    /// plane in turn, at most one per `interval`, skipping a plane whose
+    /// reverse EV data of the other direction keeps fresh. A duplicate
+    /// arriving on plane `resent_on` means a SACK of that plane did not get
+    /// through (or the sender's timer fired for want of one): its reverse
+    /// EV is suspect, and a probe of that plane goes at once, at most one
+    /// per plane per `interval`.
+    pub(super) fn reverse_probe(&mut self, now: Time, interval: Time, resent_on: Option<usize>) -> Option<Ev> {
+        let planes = self.reverse.len();
+        if let Some(plane) = resent_on.filter(|&p| p < planes) {
+            if self.urgent_at[plane].is_none_or(|at| now >= at + interval) {
+                self.urgent_at[plane] = Some(now);
+                return Some(random_ev(&mut self.rng, plane));
+            }
+        }
+        if now < self.next_reverse_probe || planes == 0 {
+            return None;
+        }
+        let plane = self.probe_plane % planes;
+        self.probe_plane += 1;
+        if self.learned_at[plane].is_some_and(|at| now < at + interval) {
             return None;
         }
         self.next_reverse_probe = now + interval;
-        let plane = self.probe_plane % self.reverse.len();
-        self.probe_plane += 1;
         Some(random_ev(&mut self.rng, plane))
     }
 
@@ -86,7 +98,9 @@ impl MrcReceiver {
     /// packets of its plane take it.
     pub(super) fn on_working_ev(&mut self, ev: Ev, now: Time) {
         self.on_probe_reply(ev);
-        self.learned_at = Some(now);
+        if let Some(at) = self.learned_at.get_mut(ev.plane()) {
+            *at = Some(now);
+        }
     }
 
     /// An EV probe came back: its EV works, so control packets of its plane
@@ -149,30 +163,36 @@ mod tests {
     #[test]
     fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
         let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
-        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10), false).unwrap();
+        let probe = r.reverse_probe(Time::ZERO, Time::from_us(10), None).unwrap();
         assert_eq!(probe.plane(), 0);
-        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10), false), None);
-        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10), false).unwrap();
+        assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10), None), None);
+        let next = r.reverse_probe(Time::from_us(10), Time::from_us(10), None).unwrap();
         assert_eq!(next.plane(), 1, "planes are probed in turn");
         r.on_probe_reply(probe);
         assert_eq!(r.reverse_ev(0), probe);
     }
 
     #[test]
-    fn data_of_the_other_direction_sets_the_reverse_ev_and_spares_the_probes() {
-        let mut r = MrcReceiver::new(2, Rng::stream(3, &[]));
-        let working = Ev::new(1, 77);
+    fn data_of_the_other_direction_sets_the_reverse_ev_and_spares_that_planes_probes() {
+        let mut r = MrcReceiver::new(1, Rng::stream(3, &[]));
+        let working = Ev::new(0, 77);
         r.on_working_ev(working, Time::from_us(100));
-        assert_eq!(r.reverse_ev(1), working);
-        assert_eq!(r.reverse_probe(Time::from_us(105), Time::from_us(10), false), None, "fresh: no probe");
-        assert!(r.reverse_probe(Time::from_us(111), Time::from_us(10), false).is_some(), "stale again: probe");
+        assert_eq!(r.reverse_ev(0), working);
+        assert_eq!(r.reverse_probe(Time::from_us(105), Time::from_us(10), None), None, "fresh: no probe");
+        assert!(r.reverse_probe(Time::from_us(111), Time::from_us(10), None).is_some(), "stale again: probe");
+        // Fresh news of one plane does not spare another's probes.
+        let mut r = MrcReceiver::new(2, Rng::stream(3, &[]));
+        r.on_working_ev(Ev::new(1, 5), Time::from_us(100));
+        assert_eq!(r.reverse_probe(Time::from_us(101), Time::from_us(10), None).map(|ev| ev.plane()), Some(0));
     }
 
     #[test]
-    fn a_duplicate_arrival_sends_a_probe_at_once() {
-        let mut r = MrcReceiver::new(1, Rng::stream(4, &[]));
-        assert!(r.reverse_probe(Time::ZERO, Time::from_us(10), false).is_some());
-        assert_eq!(r.reverse_probe(Time::from_us(1), Time::from_us(10), false), None);
-        assert!(r.reverse_probe(Time::from_us(2), Time::from_us(10), true).is_some(), "a resent packet: probe now");
+    fn a_duplicate_arrival_probes_its_plane_at_once_and_once_per_interval() {
+        let mut r = MrcReceiver::new(2, Rng::stream(4, &[]));
+        assert!(r.reverse_probe(Time::ZERO, Time::from_us(10), None).is_some());
+        assert_eq!(r.reverse_probe(Time::from_us(1), Time::from_us(10), None), None);
+        let urgent = r.reverse_probe(Time::from_us(2), Time::from_us(10), Some(1));
+        assert_eq!(urgent.map(|ev| ev.plane()), Some(1), "a resent packet on plane 1: probe plane 1 now");
+        assert_eq!(r.reverse_probe(Time::from_us(3), Time::from_us(10), Some(1)), None, "one per interval");
     }
 }

@@ -85,12 +85,24 @@ struct PlaneEvs {
     cursor: usize,
     /// The active slot the next probe answer goes on (`reply_ev`).
     reply_turn: usize,
+    /// EVs swapped out for ECN, and until when their paths are not taken
+    /// back (`take_backup`).
+    marked: Vec<(Ev, Time)>,
 }
 
 impl PlaneEvs {
     fn new(active: Vec<EvSlot>, backup: Vec<Ev>) -> PlaneEvs {
         let spill = vec![VecDeque::new(); active.len()];
-        PlaneEvs { active, spill, backup, retired: Vec::new(), denied: Vec::new(), cursor: 0, reply_turn: 0 }
+        PlaneEvs {
+            active,
+            spill,
+            backup,
+            retired: Vec::new(),
+            denied: Vec::new(),
+            cursor: 0,
+            reply_turn: 0,
+            marked: Vec::new(),
+        }
     }
 
     fn push_outstanding(&mut self, slot: usize, entry: (u32, u32)) {
@@ -217,6 +229,8 @@ pub(super) struct MrcSender {
     /// Swap an ECN-marked EV for a backup (`MrcConfig::ecn_replace`).
     ecn_replace: bool,
     pub(super) ecn_replacements: u64,
+    /// Active EVs per uplink, reused by `take_backup`.
+    load_scratch: Vec<u32>,
 }
 
 impl MrcSender {
@@ -279,6 +293,7 @@ impl MrcSender {
             plane_turn: 0,
             ecn_replace: cfg.ecn_replace,
             ecn_replacements: 0,
+            load_scratch: Vec::new(),
         }
     }
 
@@ -355,14 +370,22 @@ impl MrcSender {
     }
 
     /// Whether the retransmission timer should run: something is in
-    /// flight, or data waits that no plane can carry (then only the error
-    /// timeout ends the wait). Data that only waits for its turn at the NIC
+    /// flight, or data waits that no plane can carry, for want of a port or
+    /// of an EV (then only the error timeout ends the wait). Data that only waits for its turn at the NIC
     /// is not late: a timer running then fired on QPs an incast's NIC
     /// scheduler had not yet served (Fig 17: 126,886 timeouts at 128MiB
     /// with nothing in flight to resend).
     pub(super) fn waiting(&self) -> bool {
-        let usable = (0..self.planes.len()).any(|p| (self.local_up & self.remote_up) & (1 << p.min(7)) != 0);
-        self.in_flight_bytes > 0 || (!usable && self.outstanding())
+        self.in_flight_bytes > 0 || (!self.can_send_somewhere() && self.outstanding())
+    }
+
+    /// Whether some plane is up at both ends and has an EV to send on.
+    fn can_send_somewhere(&self) -> bool {
+        let up = self.local_up & self.remote_up;
+        self.planes
+            .iter()
+            .enumerate()
+            .any(|(p, evs)| up & (1 << p.min(7)) != 0 && evs.active.iter().any(|slot| slot.ev != NO_EV))
     }
 
     fn slot(&mut self, psn: u32) -> Option<&mut Slot> {
@@ -519,7 +542,7 @@ impl MrcSender {
         lost.clear();
         self.lost_scratch = lost;
         if ecn && self.ecn_replace && self.planes[plane].active[slot].ev == ev {
-            self.replace_congested(plane, slot);
+            self.replace_congested(plane, slot, now, ecn_avoid);
         }
         self.advance();
         true
@@ -529,12 +552,13 @@ impl MrcSender {
     /// congested than others (s2.1). Swap it for a backup of the same
     /// plane, as Fig 14's flow moves from EV-A to EV-B; the EV works, so it
     /// joins the backups, last in line. With no backup it is only avoided.
-    fn replace_congested(&mut self, plane: usize, slot: usize) {
+    fn replace_congested(&mut self, plane: usize, slot: usize, now: Time, ecn_avoid: Time) {
         if self.planes[plane].backup.is_empty() {
             return;
         }
         let marked = self.planes[plane].active[slot].ev;
-        let fresh = self.take_backup(plane, slot);
+        let fresh = self.take_backup(plane, slot, now);
+        self.planes[plane].marked.push((marked, now + ecn_avoid));
         self.planes[plane].backup.insert(0, marked);
         self.logged(marked, EvState::Backup);
         self.ecn_replacements += 1;
@@ -589,7 +613,14 @@ impl MrcSender {
             // not counted it yet.
             let payload = self.payload_of(psn);
             self.cc.on_loss(payload, now);
-            self.retire(plane, slot);
+            self.retire(plane, slot, now);
+        } else if let Some(i) = evs.backup.iter().position(|&ev| ev == suspect) {
+            // Swapped out for ECN before its loss showed: retire it from
+            // the backups, or it would come back dead.
+            self.planes[plane].backup.remove(i);
+            self.planes[plane].retired.push(Retired { ev: suspect, successes: 0, awaiting: false });
+            self.retired_evs += 1;
+            self.logged(suspect, EvState::Retired);
         } else if !evs.retired.iter().any(|r| r.ev == suspect) {
             return;
         }
@@ -671,13 +702,20 @@ impl MrcSender {
     }
 
     /// Resends everything in flight on `plane`; its EVs are not at fault.
+    /// The in-flight packets are found in the PSN slots, not the EVs'
+    /// queues: a slot whose EV was retired or swapped since no longer
+    /// queues what its old EV still carries.
     fn abandon_plane(&mut self, plane: usize) {
         let Some(evs) = self.planes.get_mut(plane) else { return };
-        let mut stranded = Vec::new();
         for slot in 0..evs.active.len() {
-            stranded.extend(std::iter::from_fn(|| evs.pop_outstanding(slot)).map(|(_, psn)| psn));
+            while evs.pop_outstanding(slot).is_some() {}
         }
-        for psn in stranded {
+        let stranded: Vec<u32> = (self.base..)
+            .zip(&self.slots)
+            .filter_map(|(psn, s)| matches!(s, Slot::InFlight { plane: p, .. } if *p as usize == plane).then_some(psn))
+            .collect();
+        // Requeueing puts each at the front: the lowest PSN goes last.
+        for psn in stranded.into_iter().rev() {
             self.requeue(psn, false);
         }
     }
@@ -712,13 +750,13 @@ impl MrcSender {
         let payload = self.payload_of(psn);
         self.cc.on_loss(payload, now);
         if self.planes[plane].active[slot].ev == ev {
-            self.retire(plane, slot);
+            self.retire(plane, slot, now);
         }
     }
 
     /// Retires the EV in an active slot for a backup of the same plane, or
     /// leaves the slot empty when none is left.
-    fn retire(&mut self, plane: usize, slot: usize) {
+    fn retire(&mut self, plane: usize, slot: usize, now: Time) {
         let old = self.planes[plane].active[slot].ev;
         if old == NO_EV {
             return;
@@ -726,30 +764,39 @@ impl MrcSender {
         self.planes[plane].retired.push(Retired { ev: old, successes: 0, awaiting: false });
         self.retired_evs += 1;
         self.logged(old, EvState::Retired);
-        let fresh = self.take_backup(plane, slot);
+        let fresh = self.take_backup(plane, slot, now);
         self.fill_slot(plane, slot, fresh);
     }
 
     /// The backup that takes over active `slot` of `plane` (`NO_EV` when
-    /// none is left): where the sender knows the paths, one on another
-    /// path than the slot's EV (that path may be dead) and on the uplink
-    /// with the fewest active EVs, so that the set keeps striping; among
-    /// equals, the next in the backup sequence.
-    fn take_backup(&mut self, plane: usize, slot: usize) -> Ev {
+    /// none is left): where the sender knows the paths, one neither on the
+    /// slot's EV's path (it may be dead) nor on a path swapped out for ECN
+    /// within `ecn_avoid`, and on the uplink with the fewest active EVs, so
+    /// that the set keeps striping; among equals, the next in the backup
+    /// sequence.
+    fn take_backup(&mut self, plane: usize, slot: usize, now: Time) -> Ev {
         let evs = &mut self.planes[plane];
         let Some(space) = self.paths else { return evs.backup.pop().unwrap_or(NO_EV) };
         let leaving = evs.active[slot].ev;
-        let mut load = vec![0u32; space.uplinks.max(1) as usize];
+        let load = &mut self.load_scratch;
+        load.clear();
+        load.resize(space.uplinks.max(1) as usize, 0);
         for (k, a) in evs.active.iter().enumerate() {
             if k != slot && a.ev != NO_EV {
                 load[uplink_of(a.ev, space)] += 1;
             }
         }
-        let same_path = |ev: Ev| leaving != NO_EV && path_of(ev, space) == path_of(leaving, space);
+        evs.marked.retain(|&(_, until)| until > now);
+        let marked = &evs.marked;
+        let avoided = |ev: Ev| {
+            let path = path_of(ev, space);
+            let retiring = leaving != NO_EV && path == path_of(leaving, space);
+            retiring || marked.iter().any(|&(m, _)| path_of(m, space) == path)
+        };
         // The sequence pops from the back: scan from there, keep the first best.
         let best = (0..evs.backup.len())
             .rev()
-            .min_by_key(|&i| (same_path(evs.backup[i]), load[uplink_of(evs.backup[i], space)]));
+            .min_by_key(|&i| (avoided(evs.backup[i]), load[uplink_of(evs.backup[i], space)]));
         best.map_or(NO_EV, |i| evs.backup.remove(i))
     }
 
@@ -810,7 +857,7 @@ impl MrcSender {
     /// Applies a denylist: every EV for which `denied` says so leaves the
     /// active, backup and retired sets for good (its active slot takes a
     /// backup); EVs no longer denied are retired, to be probed back.
-    pub(super) fn set_denied(&mut self, denied: impl Fn(Ev) -> bool) {
+    pub(super) fn set_denied(&mut self, denied: impl Fn(Ev) -> bool, now: Time) {
         for plane in 0..self.planes.len() {
             let evs = &mut self.planes[plane];
             let (still, freed): (Vec<Ev>, Vec<Ev>) = evs.denied.drain(..).partition(|&ev| denied(ev));
@@ -830,7 +877,7 @@ impl MrcSender {
                 let ev = self.planes[plane].active[slot].ev;
                 if ev != NO_EV && denied(ev) {
                     newly.push(ev);
-                    let fresh = self.take_backup(plane, slot);
+                    let fresh = self.take_backup(plane, slot, now);
                     self.fill_slot(plane, slot, fresh);
                 }
             }
@@ -1035,12 +1082,12 @@ mod tests {
         let mut s = sender(2);
         // Deny one active EV of plane 1.
         let victim = s.planes[1].active[0].ev;
-        s.set_denied(|ev| ev == victim);
+        s.set_denied(|ev| ev == victim, Time::ZERO);
         assert_eq!(s.active_evs_per_plane(), [4, 4]);
         assert!(s.planes[1].active.iter().all(|slot| slot.ev != victim));
         assert_eq!(s.planes[1].denied, [victim]);
         // Lifting the denial returns it to probing, not to use.
-        s.set_denied(|_| false);
+        s.set_denied(|_| false, Time::ZERO);
         assert!(s.planes[1].denied.is_empty());
         assert_eq!(s.probe_retired(), [victim]);
     }
@@ -1097,10 +1144,43 @@ mod tests {
         // uplink with the fewest EVs.
         let next = uplink_of(*s.planes[0].backup.last().unwrap(), space);
         let slot = (0..12).find(|&k| uplink_of(s.planes[0].active[k].ev, space) == next).unwrap();
-        s.retire(0, slot);
+        s.retire(0, slot, Time::ZERO);
         let fresh = s.planes[0].active[slot].ev;
         assert_ne!(uplink_of(fresh, space), next, "not on the retired EV's path");
         assert_eq!(c[uplink_of(fresh, space)], *c.iter().min().unwrap());
+    }
+
+    /// With no EV left to send on, waiting data keeps the timer running,
+    /// so that the QP can still fail at its error timeout.
+    #[test]
+    fn data_no_ev_can_carry_keeps_the_timer_running() {
+        let cfg = MrcConfig { evs: 1, backup_evs: 0, ..Default::default() };
+        let mut s = MrcSender::new(&cfg, 1, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
+        s.post(2000, false);
+        s.next_packet(0, Time::ZERO).unwrap();
+        s.on_timeout();
+        assert!(!s.waiting(), "an EV is left: the NIC resends, no timer needed");
+        s.retire(0, 0, Time::ZERO);
+        assert!(s.next_packet(0, Time::ZERO).is_none());
+        assert!(s.waiting(), "no EV left: only the error timeout can end this");
+    }
+
+    /// A plane that goes down takes back everything in flight on it, also
+    /// what went on an EV its slot no longer holds (swapped for ECN).
+    #[test]
+    fn a_plane_down_resends_what_a_swapped_ev_still_carries() {
+        let cfg = MrcConfig { evs: 4, backup_evs: 2, ..Default::default() };
+        let mut s = MrcSender::new(&cfg, 2, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
+        s.post(4000, false);
+        // Plane 0's two EVs take packets 0, 2 (EV a) and 1, 3 (EV b).
+        let sent: Vec<(DataPacket, Ev)> = (0..4).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
+        assert_eq!(sent[1].1, sent[3].1);
+        // Packet 1's SACK comes back marked: EV b is swapped, packet 3 still on it.
+        s.on_sack(sent[1].0.psn, sent[1].1, true, 0, Time::from_us(5), Time::from_us(5));
+        assert_eq!(s.ecn_replacements, 1);
+        s.set_plane_up(0, false);
+        let again: Vec<u32> = std::iter::from_fn(|| s.next_packet(1, Time::from_us(6))).map(|(p, _)| p.psn).collect();
+        assert_eq!(again, [0, 2, 3], "everything plane 0 had in flight, in order");
     }
 
     #[test]
