@@ -168,12 +168,20 @@ impl Nscc {
         }
     }
 
-    /// A packet of `bytes` was trimmed (a NACK) or lost: take it off the
-    /// window and adapt. NSCC reacts to both alike: a trim is congestion
-    /// made visible, and a loss the sender cannot tell from congestion
-    /// still means it sent more than arrived (protocols.md s5.5,
-    /// quick_adapt on loss).
-    pub fn on_loss(&mut self, bytes: u32, now: Time) {
+    /// A packet of `bytes` was lost, not trimmed: take it off the window.
+    /// In a trimming fabric congestion trims rather than drops, so a loss
+    /// mostly means a failed path (mrc-srv6-multiplane.txt s2.1), which the
+    /// transport routes around; it still costs the bytes that did not
+    /// arrive, but not the quick adapt a trim triggers, which after a path
+    /// dies (few bytes acknowledged in the period) would cut the window to
+    /// a packet while the transport is already moving off the path.
+    pub fn on_loss(&mut self, bytes: u32) {
+        self.window = (self.window - bytes as f64).max(self.mtu);
+    }
+
+    /// A packet of `bytes` was trimmed (a NACK): congestion made visible.
+    /// Take it off the window and adapt (protocols.md s5.5).
+    pub fn on_trim(&mut self, bytes: u32, now: Time) {
         self.window = (self.window - bytes as f64).max(self.mtu);
         let base = self.base_rtt.unwrap_or(self.cfg.reference_rtt);
         self.quick_adapt(now, base, true);
@@ -244,7 +252,7 @@ mod tests {
         for k in 0..5 {
             cc.on_ack(4096, us(10 + k), us(20 + k), false);
         }
-        cc.on_loss(4096, us(40));
+        cc.on_trim(4096, us(40));
         assert!(cc.window() <= 6.0 * 4096.0, "{}", cc.window());
         assert!(cc.window() >= 4096.0);
     }

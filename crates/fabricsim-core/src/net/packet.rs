@@ -48,6 +48,10 @@ pub mod flag {
     pub const LAST: u8 = 1 << 4;
     /// A retransmission.
     pub const RETX: u8 = 1 << 5;
+    /// On a SACK: the data packet it answers had arrived before, so the
+    /// copy it answers was sent for nothing (a D-SACK, RFC 2883). Control
+    /// packets carry no data flags, so it shares RETX's bit.
+    pub const DUPLICATE: u8 = RETX;
     /// Carries the immediate data of a write with immediate (ImmDt).
     pub const IMM: u8 = 1 << 6;
     /// Carries its own RDMA address and length (RETH), as every MRC packet

@@ -203,6 +203,10 @@ impl Scenario {
             TransportSpec::Mrc(c) => {
                 at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
                 at_least_one(&field("evs"), c.evs.into(), "a QP needs entropy values to spray on")?;
+                at_least_one(&field("reverse_evs"), c.reverse_evs.into(), "control packets need an EV per plane")?;
+                if c.reverse_evs > 8192 {
+                    return invalid(field("reverse_evs"), format!("{}: at most 8192 per plane", c.reverse_evs));
+                }
                 // An EV names one of 2^13 paths in each of 8 planes.
                 if c.evs as u64 + c.backup_evs as u64 > 8 * 8192 {
                     return invalid(

@@ -75,9 +75,12 @@ pub enum Timer {
     Retransmit,
     Congestion,
     Probe,
+    /// A loss-detection deadline short of the retransmission timeout (MRC:
+    /// RACK's reordering timer).
+    Reorder,
 }
 
-pub const TIMERS: usize = 3;
+pub const TIMERS: usize = 4;
 
 impl Timer {
     pub fn index(self) -> usize {
@@ -85,7 +88,7 @@ impl Timer {
     }
 
     pub fn from_index(i: u8) -> Timer {
-        [Timer::Retransmit, Timer::Congestion, Timer::Probe][i as usize]
+        [Timer::Retransmit, Timer::Congestion, Timer::Probe, Timer::Reorder][i as usize]
     }
 }
 

@@ -347,7 +347,7 @@ impl Transport for RoceQp {
                     out.push(Action::Arm { timer, at });
                 }
             }
-            Timer::Probe => {}
+            Timer::Probe | Timer::Reorder => {}
         }
     }
 

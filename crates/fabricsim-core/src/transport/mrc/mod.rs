@@ -106,6 +106,13 @@ pub struct MrcConfig {
     /// receiver does not measure the RTT; 12us is NSCC's reference RTT
     /// (protocols.md s5.5).
     pub reverse_probe_interval: Time,
+    /// EVs per plane in the receiver's reverse EV set, which its SACKs,
+    /// NACKs and probe answers take in turn ("a small reverse EV set for
+    /// control packets, with at least one EV per plane", s2.4). The size is
+    /// not published; with 4 a path that dies under one loses a quarter of
+    /// that plane's SACKs until a probe replaces it, where with one it
+    /// swallowed them all and every EV whose SACKs it took was retired.
+    pub reverse_evs: u32,
     /// Links (`node:port`) whose paths are never used: the denylist
     /// (s2.4, s3). Needs SRv6, under which an EV names its path.
     pub denylist: Vec<String>,
@@ -135,6 +142,7 @@ impl Default for MrcConfig {
             probe_interval: Time::from_us(100),
             resurrect_after: 3,
             reverse_probe_interval: Time::from_us(12),
+            reverse_evs: 4,
             denylist: Vec::new(),
             error_timeout: Time::from_ns(8 * 1_048_576),
         }
@@ -220,7 +228,7 @@ impl MrcQp {
         let window = cfg.max_window(setup.nic_rate, u64::from(setup.mtu));
         let sender =
             MrcSender::new(&cfg, setup.requester_ports, setup.paths, setup.mtu, window, &mut setup.stream(0xE5));
-        let receiver = MrcReceiver::new(setup.responder_ports, setup.stream(0xE6));
+        let receiver = MrcReceiver::new(setup.responder_ports, cfg.reverse_evs as usize, setup.stream(0xE6));
         MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false, reported: [None; MAX_PLANES] }
     }
 
@@ -300,7 +308,8 @@ impl MrcQp {
             probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval, resent_on);
             let discarded = if arrival.duplicate { pkt.payload() } else { 0 };
             out.push(Action::Received { delivered: arrival.delivered, discarded, messages: arrival.completed });
-            (PacketKind::Ack, pkt.flags & flag::CE)
+            let duplicate = if arrival.duplicate { flag::DUPLICATE } else { 0 };
+            (PacketKind::Ack, pkt.flags & flag::CE | duplicate)
         };
         let (entropy, ack) = (self.receiver.reverse_ev(port).0, self.receiver.cumulative());
         let control = Control { kind, psn: pkt.psn, entropy, flags, ack, echo: pkt.entropy };
@@ -357,7 +366,11 @@ impl Transport for MrcQp {
                 // The SACK's port state bitmap: planes down at the other end.
                 self.sender.set_remote_planes(pkt.ports_up);
                 let sacked = pkt.kind == PacketKind::Ack
-                    && self.sender.on_sack(pkt.psn, Ev(pkt.echo), pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid);
+                    && if pkt.has(flag::DUPLICATE) {
+                        self.sender.on_duplicate_sack(pkt.psn, Ev(pkt.echo))
+                    } else {
+                        self.sender.on_sack(pkt.psn, Ev(pkt.echo), pkt.has(flag::CE), pkt.ack, now, self.cfg.ecn_avoid)
+                    };
                 if pkt.kind == PacketKind::Nak {
                     self.sender.on_nack(pkt.psn, now);
                 }
@@ -375,6 +388,9 @@ impl Transport for MrcQp {
                 }
                 if acknowledged || pkt.kind == PacketKind::Nak {
                     self.arm_retransmit(now, out);
+                }
+                if let Some(at) = self.sender.reorder_deadline {
+                    out.push(Action::Arm { timer: Timer::Reorder, at });
                 }
                 self.after_ev_changes(now, out);
                 self.ready(out);
@@ -429,6 +445,17 @@ impl Transport for MrcQp {
                     Self::probe(End::Requester, ev, out);
                 }
                 self.after_ev_changes(now, out);
+            }
+            Timer::Reorder if self.failed => {}
+            Timer::Reorder => {
+                let Some(deadline) = self.sender.reorder_deadline else { return };
+                if deadline <= now && self.sender.on_reorder_timer(now) {
+                    self.after_ev_changes(now, out);
+                    self.ready(out);
+                }
+                if let Some(at) = self.sender.reorder_deadline {
+                    out.push(Action::Arm { timer, at: at.max(now) });
+                }
             }
             Timer::Congestion => {}
         }

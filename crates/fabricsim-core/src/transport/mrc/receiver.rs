@@ -10,7 +10,7 @@ use crate::units::Time;
 
 /// Receiver side: places packets in any order, completes messages when all
 /// their packets have arrived, and keeps the reverse EV set its SACKs and
-/// NACKs go on: one EV per plane (s2.4 Reverse Paths). While data flows the
+/// NACKs go on: a few EVs per plane (s2.4 Reverse Paths). While data flows the
 /// other way between the two NICs its SACKs name working EVs, which update
 /// the set; otherwise EV probes refresh it, since a QP that only receives
 /// learns nothing from its own SACKs.
@@ -20,7 +20,11 @@ pub(super) struct MrcReceiver {
     received: VecDeque<bool>,
     /// Messages by PSN range, with packets still missing.
     messages: VecDeque<(u32, u32, u32)>,
+    /// The reverse EV set: `per_plane` EVs of each plane, plane by plane,
+    /// taken in turn (`turn` per plane).
     reverse: Vec<Ev>,
+    per_plane: usize,
+    turn: Vec<usize>,
     next_reverse_probe: Time,
     probe_plane: usize,
     /// Per plane, when data of the other direction last named a working
@@ -41,14 +45,18 @@ pub(super) struct MrcArrival {
 }
 
 impl MrcReceiver {
-    /// A receiver with a random reverse EV on each of `planes` planes.
-    pub(super) fn new(planes: usize, mut rng: Rng) -> MrcReceiver {
-        let reverse = (0..planes).map(|plane| random_ev(&mut rng, plane)).collect();
+    /// A receiver with `per_plane` random reverse EVs on each of `planes`
+    /// planes.
+    pub(super) fn new(planes: usize, per_plane: usize, mut rng: Rng) -> MrcReceiver {
+        let per_plane = per_plane.max(1);
+        let reverse = (0..planes * per_plane).map(|k| random_ev(&mut rng, k / per_plane)).collect();
         MrcReceiver {
             base: 0,
             received: VecDeque::new(),
             messages: VecDeque::new(),
             reverse,
+            per_plane,
+            turn: vec![0; planes],
             next_reverse_probe: Time::ZERO,
             probe_plane: 0,
             learned_at: vec![None; planes],
@@ -57,9 +65,14 @@ impl MrcReceiver {
         }
     }
 
-    /// The EV control packets leaving on `plane` use.
-    pub(super) fn reverse_ev(&self, plane: usize) -> Ev {
-        self.reverse.get(plane).copied().unwrap_or(Ev::new(plane, 0))
+    /// The EV the next control packet leaving on `plane` takes: the plane's
+    /// reverse EVs in turn, so that one dead path loses only its share of
+    /// the SACKs (the cumulative ack and D-SACKs make up for those).
+    pub(super) fn reverse_ev(&mut self, plane: usize) -> Ev {
+        let Some(turn) = self.turn.get_mut(plane) else { return Ev::new(plane, 0) };
+        let ev = self.reverse[plane * self.per_plane + *turn];
+        *turn = (*turn + 1) % self.per_plane;
+        ev
     }
 
     /// The next PSN expected in order: every one below it has arrived.
@@ -75,7 +88,7 @@ impl MrcReceiver {
     /// EV is suspect, and a probe of that plane goes at once, at most one
     /// per plane per `interval`.
     pub(super) fn reverse_probe(&mut self, now: Time, interval: Time, resent_on: Option<usize>) -> Option<Ev> {
-        let planes = self.reverse.len();
+        let planes = self.turn.len();
         if let Some(plane) = resent_on.filter(|&p| p < planes) {
             if self.urgent_at[plane].is_none_or(|at| now >= at + interval) {
                 self.urgent_at[plane] = Some(now);
@@ -103,11 +116,12 @@ impl MrcReceiver {
         }
     }
 
-    /// An EV probe came back: its EV works, so control packets of its plane
-    /// take it.
+    /// An EV probe came back: its EV works, so it takes the place of the
+    /// plane's reverse EV that would be used next.
     pub(super) fn on_probe_reply(&mut self, ev: Ev) {
-        if let Some(slot) = self.reverse.get_mut(ev.plane()) {
-            *slot = ev;
+        let plane = ev.plane();
+        if let Some(&turn) = self.turn.get(plane) {
+            self.reverse[plane * self.per_plane + turn] = ev;
         }
     }
 
@@ -149,7 +163,7 @@ mod tests {
 
     #[test]
     fn receiver_places_out_of_order_and_completes_whole_messages() {
-        let mut r = MrcReceiver::new(1, Rng::stream(1, &[]));
+        let mut r = MrcReceiver::new(1, 1, Rng::stream(1, &[]));
         r.expect(0, 3);
         r.expect(3, 2);
         assert_eq!(r.on_data(4, 10).completed, 0);
@@ -162,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
-        let mut r = MrcReceiver::new(4, Rng::stream(2, &[]));
+        let mut r = MrcReceiver::new(4, 1, Rng::stream(2, &[]));
         let probe = r.reverse_probe(Time::ZERO, Time::from_us(10), None).unwrap();
         assert_eq!(probe.plane(), 0);
         assert_eq!(r.reverse_probe(Time::from_us(5), Time::from_us(10), None), None);
@@ -173,22 +187,31 @@ mod tests {
     }
 
     #[test]
+    fn control_packets_take_the_reverse_evs_of_their_plane_in_turn() {
+        let mut r = MrcReceiver::new(2, 4, Rng::stream(6, &[]));
+        let first: Vec<Ev> = (0..4).map(|_| r.reverse_ev(1)).collect();
+        assert!(first.iter().all(|ev| ev.plane() == 1));
+        assert_eq!(first.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{first:?}");
+        assert_eq!(r.reverse_ev(1), first[0], "round and round");
+    }
+
+    #[test]
     fn data_of_the_other_direction_sets_the_reverse_ev_and_spares_that_planes_probes() {
-        let mut r = MrcReceiver::new(1, Rng::stream(3, &[]));
+        let mut r = MrcReceiver::new(1, 1, Rng::stream(3, &[]));
         let working = Ev::new(0, 77);
         r.on_working_ev(working, Time::from_us(100));
         assert_eq!(r.reverse_ev(0), working);
         assert_eq!(r.reverse_probe(Time::from_us(105), Time::from_us(10), None), None, "fresh: no probe");
         assert!(r.reverse_probe(Time::from_us(111), Time::from_us(10), None).is_some(), "stale again: probe");
         // Fresh news of one plane does not spare another's probes.
-        let mut r = MrcReceiver::new(2, Rng::stream(3, &[]));
+        let mut r = MrcReceiver::new(2, 1, Rng::stream(3, &[]));
         r.on_working_ev(Ev::new(1, 5), Time::from_us(100));
         assert_eq!(r.reverse_probe(Time::from_us(101), Time::from_us(10), None).map(|ev| ev.plane()), Some(0));
     }
 
     #[test]
     fn a_duplicate_arrival_probes_its_plane_at_once_and_once_per_interval() {
-        let mut r = MrcReceiver::new(2, Rng::stream(4, &[]));
+        let mut r = MrcReceiver::new(2, 1, Rng::stream(4, &[]));
         assert!(r.reverse_probe(Time::ZERO, Time::from_us(10), None).is_some());
         assert_eq!(r.reverse_probe(Time::from_us(1), Time::from_us(10), None), None);
         let urgent = r.reverse_probe(Time::from_us(2), Time::from_us(10), Some(1));

@@ -32,16 +32,19 @@ struct Retired {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Slot {
-    /// Waiting to be sent; `again` if it was sent before. `suspect` is the
-    /// EV an earlier transmission was lost on (`NO_EV` if none is blamed).
+    /// Waiting to be sent, after `copies` transmissions (saturating).
+    /// `suspect` is the EV the last of them was lost on (`NO_EV` if none is
+    /// blamed).
     Pending {
-        again: bool,
+        copies: u8,
         suspect: Ev,
     },
     /// Sent on EV `ev`, in slot `slot` of `plane`, as transmission `seq`
-    /// at `sent`, with the EV blamed for an earlier loss, if any.
+    /// at `sent`, its `copies`-th, with the EV blamed for the previous
+    /// one's loss, if any.
     InFlight {
         plane: u8,
+        copies: u8,
         slot: u16,
         ev: Ev,
         suspect: Ev,
@@ -211,6 +214,10 @@ pub(super) struct MrcSender {
     mtu: u32,
     /// Deadline of the retransmission timer.
     pub(super) rto_deadline: Option<Time>,
+    /// RACK's state: the send time of the latest delivered transmission
+    /// and its RTT; and when the reordering timer is due (`arm_reorder`).
+    rack: Option<(Time, Time)>,
+    pub(super) reorder_deadline: Option<Time>,
     pub(super) retransmitted_packets: u64,
     pub(super) timeouts: u64,
     pub(super) retired_evs: u64,
@@ -281,6 +288,8 @@ impl MrcSender {
             cc: Nscc::new(&cfg.cc, mtu, max_window),
             mtu,
             rto_deadline: None,
+            rack: None,
+            reorder_deadline: None,
             retransmitted_packets: 0,
             timeouts: 0,
             retired_evs: 0,
@@ -332,7 +341,7 @@ impl MrcSender {
     /// packet count.
     pub(super) fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
         let (first, packets) = self.writes.post(bytes, self.mtu, imm);
-        self.slots.extend(std::iter::repeat_n(Slot::Pending { again: false, suspect: NO_EV }, packets as usize));
+        self.slots.extend(std::iter::repeat_n(Slot::Pending { copies: 0, suspect: NO_EV }, packets as usize));
         self.resend.extend(first..first + packets);
         (first, packets)
     }
@@ -405,12 +414,13 @@ impl MrcSender {
             return None;
         }
         let pick = self.pick_slot(plane, now)?;
-        let (psn, retransmission, suspect) = loop {
+        let (psn, copies, suspect) = loop {
             let psn = self.resend.pop_front()?;
-            if let Some(&mut Slot::Pending { again, suspect }) = self.slot(psn) {
-                break (psn, again, suspect);
+            if let Some(&mut Slot::Pending { copies, suspect }) = self.slot(psn) {
+                break (psn, copies, suspect);
             }
         };
+        let retransmission = copies > 0;
         self.plane_turn = plane + 1;
         let evs = &mut self.planes[plane];
         evs.cursor = pick + 1;
@@ -419,8 +429,15 @@ impl MrcSender {
         let seq = self.next_seq;
         self.next_seq = self.next_seq.wrapping_add(1);
         self.planes[plane].push_outstanding(pick, (seq, psn));
-        *self.slot(psn).expect("slot") =
-            Slot::InFlight { plane: plane as u8, slot: pick as u16, ev, suspect, seq, sent: now };
+        *self.slot(psn).expect("slot") = Slot::InFlight {
+            plane: plane as u8,
+            copies: copies.saturating_add(1),
+            slot: pick as u16,
+            ev,
+            suspect,
+            seq,
+            sent: now,
+        };
         self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += packet.payload as u64;
         if retransmission {
@@ -476,12 +493,14 @@ impl MrcSender {
                 self.acked_spuriously(psn, suspect);
                 return true;
             }
-            Some(Slot::InFlight { plane, slot, ev, suspect, seq, sent }) => {
+            Some(Slot::InFlight { plane, slot, ev, suspect, seq, sent, .. }) => {
                 (plane as usize, slot as usize, ev, suspect, seq, sent)
             }
-            Some(Slot::Pending { again: true, suspect }) => {
-                // Declared lost, not yet resent, and here it is.
-                self.acked_spuriously(psn, suspect);
+            Some(Slot::Pending { copies, suspect }) if copies > 0 => {
+                // Declared lost, not yet resent, and here a copy is: the
+                // blamed one if the echo says so or it was the only one.
+                let acquitted = if echo == suspect || copies == 1 { suspect } else { NO_EV };
+                self.acked_spuriously(psn, acquitted);
                 return true;
             }
             _ => {
@@ -536,11 +555,14 @@ impl MrcSender {
                 lost.push(p);
             }
         }
-        for &p in &lost {
+        // Each goes to the front of the resend queue: the oldest last.
+        for &p in lost.iter().rev() {
             self.lose(p, now);
         }
         lost.clear();
         self.lost_scratch = lost;
+        self.rack = Some((self.rack.map_or(sent, |(latest, _)| latest.max(sent)), rtt));
+        self.arm_reorder();
         if ecn && self.ecn_replace && self.planes[plane].active[slot].ev == ev {
             self.replace_congested(plane, slot, now, ecn_avoid);
         }
@@ -565,6 +587,101 @@ impl MrcSender {
         self.fill_slot(plane, slot, fresh);
     }
 
+    /// A SACK saying a copy of `psn` arrived after an earlier one had (a
+    /// D-SACK): the loss that sent the copy was not one, its SACK was lost
+    /// or late. The EV blamed for it is put back (it was convicted only
+    /// because the first copy's SACK never came), as for any spurious loss.
+    /// Returns whether it acknowledged something new.
+    pub(super) fn on_duplicate_sack(&mut self, psn: u32, echo: Ev) -> bool {
+        let suspect = match self.slot(psn).copied() {
+            // A copy arrived twice: the resend was for nothing, and the EV
+            // blamed for the copy before it is acquitted if that was the
+            // first (one copy earlier) or the echo names it.
+            Some(Slot::InFlight { copies, suspect, .. }) => {
+                let payload = self.payload_of(psn);
+                self.in_flight_bytes -= payload as u64;
+                if copies <= 2 || echo == suspect {
+                    suspect
+                } else {
+                    NO_EV
+                }
+            }
+            Some(Slot::Pending { copies, suspect }) if copies > 0 => {
+                if copies == 1 || echo == suspect {
+                    suspect
+                } else {
+                    NO_EV
+                }
+            }
+            _ => {
+                // Already acknowledged. If this is the first copy, on the
+                // EV the resent copy's SACK convicted, it was late, not
+                // lost: acquit that EV. (A duplicate on another EV says
+                // nothing about the first copy.)
+                if let Some(i) = self.convicted.iter().position(|&c| c == (psn, echo)) {
+                    self.convicted.remove(i);
+                    self.restore(echo);
+                }
+                return false;
+            }
+        };
+        if suspect == NO_EV {
+            *self.slot(psn).expect("slot") = Slot::Acked;
+            self.advance();
+            return true;
+        }
+        self.acked_spuriously(psn, suspect);
+        true
+    }
+
+    /// RACK's reordering timer (RFC 8985 s6.2, step 5): the oldest packet
+    /// still in flight that was sent before the latest delivered one is
+    /// lost once an RTT and the reordering window have passed since it was
+    /// sent, even if no later SACK comes. Without it a window whose lost
+    /// packets fill it (a path dies, the sender stops) waited for the
+    /// retransmission timer (Fig 19a: 350us with nothing delivered).
+    fn arm_reorder(&mut self) {
+        self.reorder_deadline = None;
+        let Some((latest, rtt)) = self.rack else { return };
+        while let Some(&(s, p, at)) = self.sent.front() {
+            if !self.in_flight_as(p, s) {
+                self.sent.pop_front();
+                continue;
+            }
+            if at <= latest {
+                self.reorder_deadline = Some(at + rtt + self.reorder_window());
+            }
+            return;
+        }
+    }
+
+    /// The reordering timer expired at `now`: what it finds lost is resent
+    /// and its EVs retired, as a SACK would have. Returns whether it found
+    /// a loss.
+    pub(super) fn on_reorder_timer(&mut self, now: Time) -> bool {
+        let Some((latest, rtt)) = self.rack else { return false };
+        let window = self.reorder_window();
+        let mut lost = std::mem::take(&mut self.lost_scratch);
+        while let Some(&(s, p, at)) = self.sent.front() {
+            let still = self.in_flight_as(p, s);
+            if still && (at > latest || at + rtt + window > now) {
+                break;
+            }
+            self.sent.pop_front();
+            if still {
+                lost.push(p);
+            }
+        }
+        let found = !lost.is_empty();
+        for &p in lost.iter().rev() {
+            self.lose(p, now);
+        }
+        lost.clear();
+        self.lost_scratch = lost;
+        self.arm_reorder();
+        found
+    }
+
     /// `psn`, declared lost, had arrived after all: reordered beyond the
     /// window, or held in a queue longer than the timer allowed. The EV
     /// blamed for it goes back to the backup set if it was retired. Like
@@ -577,7 +694,7 @@ impl MrcSender {
     }
 
     /// A loss blamed on `ev` was not one: count it, back the tail timer
-    /// off, and put `ev` back in the backup set if it was retired.
+    /// off, and put `ev` back into use if it was retired.
     fn restore(&mut self, ev: Ev) {
         self.spurious_losses += 1;
         self.reorder_scale = (self.reorder_scale * 2.0).min(1.0);
@@ -587,11 +704,16 @@ impl MrcSender {
             self.backed_off = self.timeouts;
             self.timer_scale = (self.timer_scale * 2.0).min(64.0);
         }
-        if let Some(evs) = self.planes.get_mut(ev.plane()) {
-            if let Some(i) = evs.retired.iter().position(|r| r.ev == ev) {
-                evs.retired.swap_remove(i);
+        let plane = ev.plane();
+        let Some(evs) = self.planes.get_mut(plane) else { return };
+        let Some(i) = evs.retired.iter().position(|r| r.ev == ev) else { return };
+        evs.retired.swap_remove(i);
+        self.retired_evs -= 1;
+        // Into a slot left empty for want of backups, else the backups.
+        match evs.active.iter().position(|a| a.ev == NO_EV) {
+            Some(slot) => self.fill_slot(plane, slot, ev),
+            None => {
                 evs.backup.push(ev);
-                self.retired_evs -= 1;
                 self.logged(ev, EvState::Backup);
             }
         }
@@ -612,7 +734,7 @@ impl MrcSender {
             // from SACKs retired its EV then), so congestion control has
             // not counted it yet.
             let payload = self.payload_of(psn);
-            self.cc.on_loss(payload, now);
+            self.cc.on_loss(payload);
             self.retire(plane, slot, now);
         } else if let Some(i) = evs.backup.iter().position(|&ev| ev == suspect) {
             // Swapped out for ECN before its loss showed: retire it from
@@ -672,7 +794,11 @@ impl MrcSender {
                     let payload = self.payload_of(self.base);
                     self.in_flight_bytes -= payload as u64;
                 }
-                Slot::Pending { again: true, suspect } if suspect != NO_EV => self.restore(suspect),
+                // Declared lost, not resent yet, and covered: one of its
+                // copies arrived; if it had only one, its EV is acquitted.
+                Slot::Pending { copies, suspect } if copies > 0 && suspect != NO_EV => {
+                    self.restore(if copies == 1 { suspect } else { NO_EV })
+                }
                 Slot::Pending { .. } | Slot::Acked => {}
             }
             progressed |= front != Slot::Acked;
@@ -724,7 +850,7 @@ impl MrcSender {
     pub(super) fn on_nack(&mut self, psn: u32, now: Time) {
         if self.requeue(psn, false).is_some() {
             let payload = self.payload_of(psn);
-            self.cc.on_loss(payload, now);
+            self.cc.on_trim(payload, now);
         }
     }
 
@@ -732,11 +858,11 @@ impl MrcSender {
     /// blaming the EV it went on when `blame`; returns the plane, slot and
     /// EV it was sent on.
     fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, Ev)> {
-        let Some(&mut Slot::InFlight { plane, slot, ev, .. }) = self.slot(psn) else { return None };
+        let Some(&mut Slot::InFlight { plane, copies, slot, ev, .. }) = self.slot(psn) else { return None };
         let payload = self.payload_of(psn);
         self.in_flight_bytes -= payload as u64;
         let suspect = if blame { ev } else { NO_EV };
-        *self.slot(psn).expect("slot") = Slot::Pending { again: true, suspect };
+        *self.slot(psn).expect("slot") = Slot::Pending { copies, suspect };
         self.resend.push_front(psn);
         Some((plane as usize, slot as usize, ev))
     }
@@ -748,7 +874,7 @@ impl MrcSender {
     fn lose(&mut self, psn: u32, now: Time) {
         let Some((plane, slot, ev)) = self.requeue(psn, true) else { return };
         let payload = self.payload_of(psn);
-        self.cc.on_loss(payload, now);
+        self.cc.on_loss(payload);
         if self.planes[plane].active[slot].ev == ev {
             self.retire(plane, slot, now);
         }
@@ -920,6 +1046,7 @@ impl MrcSender {
             self.requeue(psn, true);
         }
         self.sent.clear();
+        self.reorder_deadline = None;
     }
 
     /// Drops acknowledged PSNs from the front and finished messages.
@@ -972,19 +1099,17 @@ mod tests {
         assert_ne!(ev, sent[0].1);
     }
 
-    /// A real loss, not only a trim, costs window (NSCC's quick adapt on
-    /// loss), so a lossy run cannot outrun a loss-free one.
+    /// A real loss, not only a trim, costs window: the bytes that did not
+    /// arrive, so that a lossy run cannot outrun a loss-free one.
     #[test]
     fn a_declared_loss_shrinks_the_window() {
         let mut s = sender(1);
-        s.post(40 * 1000, false);
-        let sent: Vec<(DataPacket, Ev)> = (0..40).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
+        s.post(4 * 1000, false);
+        let sent: Vec<(DataPacket, Ev)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
+        s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
         let full = s.cc.window();
-        for (k, (p, ev)) in sent[1..].iter().enumerate() {
-            s.on_sack(p.psn, *ev, false, 0, Time::from_us(20 + k as u64), Time::ZERO);
-        }
-        assert_eq!(s.retired_evs, 1);
-        assert!(s.cc.window() < full, "{} after a loss, {full} before", s.cc.window());
+        assert!(s.on_reorder_timer(Time::from_ms(1)));
+        assert_eq!(s.cc.window(), full - 3000.0, "three packets of 1000 bytes lost");
     }
 
     /// Transmission numbers are 32-bit and wrap; ten packets per EV also
@@ -1226,6 +1351,44 @@ mod tests {
         s.on_sack(a.psn, ev_a, false, 0, Time::from_us(76), Time::ZERO);
         assert_eq!((s.retired_evs, s.spurious_losses), (0, 1), "the late first copy acquits its EV");
         assert!(!s.has_retired());
+    }
+
+    /// The window's lost packets fill it and the sender stops: no later
+    /// SACK will show them lost, but RACK's reordering timer does, an RTT
+    /// and the reordering window after they were sent.
+    #[test]
+    fn the_reordering_timer_finds_losses_no_later_sack_reveals() {
+        let mut s = sender(1);
+        s.post(4 * 1000, false);
+        let sent: Vec<(DataPacket, Ev)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
+        // Only the last arrives; the first three were sent within the window of it.
+        s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
+        assert_eq!(s.retired_evs, 0);
+        let due = s.reorder_deadline.expect("armed for the oldest packet sent before the delivered one");
+        assert_eq!(due, Time::ZERO + Time::from_us(10) + MrcConfig::default().reorder_window);
+        assert!(!s.on_reorder_timer(due - Time(1)), "not yet");
+        assert!(s.on_reorder_timer(due + Time::from_us(2)));
+        assert_eq!(s.retired_evs, 3, "all three lost, their EVs retired");
+        assert_eq!(s.next_packet(0, Time::from_us(70)).unwrap().0.psn, 0, "resent, oldest first");
+    }
+
+    /// A packet whose SACK was lost is declared lost and its EV retired;
+    /// the resent copy arrives as a duplicate, and its D-SACK puts the EV
+    /// back (a dead reverse path loses SACKs, not data: without this every
+    /// EV whose SACKs it swallowed was retired, Fig 19a).
+    #[test]
+    fn a_duplicate_sack_acquits_the_ev_a_lost_sack_convicted() {
+        let mut s = sender(1);
+        s.post(10 * 1000, false);
+        let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
+        let (b, ev_b) = s.next_packet(0, Time::from_us(60)).unwrap();
+        s.on_sack(b.psn, ev_b, false, 0, Time::from_us(70), Time::ZERO);
+        assert_eq!(s.retired_evs, 1, "a's SACK never came: a declared lost");
+        let (a2, ev_a2) = s.next_packet(0, Time::from_us(70)).unwrap();
+        assert_eq!(a2.psn, a.psn);
+        assert!(s.on_duplicate_sack(a.psn, ev_a2));
+        assert_eq!((s.retired_evs, s.spurious_losses), (0, 1));
+        assert!(s.planes[0].active.iter().any(|slot| slot.ev == ev_a) || s.planes[0].backup.contains(&ev_a));
     }
 
     /// SACKs overtaking each other: the SACK of a later packet on the same
