@@ -106,12 +106,12 @@ pub struct MrcConfig {
     /// receiver does not measure the RTT; 12us is NSCC's reference RTT
     /// (protocols.md s5.5).
     pub reverse_probe_interval: Time,
-    /// EVs per plane in the receiver's reverse EV set, which its SACKs,
-    /// NACKs and probe answers take in turn ("a small reverse EV set for
-    /// control packets, with at least one EV per plane", s2.4). The size is
-    /// not published; with 4 a path that dies under one loses a quarter of
-    /// that plane's SACKs until a probe replaces it, where with one it
-    /// swallowed them all and every EV whose SACKs it took was retired.
+    /// EVs per plane in the receiver's reverse EV set ("a small reverse EV
+    /// set for control packets, with at least one EV per plane", s2.4). Its
+    /// SACKs, NACKs and probe answers take one at a time, so that they keep
+    /// their order, and move to the next when a duplicate arrival shows
+    /// SACKs are lost, without waiting for a probe. The size is not
+    /// published; 4 gives a plane three ways out of a dead reverse path.
     pub reverse_evs: u32,
     /// Links (`node:port`) whose paths are never used: the denylist
     /// (s2.4, s3). Needs SRv6, under which an EV names its path.
@@ -304,6 +304,9 @@ impl MrcQp {
             (PacketKind::Nak, 0)
         } else {
             let arrival = self.receiver.on_data(pkt.psn, pkt.payload());
+            if arrival.duplicate {
+                self.receiver.move_on(port);
+            }
             let resent_on = arrival.duplicate.then_some(port);
             probe = self.receiver.reverse_probe(now, self.cfg.reverse_probe_interval, resent_on);
             let discarded = if arrival.duplicate { pkt.payload() } else { 0 };

@@ -65,14 +65,24 @@ impl MrcReceiver {
         }
     }
 
-    /// The EV the next control packet leaving on `plane` takes: the plane's
-    /// reverse EVs in turn, so that one dead path loses only its share of
-    /// the SACKs (the cumulative ack and D-SACKs make up for those).
-    pub(super) fn reverse_ev(&mut self, plane: usize) -> Ev {
-        let Some(turn) = self.turn.get_mut(plane) else { return Ev::new(plane, 0) };
-        let ev = self.reverse[plane * self.per_plane + *turn];
-        *turn = (*turn + 1) % self.per_plane;
-        ev
+    /// The EV control packets leaving on `plane` take: one of the plane's
+    /// reverse EVs at a time, so that SACKs keep their order (the sender's
+    /// per-EV loss rule relies on it), until a duplicate arriving shows
+    /// SACKs are being lost (`move_on`).
+    pub(super) fn reverse_ev(&self, plane: usize) -> Ev {
+        match self.turn.get(plane) {
+            Some(&turn) => self.reverse[plane * self.per_plane + turn],
+            None => Ev::new(plane, 0),
+        }
+    }
+
+    /// A duplicate arrived on `plane`: a SACK, or the sender's patience,
+    /// ran out. Control packets of that plane move to its next reverse EV
+    /// at once, while a probe looks for one known to work.
+    pub(super) fn move_on(&mut self, plane: usize) {
+        if let Some(turn) = self.turn.get_mut(plane) {
+            *turn = (*turn + 1) % self.per_plane;
+        }
     }
 
     /// The next PSN expected in order: every one below it has arrived.
@@ -187,12 +197,19 @@ mod tests {
     }
 
     #[test]
-    fn control_packets_take_the_reverse_evs_of_their_plane_in_turn() {
+    fn control_packets_keep_one_reverse_ev_until_a_duplicate_moves_them_on() {
         let mut r = MrcReceiver::new(2, 4, Rng::stream(6, &[]));
-        let first: Vec<Ev> = (0..4).map(|_| r.reverse_ev(1)).collect();
-        assert!(first.iter().all(|ev| ev.plane() == 1));
-        assert_eq!(first.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{first:?}");
-        assert_eq!(r.reverse_ev(1), first[0], "round and round");
+        let first = r.reverse_ev(1);
+        assert_eq!(r.reverse_ev(1), first, "one path, SACKs in order");
+        let mut seen = vec![first];
+        for _ in 0..3 {
+            r.move_on(1);
+            seen.push(r.reverse_ev(1));
+        }
+        assert!(seen.iter().all(|ev| ev.plane() == 1));
+        assert_eq!(seen.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{seen:?}");
+        r.move_on(1);
+        assert_eq!(r.reverse_ev(1), first, "round and round");
     }
 
     #[test]
