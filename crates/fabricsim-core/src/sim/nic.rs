@@ -70,8 +70,8 @@ impl Simulation {
         } else {
             (self.ports[self.qps[q].src_port.0 as usize].index as usize, 1)
         };
-        for i in 0..count {
-            let k = (first + i) % self.node_ports[nic].len();
+        let ports = self.node_ports[nic].len();
+        for k in (first..first + count).map(|k| if k >= ports { k - ports } else { k }) {
             let port = self.node_ports[nic][k];
             self.sched[port.0 as usize].join(q, &mut self.qps[q], 1 << k.min(31));
             self.try_transmit(port);

@@ -218,6 +218,8 @@ pub struct MrcQp {
     last_progress: Time,
     /// The QP gave up (`error_timeout`): it sends and retries nothing more.
     failed: bool,
+    /// When the reordering timer's pending wake-up is due, if one is.
+    reorder_armed: Option<Time>,
     /// Per plane, when the requester last reported a working EV
     /// (`Action::PathWorks`): at most one report per reverse probe interval.
     reported: [Option<Time>; MAX_PLANES],
@@ -229,7 +231,15 @@ impl MrcQp {
         let sender =
             MrcSender::new(&cfg, setup.requester_ports, setup.paths, setup.mtu, window, &mut setup.stream(0xE5));
         let receiver = MrcReceiver::new(setup.responder_ports, cfg.reverse_evs as usize, setup.stream(0xE6));
-        MrcQp { cfg, sender, receiver, last_progress: Time::ZERO, failed: false, reported: [None; MAX_PLANES] }
+        MrcQp {
+            cfg,
+            sender,
+            receiver,
+            last_progress: Time::ZERO,
+            reorder_armed: None,
+            failed: false,
+            reported: [None; MAX_PLANES],
+        }
     }
 
     /// Restarts the retransmission timer from now, or stops it when nothing
@@ -239,6 +249,17 @@ impl MrcQp {
         self.sender.rto_deadline = deadline;
         if let Some(at) = deadline {
             out.push(Action::Arm { timer: Timer::Retransmit, at });
+        }
+    }
+
+    /// Asks for a wake-up at the sender's reordering deadline, unless one
+    /// no later is pending: the deadline moves on with nearly every SACK,
+    /// and a wake-up that comes early re-arms.
+    fn arm_reorder(&mut self, out: &mut Vec<Action>) {
+        let Some(at) = self.sender.reorder_deadline else { return };
+        if self.reorder_armed.is_none_or(|armed| at < armed) {
+            self.reorder_armed = Some(at);
+            out.push(Action::Arm { timer: Timer::Reorder, at });
         }
     }
 
@@ -392,9 +413,7 @@ impl Transport for MrcQp {
                 if acknowledged || pkt.kind == PacketKind::Nak {
                     self.arm_retransmit(now, out);
                 }
-                if let Some(at) = self.sender.reorder_deadline {
-                    out.push(Action::Arm { timer: Timer::Reorder, at });
-                }
+                self.arm_reorder(out);
                 self.after_ev_changes(now, out);
                 self.ready(out);
             }
@@ -451,14 +470,13 @@ impl Transport for MrcQp {
             }
             Timer::Reorder if self.failed => {}
             Timer::Reorder => {
+                self.reorder_armed = None;
                 let Some(deadline) = self.sender.reorder_deadline else { return };
                 if deadline <= now && self.sender.on_reorder_timer(now) {
                     self.after_ev_changes(now, out);
                     self.ready(out);
                 }
-                if let Some(at) = self.sender.reorder_deadline {
-                    out.push(Action::Arm { timer, at: at.max(now) });
-                }
+                self.arm_reorder(out);
             }
             Timer::Congestion => {}
         }

@@ -561,8 +561,12 @@ impl MrcSender {
         }
         lost.clear();
         self.lost_scratch = lost;
-        self.rack = Some((self.rack.map_or(sent, |(latest, _)| latest.max(sent)), rtt));
-        self.arm_reorder();
+        let latest = self.rack.map_or(sent, |(latest, _)| latest.max(sent));
+        self.rack = Some((latest, rtt));
+        // The walk above stopped at the oldest packet still in flight.
+        let window = self.reorder_window;
+        self.reorder_deadline =
+            self.sent.front().filter(|&&(_, _, at)| at <= latest).map(|&(_, _, at)| at + rtt + window);
         if ecn && self.ecn_replace && self.planes[plane].active[slot].ev == ev {
             self.replace_congested(plane, slot, now, ecn_avoid);
         }
