@@ -31,8 +31,9 @@ pub(crate) struct Qp {
     /// paths toward the other NIC serves the other's control packets
     /// (mrc-srv6-multiplane.txt s2.4 Reverse Paths).
     pub reverse: Option<QpId>,
-    /// Per transport timer, the earliest wake-up still queued.
-    pub timers_queued: [Option<Time>; TIMERS],
+    /// Per transport timer, the earliest wake-up still queued (`Time::MAX`:
+    /// none; no run reaches it).
+    pub timers_queued: [Time; TIMERS],
     /// Messages posted on this QP, oldest first; the responder completes
     /// them in order.
     pub messages: VecDeque<MessageId>,

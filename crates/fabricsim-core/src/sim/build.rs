@@ -540,7 +540,7 @@ impl Links {
                 dst_port: dst_ports[port_index % dst_ports.len()],
                 entropy,
                 reverse: None,
-                timers_queued: [None; TIMERS],
+                timers_queued: [Time::MAX; TIMERS],
                 messages: Default::default(),
             }));
         }

@@ -14,6 +14,7 @@ use crate::net::{
 use crate::nic::Pick;
 use crate::topology::NodeId;
 use crate::transport::{Action, Control, End, Outgoing, Timer, Transport};
+use crate::units::Time;
 use crate::workload::split_evenly;
 
 impl Simulation {
@@ -198,10 +199,10 @@ impl Simulation {
 
     /// Queues a wake-up of QP `q`'s `timer` at `at`, unless one no later is
     /// queued already.
-    fn arm(&mut self, q: QpId, timer: Timer, at: crate::units::Time) {
+    fn arm(&mut self, q: QpId, timer: Timer, at: Time) {
         let queued = &mut self.qps[q].timers_queued[timer.index()];
-        if queued.is_none_or(|t| at < t) {
-            *queued = Some(at);
+        if at < *queued {
+            *queued = at;
             self.events.schedule(at, Event::QpTimer { qp: q, timer: timer.index() as u8 });
         }
     }
@@ -209,10 +210,10 @@ impl Simulation {
     pub(super) fn on_qp_timer(&mut self, q: QpId, timer: Timer) {
         let now = self.now();
         let queued = &mut self.qps[q].timers_queued[timer.index()];
-        if *queued != Some(now) {
+        if *queued != now {
             return; // superseded by an earlier wake-up
         }
-        *queued = None;
+        *queued = Time::MAX;
         let first = self.actions.len();
         self.qps[q].transport.on_timer(timer, now, &mut self.actions);
         self.carry_out(q, first);

@@ -28,10 +28,10 @@ pub fn lossless(cfg: &SwitchConfig, class: usize) -> bool {
 pub fn admit(cfg: &SwitchConfig, buffer: &SharedBuffer, packet: &Packet, egress_queue: u64) -> Verdict {
     let class = packet.class as usize;
     let wire = packet.wire() as u64;
-    let trim = &cfg.trimming;
-    // Lossless data is paused, never trimmed: PFC keeps it in the buffer.
-    let trimmable = trim.enabled && class == CLASS_DATA && !packet.has(flag::TRIMMED) && !lossless(cfg, class);
-    let admitted = if trimmable && egress_queue >= cfg.trim_threshold() {
+    // The queue's depth first: it is below the threshold for nearly every
+    // packet, and this runs for every packet at every switch.
+    let at_threshold = cfg.trimming.enabled && egress_queue >= cfg.trim_threshold();
+    let admitted = if at_threshold && trimmable(cfg, packet, class) {
         Admission::Reject
     } else if lossless(cfg, class) || class == CLASS_CONTROL {
         buffer.admit_lossless(wire)
@@ -41,14 +41,20 @@ pub fn admit(cfg: &SwitchConfig, buffer: &SharedBuffer, packet: &Packet, egress_
     if admitted == Admission::Accept {
         return Verdict::Accept { wire };
     }
-    if !trimmable {
+    if !trimmable(cfg, packet, class) {
         return Verdict::Drop;
     }
-    let wire = headers::trimmed_wire(packet.wire(), trim.size.0 as u32) as u64;
+    let wire = headers::trimmed_wire(packet.wire(), cfg.trimming.size.0 as u32) as u64;
     match buffer.admit_lossless(wire) {
         Admission::Accept => Verdict::Trim { wire },
         Admission::Reject => Verdict::Drop,
     }
+}
+
+/// Whether `packet` may be trimmed: lossy data not trimmed already.
+/// Lossless data is paused, never trimmed: PFC keeps it in the buffer.
+fn trimmable(cfg: &SwitchConfig, packet: &Packet, class: usize) -> bool {
+    cfg.trimming.enabled && class == CLASS_DATA && !packet.has(flag::TRIMMED) && !lossless(cfg, class)
 }
 
 #[cfg(test)]
