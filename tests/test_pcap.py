@@ -114,3 +114,20 @@ def test_each_end_numbers_its_own_qps(tmp_path: Path) -> None:
     assert data and acks
     assert {p[roce.BTH].dqpn for p in data} == {3}
     assert {p[roce.BTH].dqpn for p in acks} == {2}
+
+
+def test_udp_checksums_over_ipv6_are_valid(tmp_path: Path) -> None:
+    # IPv6 forbids a zero UDP checksum outside tunnels that opt in (RFC 8200
+    # s8.1, RFC 6936), so the NIC computes it; decoders then accept it. The
+    # ACKs are captured whole (data frames are cut at 128 bytes).
+    from scapy.layers.inet6 import in6_chksum
+
+    results = fabricsim.run(_scenario())
+    packets = scapy_all.rdpcap(str(results.write(tmp_path / "run") / "telemetry.pcap"))
+    acks = [p for p in packets if p.haslayer(roce.BTH) and p[roce.BTH].opcode == 0x11]
+    assert acks
+    for p in acks:
+        udp = p[scapy_all.UDP]
+        zeroed = bytearray(bytes(udp)[: udp.len])  # without the FCS scapy reads as padding
+        zeroed[6:8] = b"\0\0"
+        assert udp.chksum != 0 and udp.chksum == in6_chksum(17, p[scapy_all.IPv6], bytes(zeroed))
