@@ -8,17 +8,16 @@ from typing import Any
 import pytest
 import yaml
 
+import scenario_contract
+
 
 @pytest.fixture
 def tiny_scenario() -> dict[str, Any]:
-    """A 2-tier Clos of radix 4 (8 NICs, 100 Gb/s), a 64 KiB permutation over RoCEv2."""
-    return {
-        "name": "tiny",
-        "seed": 1,
-        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
-        "traffic": [{"kind": "permutation", "bytes": "64KiB"}],
-        "transport": {"kind": "rocev2"},
-    }
+    """A 2-tier Clos of radix 4 (8 NICs, 100 Gb/s), a 64 KiB permutation over RoCEv2 (the fuzz
+    contract's smallest scenario, without its run limits)."""
+    scenario = scenario_contract.tiny()
+    del scenario["limits"]
+    return scenario
 
 
 @pytest.fixture
