@@ -39,7 +39,7 @@ from .analysis import (
     window_mean,
     window_min,
 )
-from .framework import NO_CLAIM, Expect, Experiment, Outcome, Phase, Row, Run
+from .framework import NO_CLAIM, PARTLY, Expect, Experiment, Outcome, Phase, Row, Run
 from .mrc_more import MORE_EXPERIMENTS
 
 __all__ = ["EXPERIMENTS", "ev_packets", "lost_packets"]
@@ -736,7 +736,10 @@ def _fig20_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
             continue
         text = ", ".join(f"{r:.0f}" for r in rates) + " Gb/s"
         if run.key == "mrc":
-            rows.append(Row(f"{run.label}: per-flow rate", "390 Gb/s for every flow", text, rates[0], _LINE_400G))
+            # MRC's ECN avoidance time (5 us) was chosen by fitting this figure: its agreement cannot count.
+            fitted = "ecn_avoid (5us) was chosen by fitting this figure, so agreement here does not count"
+            row = Row(f"{run.label}: per-flow rate", "390 Gb/s for every flow", text, rates[0], _LINE_400G)
+            rows.append(replace(row, verdict=PARTLY, reason=fitted))
             continue
         # The slowest at a half or a third of 390 Gb/s (195 or 130, each within 20%: 104 to 234).
         rows.append(
