@@ -399,3 +399,26 @@ fn a_list_where_a_mapping_belongs_is_refused_not_read_in_order() {
         "a per-tier list stays a list"
     );
 }
+
+#[test]
+fn adaptive_routing_needs_a_choice_of_paths_and_sane_bands() {
+    // One switch: every NIC is one hop away, there is nothing to adapt.
+    let mut s = base();
+    s["topology"] = json!({"kind": "explicit",
+        "nodes": [{"name": "a", "kind": "nic"}, {"name": "b", "kind": "nic"}, {"name": "s", "kind": "switch"}],
+        "links": [{"a": "a", "b": "s", "rate": "100Gbps"}, {"a": "b", "b": "s", "rate": "100Gbps"}]});
+    s["traffic"] = json!([{"kind": "flow", "src": "a", "dst": "b", "bytes": "1MB"}]);
+    s["switch"] = json!({"forwarding": "adaptive"});
+    let e = error_of(s);
+    assert!(e.starts_with("switch.forwarding: adaptive") && e.contains("nothing to choose"), "{e}");
+    for (adaptive, field, quoted) in [
+        (json!({"bands": ["40KB", "20KB"]}), "switch.adaptive.bands", "20KB"),
+        (json!({"bands": (1..=16).map(|k| format!("{k}KB")).collect::<Vec<_>>()}), "switch.adaptive.bands", "16"),
+        (json!({"sample_interval": "0ns"}), "switch.adaptive.sample_interval", "0"),
+    ] {
+        let mut s = base();
+        s["switch"] = json!({"forwarding": "adaptive", "adaptive": adaptive});
+        let e = error_of(s);
+        assert!(e.starts_with(field) && e.contains(quoted), "{e}");
+    }
+}

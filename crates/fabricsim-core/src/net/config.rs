@@ -20,12 +20,16 @@ pub struct SwitchConfig {
     pub ecn: EcnConfig,
     pub pfc: PfcConfig,
     pub trimming: TrimConfig,
-    /// How switches forward: `ecmp` over shortest paths, or `srv6`: static
+    /// How switches forward: `ecmp` over shortest paths, `srv6`: static
     /// micro-SID source routes chosen by the sender's entropy value
-    /// (mrc-srv6-multiplane.txt s2.2), which failures never change.
+    /// (mrc-srv6-multiplane.txt s2.2), which failures never change, or
+    /// `adaptive`: per packet, to one of the least-loaded shortest-path
+    /// next hops (spectrum-x.txt s4.1).
     pub forwarding: Forwarding,
     /// ECMP hashing.
     pub ecmp: EcmpConfig,
+    /// Adaptive routing, when `forwarding` is `adaptive`.
+    pub adaptive: AdaptiveConfig,
     /// Time from a link or switch failure (or recovery) until every switch
     /// forwards on the new routes: a BGP-like control plane. Until then
     /// packets routed to a dead link are lost.
@@ -42,6 +46,7 @@ impl Default for SwitchConfig {
             trimming: TrimConfig::default(),
             forwarding: Forwarding::Ecmp,
             ecmp: EcmpConfig::default(),
+            adaptive: AdaptiveConfig::default(),
             // BGP with BFD converges in tens of milliseconds in practice; a
             // scenario studying failures should set its own value.
             reconvergence_delay: Time::from_ms(1),
@@ -135,6 +140,48 @@ pub enum Forwarding {
     #[default]
     Ecmp,
     Srv6,
+    Adaptive,
+}
+
+/// Per-packet adaptive routing, a quantized join-shortest-queue
+/// (spectrum-x.txt s4.1): each packet goes to one of the next hops of its
+/// destination's ECMP group whose sampled queue depth falls in the lowest
+/// band, chosen at random among them. A port that is down is never chosen,
+/// at once (s4.4.2: O(100ns), no control plane).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdaptiveConfig {
+    /// How often a switch samples its egress queue depths; packets are
+    /// routed on the last sample. Default 100ns, the sampling period of
+    /// csg-htsim's adaptive-routing model (protocols.md s6.3); the paper
+    /// says "sub-microsecond", and its Fig 1b shows queues growing fivefold
+    /// once the delay reaches 1us.
+    pub sample_interval: Time,
+    /// Queue-depth band edges, increasing: a port's score is the number of
+    /// edges its sampled depth reaches. Default 20KB, 40KB, 80KB: csg-htsim's
+    /// four bands (below 5%, 10%, 20% of the queue, and above) of a 400KB
+    /// queue, the ECN `kmax` default. Empty: every port scores alike, and
+    /// the switch sprays packets at random.
+    pub bands: Vec<Bytes>,
+    /// Weighted adaptive routing (s4.4.2, Fig 5): with a link down
+    /// somewhere, the control plane gives each next hop a weight, the
+    /// capacity left from it to the destination (a max-flow over the
+    /// working links, split over parallel links and capped at the link's
+    /// rate). A port's depth is scaled by the largest weight over its own
+    /// before it is banded, and ties are broken in proportion to weight.
+    /// The weights arrive with the routes, `reconvergence_delay` after the
+    /// failure, as the paper's BGP control plane distributes them.
+    pub weighted: bool,
+}
+
+impl Default for AdaptiveConfig {
+    fn default() -> Self {
+        AdaptiveConfig {
+            sample_interval: Time::from_ns(100),
+            bands: vec![Bytes(20_000), Bytes(40_000), Bytes(80_000)],
+            weighted: true,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]

@@ -152,6 +152,7 @@ impl Scenario {
                 format!("{} is below kmin {}", sw.ecn.kmax, sw.ecn.kmin),
             ));
         }
+        self.validate_adaptive()?;
         if self.nic.mtu.0 == 0 || self.nic.mtu.0 > 9000 {
             return Err(ScenarioError::new("nic.mtu", format!("{}: between 1B and 9000B", self.nic.mtu)));
         }
@@ -173,6 +174,29 @@ impl Scenario {
             return Err(ScenarioError::new("telemetry.sample_interval", "0ns: must be positive"));
         }
         self.validate_relations()
+    }
+
+    /// Refuses adaptive-routing settings a switch could not sample or band.
+    /// They are checked whatever the forwarding, so that a scenario that
+    /// switches to `adaptive` later does not meet a new error.
+    fn validate_adaptive(&self) -> Result<(), ScenarioError> {
+        let ar = &self.switch.adaptive;
+        if ar.sample_interval < Time::from_ns(1) {
+            return invalid(
+                "switch.adaptive.sample_interval",
+                format!("{}: a switch samples its queues at most once a nanosecond (at least 1ns)", ar.sample_interval),
+            );
+        }
+        if ar.bands.len() > MAX_AR_BANDS {
+            return invalid(
+                "switch.adaptive.bands",
+                format!("{} edges: at most {MAX_AR_BANDS} (hardware grades a port in a few bits)", ar.bands.len()),
+            );
+        }
+        if let Some(w) = ar.bands.windows(2).find(|w| w[1] <= w[0]) {
+            return invalid("switch.adaptive.bands", format!("{} after {}: band edges must increase", w[1], w[0]));
+        }
+        Ok(())
     }
 
     /// Refuses transport parameters no NIC could run: zero timers (which
@@ -357,6 +381,9 @@ impl Scenario {
         }
     }
 }
+
+/// Most band edges of adaptive routing: 16 bands, a 4-bit port grade.
+const MAX_AR_BANDS: usize = 15;
 
 fn at_least_one(field: &str, value: u64, why: &str) -> Result<(), ScenarioError> {
     if value == 0 {

@@ -14,7 +14,7 @@ use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
-use crate::switch::{Routes, Srv6};
+use crate::switch::{AdaptiveRouting, Routes, Srv6};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{CustomTransport, EvSet, Framing, QpFactory, QpSetup, Transport, STREAM_QP, TIMERS};
 use crate::units::{Rate, Time};
@@ -80,7 +80,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         [link.a, link.b][p.side() as usize]
     };
     let srv6 = match scenario.switch.forwarding {
-        Forwarding::Ecmp => None,
+        Forwarding::Ecmp | Forwarding::Adaptive => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
     if scenario.transport.sprays() {
@@ -226,7 +226,18 @@ pub(super) fn build(
     if !setup.goes_on() {
         return Ok(None);
     }
-    let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true);
+    let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
+    let adaptive = match scenario.switch.forwarding {
+        Forwarding::Adaptive if routes.widest_group() < 2 => {
+            return invalid(
+                "switch.forwarding",
+                "adaptive: no switch of this topology has two shortest-path next hops toward any NIC, so adaptive \
+                 routing has nothing to choose between",
+            );
+        }
+        Forwarding::Adaptive => Some(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
+        Forwarding::Ecmp | Forwarding::Srv6 => None,
+    };
     let framing = Framing { ip: scenario.nic.ip, encap: if srv6.is_some() { headers::SRV6_OUTER } else { 0 } };
 
     let mut links = Links {
@@ -336,6 +347,7 @@ pub(super) fn build(
         nic_ports_up: vec![0; n_nodes],
         nic_rx_payload: vec![0; n_nodes],
         routes,
+        adaptive,
         srv6,
         framing,
         work_left: flows.len() + jobs.program.jobs.len(),

@@ -79,16 +79,27 @@ impl Simulation {
     }
 
     /// Routes over links up in both directions and switches whose control
-    /// plane advertises them (a gray-failed switch still does).
+    /// plane advertises them (a gray-failed switch still does). Under
+    /// weighted adaptive routing, with a link or switch down, every next
+    /// hop is weighted by the capacity left behind it (spectrum-x.txt
+    /// s4.4.2); with none down the weights would all be equal.
     pub(super) fn reconverge(&mut self) {
         let ports = &self.ports;
         let switches = &self.switches;
+        let usable = |p: PortId| ports[p.0 as usize].up && ports[p.peer().0 as usize].up;
+        let alive = |n: crate::topology::NodeId| switches[n.0 as usize].as_ref().is_none_or(|s| s.advertised);
+        let weighted = self.adaptive.is_some()
+            && self.scenario.switch.adaptive.weighted
+            && (ports.iter().any(|p| !p.up) || switches.iter().flatten().any(|s| !s.advertised));
+        // Mb/s: a pebibit link still fits, a kilobit one still counts.
+        let capacity = |p: PortId| (ports[p.0 as usize].rate.0 / 1_000_000).clamp(1, u32::MAX as u64) as u32;
         self.routes = Routes::compute(
             &self.topo,
             &self.node_ports,
             |p| ports[p.0 as usize].node,
-            |p| ports[p.0 as usize].up && ports[p.peer().0 as usize].up,
-            |n| switches[n.0 as usize].as_ref().is_none_or(|s| s.advertised),
+            usable,
+            alive,
+            weighted.then_some(&capacity as &dyn Fn(PortId) -> u32),
         );
     }
 }

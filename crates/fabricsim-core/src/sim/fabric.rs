@@ -152,9 +152,13 @@ impl Simulation {
             self.drop_packet(ingress, id, DropCause::SwitchDown);
             return;
         }
-        let out = match self.srv6.as_ref() {
-            Some(srv6) => srv6.forward(switch, self.pool.usids_mut(id)),
-            None => {
+        let out = match (self.srv6.as_ref(), self.adaptive.as_mut()) {
+            (Some(srv6), _) => srv6.forward(switch, self.pool.usids_mut(id)),
+            (None, Some(adaptive)) => {
+                let (hops, weights) = self.routes.weighted_next_hops(switch, self.pool.get(id).dst);
+                adaptive.pick(hops, weights, &self.ports, self.events.now())
+            }
+            (None, None) => {
                 let pkt = self.pool.get(id);
                 ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
             }

@@ -115,6 +115,18 @@ impl Simulation {
         flows.push("retransmitted_packets", Column::Int(qp_stat(&|s| s.retransmitted_packets)));
         flows.push("timeouts", Column::Int(qp_stat(&|s| s.timeouts)));
         flows.push("qp_errors", Column::Int(qp_stat(&|s| u64::from(s.failed))));
+        flows.push("out_of_order_packets", Column::Int(qp_stat(&|s| s.out_of_order_packets)));
+        flows.push(
+            "max_reorder_distance",
+            Column::Int(
+                f.iter()
+                    .map(|x| {
+                        let qps = self.connections[x.conn].qps.iter();
+                        qps.map(|&q| self.qps[q].transport.stats().max_reorder_distance).max().unwrap_or(0)
+                    })
+                    .collect(),
+            ),
+        );
         flows.push(
             "entropy",
             Column::Int(f.iter().map(|x| self.qps[self.connections[x.conn].qps[0]].entropy as u64).collect()),
@@ -195,6 +207,7 @@ impl Simulation {
             "resurrected_evs": self.qp_sum(|s| s.resurrected_evs),
             "spurious_losses": self.qp_sum(|s| s.spurious_losses),
             "ecn_replacements": self.qp_sum(|s| s.ecn_replacements),
+            "out_of_order_packets": self.qp_sum(|s| s.out_of_order_packets),
             "timeouts": self.qp_sum(|s| s.timeouts),
             "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
             "packet_pool_high_water": self.pool.capacity(),

@@ -5,7 +5,12 @@
 //! ports toward neighbours one step closer. NICs never transit traffic.
 //! Equal next-hop sets are stored once (a Clos has few distinct groups).
 //! The tables are recomputed when the control plane reconverges after a
-//! failure; packets are forwarded on the old tables until then.
+//! failure; packets are forwarded on the old tables until then. For
+//! weighted adaptive routing the control plane also weighs each next hop by
+//! the capacity left behind it toward the destination (spectrum-x.txt
+//! s4.4.2): the max-flow from the next hop to the destination over the
+//! working shortest-path links, shared by parallel links to the same
+//! neighbour and capped at the link's own rate.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -36,6 +41,8 @@ pub struct Routes {
     /// so a lookup touches two cache lines, not three.
     groups: Vec<(u32, u32)>,
     hops: Vec<PortId>,
+    /// Parallel to `hops` when the routes are weighted (Mb/s), else empty.
+    weights: Vec<u32>,
 }
 
 impl Routes {
@@ -47,13 +54,15 @@ impl Routes {
 
     /// Computes routes over the links for which `usable(port)` holds for
     /// the port leaving a switch toward the destination, skipping switches
-    /// for which `alive(node)` is false.
+    /// for which `alive(node)` is false; with `capacity` (a port's rate in
+    /// Mb/s), weighs every next hop by the capacity behind it.
     pub fn compute(
         topo: &Topology,
         node_ports: &[Vec<PortId>],
         port_node: impl Fn(PortId) -> NodeId,
         usable: impl Fn(PortId) -> bool,
         alive: impl Fn(NodeId) -> bool,
+        capacity: Option<&dyn Fn(PortId) -> u32>,
     ) -> Routes {
         let n = topo.nodes.len();
         let mut nic_slot = vec![NO_ROUTE; n];
@@ -71,12 +80,17 @@ impl Routes {
         let mut table = vec![NO_ROUTE; switches as usize * nics as usize];
         let mut groups: Vec<(u32, u32)> = Vec::new();
         let mut flat: Vec<PortId> = Vec::new();
-        let mut group_index: HashMap<Vec<PortId>, u32> = HashMap::new();
+        let mut flat_weights: Vec<u32> = Vec::new();
+        let mut group_index: HashMap<(Vec<PortId>, Vec<u32>), u32> = HashMap::new();
         let mut dist = vec![u32::MAX; n];
         let mut frontier = VecDeque::new();
         let mut hops = Vec::new();
+        let mut weights = Vec::new();
+        // Max-flow from each node to the current destination, by node.
+        let mut behind: Vec<Option<u64>> = vec![None; n];
         for dst in (0..n).filter(|&i| nic_slot[i] != NO_ROUTE) {
             dist.fill(u32::MAX);
+            behind.fill(None);
             dist[dst] = 0;
             frontier.push_back(dst);
             while let Some(node) = frontier.pop_front() {
@@ -109,9 +123,26 @@ impl Routes {
                 if hops.is_empty() {
                     continue;
                 }
-                let group = *group_index.entry(hops.clone()).or_insert_with(|| {
+                weights.clear();
+                if let Some(capacity) = capacity {
+                    let dag = Dag { node_ports, port_node: &port_node, usable: &usable, dist: &dist, dst };
+                    for &out in &hops {
+                        let next = port_node(out.peer()).0 as usize;
+                        let rate = capacity(out) as u64;
+                        let weight = if next == dst {
+                            rate
+                        } else {
+                            let parallel = hops.iter().filter(|&&h| port_node(h.peer()).0 as usize == next).count();
+                            let flow = *behind[next].get_or_insert_with(|| dag.max_flow(next, capacity));
+                            rate.min(flow / parallel as u64)
+                        };
+                        weights.push(weight.min(u32::MAX as u64) as u32);
+                    }
+                }
+                let group = *group_index.entry((hops.clone(), weights.clone())).or_insert_with(|| {
                     groups.push((flat.len() as u32, hops.len() as u32));
                     flat.extend_from_slice(&hops);
+                    flat_weights.extend_from_slice(&weights);
                     groups.len() as u32 - 1
                 });
                 table[switch_slot[sw] as usize * nics as usize + nic_slot[dst] as usize] = group;
@@ -122,24 +153,137 @@ impl Routes {
         } else {
             Table::Wide(table)
         };
-        Routes { nics: nics as usize, nic_slot, switch_slot, table, groups, hops: flat }
+        Routes { nics: nics as usize, nic_slot, switch_slot, table, groups, hops: flat, weights: flat_weights }
     }
 
-    /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
-    pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
+    /// The most next hops any switch has toward any NIC.
+    pub fn widest_group(&self) -> usize {
+        self.groups.iter().map(|&(_, len)| len as usize).max().unwrap_or(0)
+    }
+
+    /// The group of next hops from `switch` toward NIC `dst`, if any.
+    #[inline]
+    fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, usize)> {
         let s = self.switch_slot[switch.0 as usize] as usize;
         let d = self.nic_slot[dst.0 as usize] as usize;
         let group = match &self.table {
             Table::Narrow(t) => match t[s * self.nics + d] {
-                u16::MAX => return &[],
+                u16::MAX => return None,
                 g => g as usize,
             },
             Table::Wide(t) => match t[s * self.nics + d] {
-                NO_ROUTE => return &[],
+                NO_ROUTE => return None,
                 g => g as usize,
             },
         };
         let (start, len) = self.groups[group];
-        &self.hops[start as usize..(start + len) as usize]
+        Some((start as usize, (start + len) as usize))
+    }
+
+    /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
+    pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
+        self.group(switch, dst).map_or(&[], |(start, end)| &self.hops[start..end])
+    }
+
+    /// `next_hops` with their weights (Mb/s behind each), or with an empty
+    /// slice when the routes are unweighted.
+    pub fn weighted_next_hops(&self, switch: NodeId, dst: NodeId) -> (&[PortId], &[u32]) {
+        match self.group(switch, dst) {
+            None => (&[], &[]),
+            Some(_) if self.weights.is_empty() => (self.next_hops(switch, dst), &[]),
+            Some((start, end)) => (&self.hops[start..end], &self.weights[start..end]),
+        }
+    }
+}
+
+/// The shortest-path DAG toward one destination: from a node, the usable
+/// ports toward a neighbour one step closer.
+struct Dag<'a, F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> {
+    node_ports: &'a [Vec<PortId>],
+    port_node: &'a F,
+    usable: &'a U,
+    dist: &'a [u32],
+    dst: usize,
+}
+
+impl<F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> Dag<'_, F, U> {
+    fn closer(&self, node: usize) -> impl Iterator<Item = (PortId, usize)> + '_ {
+        self.node_ports[node].iter().filter_map(move |&out| {
+            let next = (self.port_node)(out.peer()).0 as usize;
+            let closer = self.dist[next] != u32::MAX && self.dist[next] + 1 == self.dist[node];
+            (closer && (self.usable)(out)).then_some((out, next))
+        })
+    }
+
+    /// Max-flow from `source` to the destination over the DAG's links
+    /// (Edmonds-Karp on the part of the DAG below `source`).
+    fn max_flow(&self, source: usize, capacity: &dyn Fn(PortId) -> u32) -> u64 {
+        // Index the nodes below `source`; the DAG's levels order them.
+        let mut index: HashMap<usize, usize> = HashMap::from([(source, 0)]);
+        let mut order = vec![source];
+        let mut k = 0;
+        while k < order.len() {
+            let node = order[k];
+            k += 1;
+            if node == self.dst {
+                continue;
+            }
+            for (_, next) in self.closer(node) {
+                if let std::collections::hash_map::Entry::Vacant(e) = index.entry(next) {
+                    e.insert(order.len());
+                    order.push(next);
+                }
+            }
+        }
+        let Some(&sink) = index.get(&self.dst) else { return 0 };
+        // Residual graph: edge 2i forward, 2i+1 its reverse.
+        let mut residual: Vec<u64> = Vec::new();
+        let mut head: Vec<usize> = Vec::new();
+        let mut adjacent: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+        for (from, &node) in order.iter().enumerate() {
+            if node == self.dst {
+                continue;
+            }
+            for (out, next) in self.closer(node) {
+                let to = index[&next];
+                adjacent[from].push(residual.len());
+                residual.push(capacity(out) as u64);
+                head.push(to);
+                adjacent[to].push(residual.len());
+                residual.push(0);
+                head.push(from);
+            }
+        }
+        let mut flow = 0;
+        let mut via = vec![usize::MAX; order.len()];
+        loop {
+            via.fill(usize::MAX);
+            let mut queue = VecDeque::from([0usize]);
+            while let Some(u) = queue.pop_front() {
+                for &e in &adjacent[u] {
+                    let v = head[e];
+                    if residual[e] > 0 && v != 0 && via[v] == usize::MAX {
+                        via[v] = e;
+                        queue.push_back(v);
+                    }
+                }
+            }
+            if via[sink] == usize::MAX {
+                return flow;
+            }
+            let mut bottleneck = u64::MAX;
+            let mut v = sink;
+            while v != 0 {
+                bottleneck = bottleneck.min(residual[via[v]]);
+                v = head[via[v] ^ 1];
+            }
+            let mut v = sink;
+            while v != 0 {
+                residual[via[v]] -= bottleneck;
+                residual[via[v] ^ 1] += bottleneck;
+                v = head[via[v] ^ 1];
+            }
+            flow += bottleneck;
+        }
     }
 }

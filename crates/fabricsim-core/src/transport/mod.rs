@@ -14,6 +14,7 @@
 //! `QpTransport::Custom` (`Simulation::with_transport`).
 
 pub mod mrc;
+pub mod placement;
 pub mod rocev2;
 pub mod writes;
 
@@ -202,6 +203,10 @@ pub struct QpStats {
     pub spurious_losses: u64,
     /// ECN-marked EVs swapped for a backup (MRC's `ecn_replace`).
     pub ecn_replacements: u64,
+    /// Data packets that reached the responder while an earlier PSN was
+    /// still missing, and the furthest ahead of it one arrived (in PSNs).
+    pub out_of_order_packets: u64,
+    pub max_reorder_distance: u64,
 }
 
 /// A QP's transport: both ends' state machines.

@@ -10,6 +10,12 @@
 //! retransmission timeout goes back to the oldest unacknowledged PSN; after
 //! `retry_count` timeouts without progress the QP enters the error state.
 //!
+//! With `direct_placement` the responder instead places packets in any
+//! order and acknowledges cumulatively without a NAK, as Spectrum-X NICs do
+//! under per-packet adaptive routing (spectrum-x.txt s3); the requester
+//! then goes back only on its timeout. Either way the responder counts the
+//! packets that arrive out of order.
+//!
 //! PSNs are kept as u32 counters; the 24-bit wrap of the wire format is not
 //! modelled because no simulated QP sends 2^24 packets.
 
@@ -18,6 +24,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::placement::Placement;
 use super::writes::PostedWrites;
 use super::{Action, Control, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
 use crate::cc::{Dcqcn, DcqcnConfig};
@@ -43,12 +50,24 @@ pub struct RoceConfig {
     /// Timeouts in a row without progress before the QP fails. Default 7,
     /// the IBTA maximum that NCCL uses.
     pub retry_count: u32,
+    /// The responder places packets that arrive out of order (direct data
+    /// placement by PSN) instead of NAKing the gap and dropping them: what
+    /// Spectrum-X NICs do, so that per-packet adaptive routing does not
+    /// make go-back-N resend (spectrum-x.txt s3). Default off, standard RC.
+    pub direct_placement: bool,
     pub dcqcn: DcqcnConfig,
 }
 
 impl Default for RoceConfig {
     fn default() -> Self {
-        RoceConfig { qps: 1, ack_every: 1, timeout_exponent: None, retry_count: 7, dcqcn: DcqcnConfig::default() }
+        RoceConfig {
+            qps: 1,
+            ack_every: 1,
+            timeout_exponent: None,
+            retry_count: 7,
+            direct_placement: false,
+            dcqcn: DcqcnConfig::default(),
+        }
     }
 }
 
@@ -88,9 +107,9 @@ struct RoceSender {
 
 impl RoceSender {
     /// Posts an RDMA WRITE (with immediate when `imm`) of `bytes` (at least
-    /// one byte) cut at `mtu`.
-    pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) {
-        self.writes.post(bytes, mtu, imm);
+    /// one byte) cut at `mtu`; returns its first PSN and its packets.
+    pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) -> (u32, u32) {
+        self.writes.post(bytes, mtu, imm)
     }
 
     /// Length of the message that `psn` belongs to (for the RETH).
@@ -153,10 +172,10 @@ impl RoceSender {
 /// What a data packet's arrival asks the responder to send back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct RxReply {
-    /// In-order payload accepted.
+    /// Payload placed.
     pub delivered: u32,
-    /// The accepted packet ended a message.
-    pub message_done: bool,
+    /// Messages the packet completed.
+    pub messages: u32,
     /// An ACK or NAK to send, with the expected PSN.
     pub reply: Option<(PacketKind, u32)>,
     /// Payload discarded: out of order or duplicate.
@@ -170,19 +189,35 @@ struct RoceReceiver {
     nak_outstanding: bool,
     unacked: u32,
     last_cnp: Option<Time>,
+    /// With direct placement, where packets land in any order.
+    placement: Option<Placement>,
+    /// In order: packets that arrived past a gap, and the widest gap.
+    out_of_order: u64,
+    max_distance: u32,
 }
 
 impl RoceReceiver {
+    fn new(direct_placement: bool) -> RoceReceiver {
+        RoceReceiver { placement: direct_placement.then(Placement::default), ..RoceReceiver::default() }
+    }
+
     /// A data packet with `psn` arrived. A trimmed packet carries no payload
     /// but tells the responder that `psn` was sent and lost.
     pub fn on_data(&mut self, psn: u32, payload: u32, last: bool, trimmed: bool, ack_every: u32) -> RxReply {
+        if !trimmed {
+            if let Some(placement) = self.placement.as_mut() {
+                let placed = placement.on_data(psn, payload);
+                self.expected = placement.cumulative();
+                return self.placed(placed, payload, ack_every);
+            }
+        }
         let mut out = RxReply::default();
         if psn == self.expected && !trimmed {
             self.expected += 1;
             self.nak_outstanding = false;
             self.unacked += 1;
             out.delivered = payload;
-            out.message_done = last;
+            out.messages = u32::from(last);
             if last || self.unacked >= ack_every {
                 self.unacked = 0;
                 out.reply = Some((PacketKind::Ack, self.expected));
@@ -191,6 +226,10 @@ impl RoceReceiver {
             out.discarded = payload;
             out.reply = Some((PacketKind::Ack, self.expected));
         } else {
+            if !trimmed {
+                self.out_of_order += 1;
+                self.max_distance = self.max_distance.max(psn - self.expected);
+            }
             out.discarded = payload;
             if !self.nak_outstanding {
                 self.nak_outstanding = true;
@@ -198,6 +237,32 @@ impl RoceReceiver {
             }
         }
         out
+    }
+
+    /// The reply to a packet placed directly: a cumulative ACK every
+    /// `ack_every` packets and whenever a message completes; a duplicate
+    /// is acknowledged at once, as in order.
+    fn placed(&mut self, placed: crate::transport::placement::Placed, payload: u32, ack_every: u32) -> RxReply {
+        let ack = Some((PacketKind::Ack, self.expected));
+        if placed.duplicate {
+            return RxReply { discarded: payload, reply: ack, ..RxReply::default() };
+        }
+        self.nak_outstanding = false;
+        self.unacked += 1;
+        let mut out = RxReply { delivered: placed.delivered, messages: placed.completed, ..RxReply::default() };
+        if placed.completed > 0 || self.unacked >= ack_every {
+            self.unacked = 0;
+            out.reply = ack;
+        }
+        out
+    }
+
+    /// Packets that arrived out of order, and the furthest ahead one came.
+    fn reordering(&self) -> (u64, u32) {
+        match &self.placement {
+            Some(p) => (p.out_of_order(), p.max_distance()),
+            None => (self.out_of_order, self.max_distance),
+        }
     }
 }
 
@@ -220,9 +285,9 @@ impl RoceQp {
     pub fn new(cfg: Arc<RoceConfig>, setup: &QpSetup) -> RoceQp {
         RoceQp {
             timeout: cfg.retransmit_timeout(setup.job),
+            receiver: RoceReceiver::new(cfg.direct_placement),
             cfg,
             sender: RoceSender::default(),
-            receiver: RoceReceiver::default(),
             cc: Dcqcn::new(setup.line_rate),
             framing: setup.framing,
             mtu: setup.mtu,
@@ -240,11 +305,7 @@ impl RoceQp {
             out.push(Action::TrimmedArrived);
         }
         let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
-        out.push(Action::Received {
-            delivered: reply.delivered,
-            discarded: reply.discarded,
-            messages: u32::from(reply.message_done),
-        });
+        out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
         let port = port as u8;
         if let Some((kind, psn)) = reply.reply {
             out.push(Action::Send { end: End::Responder, port, control: Control::new(kind, psn, self.entropy) });
@@ -261,7 +322,10 @@ impl RoceQp {
 impl Transport for RoceQp {
     #[inline]
     fn post(&mut self, bytes: u64, imm: bool) {
-        self.sender.post(bytes, self.mtu, imm);
+        let (first, packets) = self.sender.post(bytes, self.mtu, imm);
+        if let Some(placement) = self.receiver.placement.as_mut() {
+            placement.expect(first, packets);
+        }
     }
 
     #[inline]
@@ -360,6 +424,8 @@ impl Transport for RoceQp {
             retransmitted_packets: self.sender.retransmitted_packets,
             timeouts: self.sender.timeouts,
             failed: self.sender.failed,
+            out_of_order_packets: self.receiver.reordering().0,
+            max_reorder_distance: self.receiver.reordering().1 as u64,
             ..QpStats::default()
         }
     }

@@ -324,7 +324,7 @@ impl MrcQp {
             out.push(Action::TrimmedArrived);
             (PacketKind::Nak, 0)
         } else {
-            let arrival = self.receiver.on_data(pkt.psn, pkt.payload());
+            let arrival = self.receiver.placement.on_data(pkt.psn, pkt.payload());
             if arrival.duplicate {
                 self.receiver.move_on(port);
             }
@@ -335,7 +335,7 @@ impl MrcQp {
             let duplicate = if arrival.duplicate { flag::DUPLICATE } else { 0 };
             (PacketKind::Ack, pkt.flags & flag::CE | duplicate)
         };
-        let (entropy, ack) = (self.receiver.reverse_ev(port).0, self.receiver.cumulative());
+        let (entropy, ack) = (self.receiver.reverse_ev(port).0, self.receiver.placement.cumulative());
         let control = Control { kind, psn: pkt.psn, entropy, flags, ack, echo: pkt.entropy };
         out.push(Action::Send { end: End::Responder, port: port as u8, control });
         if let Some(ev) = probe {
@@ -347,7 +347,7 @@ impl MrcQp {
 impl Transport for MrcQp {
     fn post(&mut self, bytes: u64, imm: bool) {
         let (first, packets) = self.sender.post(bytes, imm);
-        self.receiver.expect(first, packets);
+        self.receiver.placement.expect(first, packets);
     }
 
     #[inline]
@@ -500,6 +500,8 @@ impl Transport for MrcQp {
             resurrected_evs: s.resurrected_evs,
             spurious_losses: s.spurious_losses,
             ecn_replacements: s.ecn_replacements,
+            out_of_order_packets: self.receiver.placement.out_of_order(),
+            max_reorder_distance: self.receiver.placement.max_distance() as u64,
         }
     }
 

@@ -1,11 +1,10 @@
 //! The receiver of an MRC QP: out-of-order placement, message completion
 //! and the reverse EV set.
 
-use std::collections::VecDeque;
-
 use super::random_ev;
 use crate::engine::Rng;
 use crate::net::Ev;
+use crate::transport::placement::Placement;
 use crate::units::Time;
 
 /// Receiver side: places packets in any order, completes messages when all
@@ -16,10 +15,7 @@ use crate::units::Time;
 /// learns nothing from its own SACKs.
 #[derive(Clone, Debug)]
 pub(super) struct MrcReceiver {
-    base: u32,
-    received: VecDeque<bool>,
-    /// Messages by PSN range, with packets still missing.
-    messages: VecDeque<(u32, u32, u32)>,
+    pub(super) placement: Placement,
     /// The reverse EV set: `per_plane` EVs of each plane, plane by plane,
     /// taken in turn (`turn` per plane).
     reverse: Vec<Ev>,
@@ -34,16 +30,6 @@ pub(super) struct MrcReceiver {
     rng: Rng,
 }
 
-/// What a data packet's arrival means at the receiver.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct MrcArrival {
-    /// New payload placed (zero for a duplicate or a trimmed header).
-    pub(super) delivered: u32,
-    /// Messages this packet completed (by posting order).
-    pub(super) completed: u32,
-    pub(super) duplicate: bool,
-}
-
 impl MrcReceiver {
     /// A receiver with `per_plane` random reverse EVs on each of `planes`
     /// planes.
@@ -51,9 +37,7 @@ impl MrcReceiver {
         let per_plane = per_plane.max(1);
         let reverse = (0..planes * per_plane).map(|k| random_ev(&mut rng, k / per_plane)).collect();
         MrcReceiver {
-            base: 0,
-            received: VecDeque::new(),
-            messages: VecDeque::new(),
+            placement: Placement::default(),
             reverse,
             per_plane,
             turn: vec![0; planes],
@@ -83,11 +67,6 @@ impl MrcReceiver {
         if let Some(turn) = self.turn.get_mut(plane) {
             *turn = (*turn + 1) % self.per_plane;
         }
-    }
-
-    /// The next PSN expected in order: every one below it has arrived.
-    pub(super) fn cumulative(&self) -> u32 {
-        self.base
     }
 
     /// An EV probe to send now, if one is due: a random EV of the next
@@ -134,55 +113,11 @@ impl MrcReceiver {
             self.reverse[plane * self.per_plane + turn] = ev;
         }
     }
-
-    /// The sender posted a message of `packets` packets from `first`.
-    pub(super) fn expect(&mut self, first: u32, packets: u32) {
-        self.messages.push_back((first, first + packets, packets));
-    }
-
-    pub(super) fn on_data(&mut self, psn: u32, payload: u32) -> MrcArrival {
-        let Some(i) = psn.checked_sub(self.base) else { return MrcArrival { duplicate: true, ..Default::default() } };
-        let i = i as usize;
-        if self.received.len() <= i {
-            self.received.resize(i + 1, false);
-        }
-        if self.received[i] {
-            return MrcArrival { duplicate: true, ..Default::default() };
-        }
-        self.received[i] = true;
-        let mut out = MrcArrival { delivered: payload, ..Default::default() };
-        if let Some(m) = self.messages.iter_mut().find(|m| psn >= m.0 && psn < m.1) {
-            m.2 -= 1;
-        }
-        // Messages complete in posting order once all their packets are in.
-        while self.messages.front().is_some_and(|m| m.2 == 0) {
-            self.messages.pop_front();
-            out.completed += 1;
-        }
-        while self.received.front() == Some(&true) {
-            self.received.pop_front();
-            self.base += 1;
-        }
-        out
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn receiver_places_out_of_order_and_completes_whole_messages() {
-        let mut r = MrcReceiver::new(1, 1, Rng::stream(1, &[]));
-        r.expect(0, 3);
-        r.expect(3, 2);
-        assert_eq!(r.on_data(4, 10).completed, 0);
-        assert_eq!(r.on_data(0, 10).completed, 0);
-        assert_eq!(r.on_data(2, 10).completed, 0);
-        assert!(r.on_data(2, 10).duplicate);
-        assert_eq!(r.on_data(1, 10).completed, 1);
-        assert_eq!(r.on_data(3, 10).completed, 1);
-    }
 
     #[test]
     fn a_reverse_probe_answered_sets_the_reverse_ev_of_its_plane() {
