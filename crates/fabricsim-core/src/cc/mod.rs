@@ -2,6 +2,8 @@
 
 pub mod dcqcn;
 pub mod nscc;
+pub mod spx;
 
 pub use dcqcn::{Dcqcn, DcqcnConfig};
 pub use nscc::{Nscc, NsccConfig};
+pub use spx::{SpxCc, SpxCcConfig};

@@ -172,6 +172,13 @@ pub struct AdaptiveConfig {
     /// The weights arrive with the routes, `reconvergence_delay` after the
     /// failure, as the paper's BGP control plane distributes them.
     pub weighted: bool,
+    /// Mark ECN only where load balancing is exhausted (spectrum-x.txt
+    /// s4.2, Fig 3): a data packet is marked, on the RED curve of
+    /// `switch.ecn`, by the sampled depth of the shallowest next hop of its
+    /// group as it is routed, not by its own queue as it leaves. Toward a
+    /// NIC the group is one port, so endpoint congestion marks as before.
+    /// Default on.
+    pub mark_on_exhaustion: bool,
 }
 
 impl Default for AdaptiveConfig {
@@ -180,6 +187,7 @@ impl Default for AdaptiveConfig {
             sample_interval: Time::from_ns(100),
             bands: vec![Bytes(20_000), Bytes(40_000), Bytes(80_000)],
             weighted: true,
+            mark_on_exhaustion: true,
         }
     }
 }

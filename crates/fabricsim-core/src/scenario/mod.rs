@@ -224,6 +224,24 @@ impl Scenario {
                 }
                 at_least_one(&field("dcqcn.byte_counter"), d.byte_counter.0, "a rate step needs some bytes sent")?;
             }
+            TransportSpec::Spx(c) => {
+                at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
+                at_least_one(&field("ack_every"), c.ack_every.into(), "acknowledge at least every packet")?;
+                if let Some(exponent) = c.timeout_exponent.filter(|&e| e > 31) {
+                    return invalid(field("timeout_exponent"), format!("{exponent}: at most 31 (IBTA 5-bit field)"));
+                }
+                if c.retry_count > 7 {
+                    return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
+                }
+                nic_timer(&field("probe_interval"), c.probe_interval)?;
+                at_least_one(&field("failure_probes"), c.failure_probes.into(), "a plane fails after a missed probe")?;
+                let cc = &c.cc;
+                nic_timer(&field("cc.increase_interval"), cc.increase_interval)?;
+                fraction(&field("cc.gamma"), cc.gamma)?;
+                fraction(&field("cc.max_decrease"), cc.max_decrease)?;
+                fraction(&field("cc.additive_increase"), cc.additive_increase)?;
+                fraction(&field("cc.min_rate"), cc.min_rate)?;
+            }
             TransportSpec::Mrc(c) => {
                 at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
                 at_least_one(&field("evs"), c.evs.into(), "a QP needs entropy values to spray on")?;

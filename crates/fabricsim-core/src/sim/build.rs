@@ -16,7 +16,9 @@ use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{AdaptiveRouting, Routes, Srv6};
 use crate::topology::{NodeId, NodeRole, Topology};
-use crate::transport::{CustomTransport, EvSet, Framing, QpFactory, QpSetup, Transport, STREAM_QP, TIMERS};
+use crate::transport::{
+    CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
+};
 use crate::units::{Rate, Time};
 use crate::workload::program::{self, Program};
 use crate::workload::{self, split_evenly, FlowSpec};
@@ -92,6 +94,18 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
                      most {MAX_PLANES}",
                     topo.name(nic),
                     node_ports[nic.0 as usize].len()
+                ),
+            );
+        }
+    }
+    if let TransportSpec::Spx(c) = &scenario.transport {
+        let planes = topo.nics().iter().map(|n| node_ports[n.0 as usize].len()).max().unwrap_or(0);
+        if c.plane_lb != PlaneLb::Plb && planes < 2 {
+            return invalid(
+                "transport.plane_lb",
+                format!(
+                    "{}: a way of spreading over planes, and no NIC here has more than one port",
+                    c.plane_lb.name()
                 ),
             );
         }

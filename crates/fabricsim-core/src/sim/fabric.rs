@@ -87,9 +87,27 @@ impl Simulation {
         rate.is_some_and(|r| self.port_rng[port.0 as usize].chance(r))
     }
 
-    /// Buffer release, PFC resume and ECN marking when a switch dequeues.
+    /// Spectrum-X's marking (s4.2): a packet routed adaptively is marked
+    /// by how deep the shallowest queue of its group is, `ahead`: only when
+    /// no next hop could take it without queueing.
+    fn mark_on_exhaustion(&mut self, egress: PortId, id: PacketId, ahead: u64) {
+        let p = egress.0 as usize;
+        let pkt = self.pool.get(id);
+        let mark =
+            ecn::mark_probability_behind(&self.scenario.switch.ecn, pkt, pkt.class as usize, &self.ports[p], ahead);
+        if mark > 0.0 && self.port_rng[p].chance(mark) {
+            self.pool.get_mut(id).flags |= flag::CE;
+            self.ports[p].count_ecn_mark();
+        }
+    }
+
+    /// Buffer release, PFC resume and ECN marking when a switch dequeues
+    /// (unless adaptive routing marked on exhaustion as it routed).
     fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize) {
         self.release_switch_buffer(port, id, class);
+        if self.adaptive.is_some() && self.scenario.switch.adaptive.mark_on_exhaustion {
+            return;
+        }
         let p = port.0 as usize;
         let mark = ecn::mark_probability(&self.scenario.switch.ecn, self.pool.get(id), class, &self.ports[p]);
         if mark > 0.0 && self.port_rng[p].chance(mark) {
@@ -152,11 +170,14 @@ impl Simulation {
             self.drop_packet(ingress, id, DropCause::SwitchDown);
             return;
         }
+        let mut group_depth = None;
         let out = match (self.srv6.as_ref(), self.adaptive.as_mut()) {
             (Some(srv6), _) => srv6.forward(switch, self.pool.usids_mut(id)),
             (None, Some(adaptive)) => {
                 let (hops, weights) = self.routes.weighted_next_hops(switch, self.pool.get(id).dst);
-                adaptive.pick(hops, weights, &self.ports, self.events.now())
+                let (hop, shallowest) = adaptive.route(hops, weights, &self.ports, self.events.now()).unzip();
+                group_depth = shallowest;
+                hop
             }
             (None, None) => {
                 let pkt = self.pool.get(id);
@@ -171,6 +192,9 @@ impl Simulation {
         if !self.ports[o].up {
             self.drop_packet(out, id, DropCause::LinkDown);
             return;
+        }
+        if let Some(ahead) = group_depth.filter(|_| self.scenario.switch.adaptive.mark_on_exhaustion) {
+            self.mark_on_exhaustion(out, id, ahead);
         }
         let cfg = &self.scenario.switch;
         let pkt = self.pool.get(id);

@@ -310,7 +310,9 @@ impl Simulation {
                 _ => headers::ack_wire(ip),
             };
         let base = Packet::control(control.kind, from, to, q.0, control.psn, control.entropy, wire);
+        let class = if control.in_band { CLASS_DATA } else { CLASS_CONTROL } as u8;
         let packet = Packet {
+            class,
             flags: control.flags,
             ack: control.ack,
             echo: control.echo,
@@ -324,9 +326,9 @@ impl Simulation {
     /// Queues a control packet carrying `usids` on NIC `port` (high class)
     /// and kicks it.
     pub(super) fn send_control_packet(&mut self, port: PortId, packet: Packet, usids: Usids) {
-        let wire = packet.wire();
+        let (wire, class) = (packet.wire(), packet.class as usize);
         let id = self.pool.alloc_routed(packet, usids);
-        self.ports[port.0 as usize].enqueue(CLASS_CONTROL, id, wire);
+        self.ports[port.0 as usize].enqueue(class, id, wire);
         self.try_transmit(port);
     }
 

@@ -208,6 +208,7 @@ impl Simulation {
             "spurious_losses": self.qp_sum(|s| s.spurious_losses),
             "ecn_replacements": self.qp_sum(|s| s.ecn_replacements),
             "out_of_order_packets": self.qp_sum(|s| s.out_of_order_packets),
+            "plane_failovers": self.qp_sum(|s| s.plane_failovers),
             "timeouts": self.qp_sum(|s| s.timeouts),
             "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
             "packet_pool_high_water": self.pool.capacity(),

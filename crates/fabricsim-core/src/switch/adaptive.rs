@@ -44,7 +44,15 @@ impl AdaptiveRouting {
     /// is parallel to `hops`, or empty when the group is unweighted. None
     /// when every next hop is down.
     pub fn pick(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<PortId> {
+        self.route(hops, weights, ports, now).map(|(hop, _)| hop)
+    }
+
+    /// `pick`, with the sampled depth of the shallowest port that is up:
+    /// what the group can still absorb (Spectrum-X marks ECN only when
+    /// even that one is queued past the threshold, s4.2).
+    pub fn route(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<(PortId, u64)> {
         let period = now.0 / self.interval;
+        let mut shallowest = u64::MAX;
         let heaviest = weights.iter().copied().max().unwrap_or(1).max(1) as u64;
         let mut lowest = usize::MAX;
         self.ties.clear();
@@ -58,6 +66,7 @@ impl AdaptiveRouting {
             if sample.period != period {
                 *sample = Sample { period, depth: port.queue_bytes.iter().sum() };
             }
+            shallowest = shallowest.min(sample.depth);
             // A port with half the capacity behind it counts its queue
             // double: it drains toward the destination half as fast.
             let scaled = sample.depth * heaviest / weight as u64;
@@ -70,10 +79,10 @@ impl AdaptiveRouting {
                 self.ties.push((hop, weight));
             }
         }
-        match self.ties.len() {
-            0 => None,
-            1 => Some(self.ties[0].0),
-            n if weights.is_empty() => Some(self.ties[self.rng.below(n as u64) as usize].0),
+        let hop = match self.ties.len() {
+            0 => return None,
+            1 => self.ties[0].0,
+            n if weights.is_empty() => self.ties[self.rng.below(n as u64) as usize].0,
             _ => {
                 let total: u64 = self.ties.iter().map(|&(_, w)| w as u64).sum();
                 let mut draw = self.rng.below(total);
@@ -82,9 +91,10 @@ impl AdaptiveRouting {
                     draw = draw.saturating_sub(w as u64);
                     hit
                 });
-                Some(self.ties[chosen.unwrap_or(self.ties.len() - 1)].0)
+                self.ties[chosen.unwrap_or(self.ties.len() - 1)].0
             }
-        }
+        };
+        Some((hop, shallowest))
     }
 }
 

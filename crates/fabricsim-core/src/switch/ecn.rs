@@ -8,10 +8,17 @@ use crate::net::{ecn_mark_probability, flag, EcnConfig, Packet, Port, CLASS_DATA
 /// The probability that `packet`, leaving `egress` from `class`, is marked
 /// CE: zero when it may not be.
 pub fn mark_probability(cfg: &EcnConfig, packet: &Packet, class: usize, egress: &Port) -> f64 {
+    mark_probability_behind(cfg, packet, class, egress, egress.queue_bytes[class])
+}
+
+/// `mark_probability` for a packet with `ahead` bytes queued before it
+/// (adaptive routing's marking on exhaustion passes the shallowest queue of
+/// the packet's group).
+pub fn mark_probability_behind(cfg: &EcnConfig, packet: &Packet, class: usize, egress: &Port, ahead: u64) -> f64 {
     let silent_last_hop = egress.faces_nic && !cfg.last_hop;
     if !cfg.enabled || !packet.has(flag::ECT) || class != CLASS_DATA || silent_last_hop {
         return 0.0;
     }
     // The queue as this packet saw it, including itself.
-    ecn_mark_probability(egress.queue_bytes[class] + packet.wire() as u64, cfg)
+    ecn_mark_probability(ahead + packet.wire() as u64, cfg)
 }

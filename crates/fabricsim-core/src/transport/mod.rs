@@ -16,6 +16,7 @@
 pub mod mrc;
 pub mod placement;
 pub mod rocev2;
+pub mod spx;
 pub mod writes;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::units::{Rate, Time};
 
 pub use mrc::{EvChange, EvSet, EvState, MrcConfig, MrcQp};
 pub use rocev2::{RoceConfig, RoceQp};
+pub use spx::{PlaneLb, SpxConfig, SpxQp};
 
 /// One RDMA WRITE packet a transport's sender chose to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,9 +81,12 @@ pub enum Timer {
     /// A loss-detection deadline short of the retransmission timeout (MRC:
     /// RACK's reordering timer).
     Reorder,
+    /// A plane that its rate allowance held back may send again
+    /// (Spectrum-X's per-plane pacing).
+    Pace,
 }
 
-pub const TIMERS: usize = 4;
+pub const TIMERS: usize = 5;
 
 impl Timer {
     pub fn index(self) -> usize {
@@ -89,7 +94,7 @@ impl Timer {
     }
 
     pub fn from_index(i: u8) -> Timer {
-        [Timer::Retransmit, Timer::Congestion, Timer::Probe, Timer::Reorder][i as usize]
+        [Timer::Retransmit, Timer::Congestion, Timer::Probe, Timer::Reorder, Timer::Pace][i as usize]
     }
 }
 
@@ -106,11 +111,14 @@ pub struct Control {
     pub ack: u32,
     /// The EV of the data packet a SACK or NACK answers.
     pub echo: u16,
+    /// Sent in the data class rather than ahead of it, so that it queues
+    /// behind data as data does: an RTT probe that measures queueing.
+    pub in_band: bool,
 }
 
 impl Control {
     pub fn new(kind: PacketKind, psn: u32, entropy: u16) -> Control {
-        Control { kind, psn, entropy, flags: 0, ack: 0, echo: 0 }
+        Control { kind, psn, entropy, flags: 0, ack: 0, echo: 0, in_band: false }
     }
 }
 
@@ -207,6 +215,8 @@ pub struct QpStats {
     /// still missing, and the furthest ahead of it one arrived (in PSNs).
     pub out_of_order_packets: u64,
     pub max_reorder_distance: u64,
+    /// Planes taken out of use after a failure was detected (Spectrum-X).
+    pub plane_failovers: u64,
 }
 
 /// A QP's transport: both ends' state machines.
@@ -231,7 +241,10 @@ pub trait Transport {
         0
     }
 
-    /// The next data packet for the requester's port `port` at `now`.
+    /// The next data packet for the requester's port `port` at `now`. The
+    /// port is in the middle of pulling it: the actions this pushes may arm
+    /// timers, but not send control packets or make the QP ready (a timer
+    /// at `now` does either once the packet is on its way).
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing>;
 
     /// A packet of this QP arrived at `end`, on its NIC's port `port`.
@@ -277,6 +290,9 @@ pub enum QpTransport {
     /// state is read on every packet and boxing it cost 7% of the MRC
     /// bench).
     Mrc(MrcQp),
+    /// Spectrum-X: RC with direct placement over every plane, the NIC's
+    /// plane load balancer and a congestion context per plane.
+    Spx(SpxQp),
     /// A transport defined outside this crate.
     Custom(Box<dyn Transport>),
 }
@@ -287,6 +303,7 @@ macro_rules! dispatch {
         match $qp {
             QpTransport::Rocev2($t) => $call,
             QpTransport::Mrc($t) => $call,
+            QpTransport::Spx($t) => $call,
             QpTransport::Custom($t) => $call,
         }
     };
@@ -356,9 +373,13 @@ pub enum TransportSpec {
     /// MRC: packet spraying over EVs on every plane, SACK, trimming-aware
     /// selective retransmission, EV retirement (mrc-srv6-multiplane.txt).
     Mrc(MrcConfig),
+    /// Spectrum-X: RoCE RC with direct data placement, sprayed over the
+    /// NIC's planes by its plane load balancer, a congestion-control
+    /// context per plane (spectrum-x.txt s4.2-s4.4).
+    Spx(SpxConfig),
 }
 
-crate::kind_tagged!(TransportSpec { "rocev2" => Rocev2, "mrc" => Mrc });
+crate::kind_tagged!(TransportSpec { "rocev2" => Rocev2, "mrc" => Mrc, "spx" => Spx });
 
 impl Default for TransportSpec {
     fn default() -> Self {
@@ -372,6 +393,7 @@ impl TransportSpec {
         match self {
             TransportSpec::Rocev2(c) => c.qps,
             TransportSpec::Mrc(c) => c.qps,
+            TransportSpec::Spx(c) => c.qps,
         }
     }
 
@@ -379,14 +401,14 @@ impl TransportSpec {
     pub fn denylist(&self) -> &[String] {
         match self {
             TransportSpec::Mrc(c) => &c.denylist,
-            TransportSpec::Rocev2(_) => &[],
+            TransportSpec::Rocev2(_) | TransportSpec::Spx(_) => &[],
         }
     }
 
     /// Whether its QPs spray over every port of the NIC (see
     /// `Transport::sprays`).
     pub fn sprays(&self) -> bool {
-        matches!(self, TransportSpec::Mrc(_))
+        matches!(self, TransportSpec::Mrc(_) | TransportSpec::Spx(_))
     }
 
     /// How long a QP that makes no progress keeps trying before it fails.
@@ -396,6 +418,9 @@ impl TransportSpec {
                 c.retransmit_timeout(true).max(c.retransmit_timeout(false)).times(u64::from(c.retry_count) + 1)
             }
             TransportSpec::Mrc(c) => c.error_timeout,
+            TransportSpec::Spx(c) => {
+                c.retransmit_timeout(true).max(c.retransmit_timeout(false)).times(u64::from(c.retry_count) + 1)
+            }
         }
     }
 }
@@ -408,6 +433,7 @@ pub type CustomTransport = Box<dyn Fn(&QpSetup) -> Box<dyn Transport>>;
 pub enum QpFactory {
     Rocev2(Arc<RoceConfig>),
     Mrc(Arc<MrcConfig>),
+    Spx(Arc<SpxConfig>),
     Custom(CustomTransport),
 }
 
@@ -416,6 +442,7 @@ impl QpFactory {
         match spec {
             TransportSpec::Rocev2(c) => QpFactory::Rocev2(Arc::new(c.clone())),
             TransportSpec::Mrc(c) => QpFactory::Mrc(Arc::new(c.clone())),
+            TransportSpec::Spx(c) => QpFactory::Spx(Arc::new(c.clone())),
         }
     }
 
@@ -423,6 +450,7 @@ impl QpFactory {
         match self {
             QpFactory::Rocev2(c) => QpTransport::Rocev2(RoceQp::new(c.clone(), setup)),
             QpFactory::Mrc(c) => QpTransport::Mrc(MrcQp::new(c.clone(), setup)),
+            QpFactory::Spx(c) => QpTransport::Spx(SpxQp::new(c.clone(), setup)),
             QpFactory::Custom(build) => QpTransport::Custom(build(setup)),
         }
     }

@@ -85,24 +85,29 @@ impl RoceConfig {
 
     /// The retransmission timeout of a job's QP (`job`) or a flow's.
     pub fn retransmit_timeout(&self, job: bool) -> Time {
-        Time((4_096 * PS_PER_NS) << self.timeout_exponent_for(job))
+        local_ack_timeout(self.timeout_exponent_for(job))
     }
 }
 
-/// Requester side of a QP.
+/// IBTA's local ACK timeout for `exponent`: 4.096us x 2^exponent.
+pub fn local_ack_timeout(exponent: u8) -> Time {
+    Time((4_096 * PS_PER_NS) << exponent)
+}
+
+/// Requester side of a QP (also Spectrum-X's, `transport::spx`).
 #[derive(Clone, Debug, Default)]
-struct RoceSender {
+pub(super) struct RoceSender {
     writes: PostedWrites,
     snd_nxt: u32,
     snd_una: u32,
     /// One past the highest PSN ever sent: below it a send is a retransmission.
     high_water: u32,
     retries: u32,
-    failed: bool,
+    pub(super) failed: bool,
     /// Deadline of the retransmission timer while data is outstanding.
-    rto_deadline: Option<Time>,
-    retransmitted_packets: u64,
-    timeouts: u64,
+    pub(super) rto_deadline: Option<Time>,
+    pub(super) retransmitted_packets: u64,
+    pub(super) timeouts: u64,
 }
 
 impl RoceSender {
@@ -158,6 +163,13 @@ impl RoceSender {
         self.snd_nxt = self.snd_una;
     }
 
+    /// Sends everything unacknowledged again, from the oldest: packets on
+    /// a path now known to be dead are lost, and the requester does not
+    /// know which.
+    pub fn go_back(&mut self) {
+        self.snd_nxt = self.snd_una;
+    }
+
     /// The retransmission timer expired without progress.
     pub fn on_timeout(&mut self, retry_count: u32) {
         self.timeouts += 1;
@@ -171,7 +183,7 @@ impl RoceSender {
 
 /// What a data packet's arrival asks the responder to send back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct RxReply {
+pub(super) struct RxReply {
     /// Payload placed.
     pub delivered: u32,
     /// Messages the packet completed.
@@ -182,13 +194,13 @@ struct RxReply {
     pub discarded: u32,
 }
 
-/// Responder side of a QP.
+/// Responder side of a QP (also Spectrum-X's).
 #[derive(Clone, Debug, Default)]
-struct RoceReceiver {
+pub(super) struct RoceReceiver {
     expected: u32,
     nak_outstanding: bool,
     unacked: u32,
-    last_cnp: Option<Time>,
+    pub(super) last_cnp: Option<Time>,
     /// With direct placement, where packets land in any order.
     placement: Option<Placement>,
     /// In order: packets that arrived past a gap, and the widest gap.
@@ -197,7 +209,7 @@ struct RoceReceiver {
 }
 
 impl RoceReceiver {
-    fn new(direct_placement: bool) -> RoceReceiver {
+    pub(super) fn new(direct_placement: bool) -> RoceReceiver {
         RoceReceiver { placement: direct_placement.then(Placement::default), ..RoceReceiver::default() }
     }
 
@@ -257,8 +269,15 @@ impl RoceReceiver {
         out
     }
 
+    /// The requester posted a message of `packets` packets from `first`.
+    pub(super) fn expect(&mut self, first: u32, packets: u32) {
+        if let Some(placement) = self.placement.as_mut() {
+            placement.expect(first, packets);
+        }
+    }
+
     /// Packets that arrived out of order, and the furthest ahead one came.
-    fn reordering(&self) -> (u64, u32) {
+    pub(super) fn reordering(&self) -> (u64, u32) {
         match &self.placement {
             Some(p) => (p.out_of_order(), p.max_distance()),
             None => (self.out_of_order, self.max_distance),
@@ -323,9 +342,7 @@ impl Transport for RoceQp {
     #[inline]
     fn post(&mut self, bytes: u64, imm: bool) {
         let (first, packets) = self.sender.post(bytes, self.mtu, imm);
-        if let Some(placement) = self.receiver.placement.as_mut() {
-            placement.expect(first, packets);
-        }
+        self.receiver.expect(first, packets);
     }
 
     #[inline]
@@ -411,7 +428,7 @@ impl Transport for RoceQp {
                     out.push(Action::Arm { timer, at });
                 }
             }
-            Timer::Probe | Timer::Reorder => {}
+            Timer::Probe | Timer::Reorder | Timer::Pace => {}
         }
     }
 

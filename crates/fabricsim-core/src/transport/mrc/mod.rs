@@ -336,7 +336,7 @@ impl MrcQp {
             (PacketKind::Ack, pkt.flags & flag::CE | duplicate)
         };
         let (entropy, ack) = (self.receiver.reverse_ev(port).0, self.receiver.placement.cumulative());
-        let control = Control { kind, psn: pkt.psn, entropy, flags, ack, echo: pkt.entropy };
+        let control = Control { kind, psn: pkt.psn, entropy, flags, ack, echo: pkt.entropy, in_band: false };
         out.push(Action::Send { end: End::Responder, port: port as u8, control });
         if let Some(ev) = probe {
             Self::probe(End::Responder, ev, out);
@@ -478,7 +478,7 @@ impl Transport for MrcQp {
                 }
                 self.arm_reorder(out);
             }
-            Timer::Congestion => {}
+            Timer::Congestion | Timer::Pace => {}
         }
     }
 
@@ -502,6 +502,7 @@ impl Transport for MrcQp {
             ecn_replacements: s.ecn_replacements,
             out_of_order_packets: self.receiver.placement.out_of_order(),
             max_reorder_distance: self.receiver.placement.max_distance() as u64,
+            plane_failovers: 0,
         }
     }
 

@@ -1,0 +1,508 @@
+//! Spectrum-X's transport (spectrum-x.txt s3, s4.2-s4.4): RoCE reliable
+//! connection with direct data placement, on a NIC whose ports are planes
+//! behind one RoCE device. The QP knows nothing of planes; the NIC's plane
+//! load balancer (PLB) chooses one for every packet:
+//!
+//! 1. planes that failed, or whose congestion-control context's rate
+//!    allowance does not let another packet go now, are excluded;
+//! 2. of the rest, the one with the shallowest local egress queue. The NIC
+//!    asks a QP for a packet when a port's link is free, so the port that
+//!    asks is the one whose queue is empty: the shallowest.
+//!
+//! Each plane has its own congestion-control context (`cc::spx`), fed by
+//! the CNPs of its plane and the RTT probes sent on it. A plane fails at
+//! once when the NIC's own port goes down, and after `failure_probes` RTT
+//! probes in a row go unanswered when the fault is remote (s4.4.1); either
+//! way the requester resends what was unacknowledged, and the plane returns
+//! when a probe gets through. The variants of the paper's comparisons:
+//! `global_cc` (one context for all planes, s6.7) and `sw_lb` (software
+//! load balancing above the transport, as NCCL splits a transfer over its
+//! connections: planes take equal shares, and a dead plane is found only
+//! when the transport's retransmission timer fires, s6.5).
+//!
+//! The paper's contexts are per destination NIC; here they are per QP, the
+//! same when a connection has one QP (the default).
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::rocev2::{local_ack_timeout, RoceConfig, RoceReceiver, RoceSender};
+use super::{Action, Control, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
+use crate::cc::{SpxCc, SpxCcConfig};
+use crate::net::{flag, Packet, PacketKind};
+use crate::units::{Rate, Time, PS_PER_NS};
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SpxConfig {
+    /// QPs per connection. Default 1.
+    pub qps: u32,
+    /// The responder acknowledges every this many packets, and always when
+    /// a message completes. Default 1, as `rocev2`.
+    pub ack_every: u32,
+    /// Local ACK timeout exponent (4.096us x 2^exponent). Unset: as
+    /// `rocev2`, NCCL's 20 for a job's QPs, perftest's 14 for a flow's.
+    pub timeout_exponent: Option<u8>,
+    /// Timeouts in a row without progress before the QP fails. Default 7.
+    pub retry_count: u32,
+    /// How packets are spread over the planes: `plb`, the NIC's plane load
+    /// balancer with a congestion-control context per plane (s4.3);
+    /// `global_cc`, the same with one context shared by every plane (s6.7);
+    /// `sw_lb`, equal shares per plane chosen above the transport, a dead
+    /// plane found only by the retransmission timeout (s6.5).
+    pub plane_lb: PlaneLb,
+    /// RTT probes go out on every plane this often while the QP has data
+    /// outstanding. Default 10us: the paper publishes no value; a few round
+    /// trips of a two-tier fabric keeps remote failure detection within
+    /// "a few RTTs" (s4.4.1).
+    pub probe_interval: Time,
+    /// A plane is taken out of use after this many RTT probes in a row go
+    /// unanswered (each has one `probe_interval`). Default 3.
+    pub failure_probes: u32,
+    /// The responder sends at most one CNP per plane per interval. Default
+    /// 4us, NVIDIA NICs' default (protocols.md s3.6).
+    pub cnp_interval: Time,
+    pub cc: SpxCcConfig,
+}
+
+impl Default for SpxConfig {
+    fn default() -> Self {
+        SpxConfig {
+            qps: 1,
+            ack_every: 1,
+            timeout_exponent: None,
+            retry_count: 7,
+            plane_lb: PlaneLb::Plb,
+            probe_interval: Time::from_us(10),
+            failure_probes: 3,
+            cnp_interval: Time::from_us(4),
+            cc: SpxCcConfig::default(),
+        }
+    }
+}
+
+impl SpxConfig {
+    /// The retransmission timeout of a job's QP (`job`) or a flow's.
+    pub fn retransmit_timeout(&self, job: bool) -> Time {
+        let roce = RoceConfig { timeout_exponent: self.timeout_exponent, ..RoceConfig::default() };
+        local_ack_timeout(roce.timeout_exponent_for(job))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlaneLb {
+    #[default]
+    Plb,
+    GlobalCc,
+    SwLb,
+}
+
+impl PlaneLb {
+    /// The name a scenario gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlaneLb::Plb => "plb",
+            PlaneLb::GlobalCc => "global_cc",
+            PlaneLb::SwLb => "sw_lb",
+        }
+    }
+}
+
+/// What the requester keeps per plane.
+#[derive(Clone, Debug)]
+struct Plane {
+    cc: SpxCc,
+    /// The rate allowance lets the next packet go at this time.
+    next_send: Time,
+    /// The NIC's own port is up (as the NIC reported it).
+    port_up: bool,
+    /// Taken out of use: probes went unanswered (or, under `sw_lb`, the
+    /// retransmission timer fired while it was silent).
+    failed: bool,
+    /// When this round's probe left, until the next round looks at it.
+    probe_sent: Option<Time>,
+    missed: u32,
+    /// Bytes sent on it (`sw_lb`'s equal shares).
+    sent: u64,
+    /// A data packet last left on it, and an ACK, CNP or probe reply last
+    /// arrived on it.
+    last_sent: Time,
+    heard: Time,
+}
+
+impl Plane {
+    fn usable(&self, lb: PlaneLb) -> bool {
+        // Software load balancing above the transport does not see the
+        // NIC's port state; the NIC simply stops asking a dead port.
+        !self.failed && (self.port_up || lb == PlaneLb::SwLb)
+    }
+}
+
+pub struct SpxQp {
+    cfg: Arc<SpxConfig>,
+    sender: RoceSender,
+    receiver: RoceReceiver,
+    planes: Vec<Plane>,
+    /// `global_cc`'s one context, at the NIC's whole rate.
+    global: SpxCc,
+    /// The responder's last CNP per plane.
+    cnp_sent: Vec<Option<Time>>,
+    framing: Framing,
+    mtu: u32,
+    /// Line rate of one port (plane) and of the NIC.
+    line: Rate,
+    nic_line: Rate,
+    entropy: u16,
+    timeout: Time,
+    probing: bool,
+    recovering: bool,
+    /// Where the make-ready order of ports starts: rotates so that no port
+    /// is always asked first when several are free.
+    rotation: usize,
+    plane_failovers: u64,
+}
+
+impl SpxQp {
+    pub fn new(cfg: Arc<SpxConfig>, setup: &QpSetup) -> SpxQp {
+        let planes = setup.requester_ports.max(1);
+        let plane = Plane {
+            cc: SpxCc::new(setup.line_rate),
+            next_send: Time::ZERO,
+            port_up: true,
+            failed: false,
+            probe_sent: None,
+            missed: 0,
+            sent: 0,
+            last_sent: Time::ZERO,
+            heard: Time::ZERO,
+        };
+        SpxQp {
+            timeout: cfg.retransmit_timeout(setup.job),
+            cfg,
+            sender: RoceSender::default(),
+            receiver: RoceReceiver::new(true),
+            planes: vec![plane; planes],
+            global: SpxCc::new(setup.nic_rate),
+            cnp_sent: vec![None; setup.responder_ports.max(1)],
+            framing: setup.framing,
+            mtu: setup.mtu,
+            line: setup.line_rate,
+            nic_line: setup.nic_rate,
+            entropy: setup.entropy,
+            probing: false,
+            recovering: false,
+            rotation: 0,
+            plane_failovers: 0,
+        }
+    }
+
+    fn lb(&self) -> PlaneLb {
+        self.cfg.plane_lb
+    }
+
+    /// The context that `plane`'s signals feed.
+    fn cc_of(&mut self, plane: usize) -> &mut SpxCc {
+        match self.cfg.plane_lb {
+            PlaneLb::GlobalCc => &mut self.global,
+            PlaneLb::Plb | PlaneLb::SwLb => &mut self.planes[plane].cc,
+        }
+    }
+
+    /// Whether `sw_lb`'s equal shares let `plane` send the next packet:
+    /// it is not a packet ahead of the plane furthest behind.
+    fn has_its_share(&self, plane: usize) -> bool {
+        let lb = self.lb();
+        let behind = self.planes.iter().filter(|p| p.usable(lb)).map(|p| p.sent).min().unwrap_or(0);
+        self.planes[plane].sent <= behind
+    }
+
+    /// A plane is out of use from now on: what was sent and not
+    /// acknowledged is sent again on the others.
+    fn fail_plane(&mut self, plane: usize, out: &mut Vec<Action>) {
+        if !self.planes[plane].failed {
+            self.planes[plane].failed = true;
+            self.plane_failovers += 1;
+        }
+        self.sender.go_back();
+        out.push(Action::Ready);
+    }
+
+    /// Sends an RTT probe on every plane whose port is up, in the data
+    /// class so that it waits behind data as data does. It carries its
+    /// send time (in ns, 32 bits, as a probe's timestamp field would), which
+    /// the reply echoes.
+    fn send_probes(&mut self, now: Time, out: &mut Vec<Action>) {
+        let stamp = (now.0 / PS_PER_NS) as u32;
+        for (k, plane) in self.planes.iter_mut().enumerate() {
+            if !plane.port_up {
+                continue;
+            }
+            plane.probe_sent = Some(now);
+            let probe = Control { in_band: true, ack: stamp, ..Control::new(PacketKind::Probe, 0, self.entropy) };
+            out.push(Action::Send { end: End::Requester, port: k as u8, control: probe });
+        }
+    }
+
+    /// Starts probing the planes if it is not running: only while data is
+    /// outstanding, as a liveness check need not run on an idle QP. The
+    /// first probes leave from the timer, as the port is mid-pull now.
+    fn start_probing(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.probing || self.lb() == PlaneLb::SwLb {
+            return;
+        }
+        self.probing = true;
+        out.push(Action::Arm { timer: Timer::Probe, at: now });
+    }
+
+    /// A probe round: a plane from which nothing at all (probe reply, ACK,
+    /// CNP) came back since the last round's probe missed it; after
+    /// `failure_probes` misses in a row it fails. Anything heard counts, so
+    /// a plane whose probes wait behind a long queue is slow, not dead.
+    fn on_probe_timer(&mut self, now: Time, out: &mut Vec<Action>) {
+        let limit = self.cfg.failure_probes;
+        for k in 0..self.planes.len() {
+            let plane = &mut self.planes[k];
+            let Some(sent) = plane.probe_sent.take() else { continue };
+            if !plane.port_up {
+                continue;
+            }
+            if plane.heard >= sent {
+                plane.missed = 0;
+                continue;
+            }
+            plane.missed += 1;
+            if plane.missed >= limit && !plane.failed {
+                self.fail_plane(k, out);
+            }
+        }
+        let active = self.sender.outstanding() || self.planes.iter().any(|p| p.failed);
+        if !active || self.sender.failed {
+            self.probing = false;
+            return;
+        }
+        self.send_probes(now, out);
+        out.push(Action::Arm { timer: Timer::Probe, at: now + self.cfg.probe_interval });
+    }
+
+    fn on_probe_reply(&mut self, plane: usize, stamp: u32, now: Time, out: &mut Vec<Action>) {
+        let Some(p) = self.planes.get_mut(plane) else { return };
+        p.heard = now;
+        p.missed = 0;
+        let rtt = Time(u64::from(((now.0 / PS_PER_NS) as u32).wrapping_sub(stamp)) * PS_PER_NS);
+        p.cc.on_rtt(rtt);
+        if p.failed && p.port_up {
+            p.failed = false;
+            out.push(Action::Ready);
+        }
+        self.global.on_rtt(rtt);
+    }
+
+    fn on_cnp(&mut self, plane: usize, now: Time, out: &mut Vec<Action>) {
+        if plane >= self.planes.len() || !self.cfg.cc.enabled {
+            return;
+        }
+        self.planes[plane].heard = now;
+        let cfg = self.cfg.clone();
+        let probe_sent = self.planes[plane].probe_sent;
+        self.cc_of(plane).on_cnp(&cfg.cc, now, probe_sent);
+        if !self.recovering {
+            self.recovering = true;
+            out.push(Action::Arm { timer: Timer::Congestion, at: now + cfg.cc.increase_interval });
+        }
+    }
+
+    /// The responder's part: place the packet, acknowledge on its plane,
+    /// and turn an ECN mark into a CNP for that plane's context.
+    fn on_data(&mut self, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        let trimmed = pkt.has(flag::TRIMMED);
+        let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
+        out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
+        if let Some((kind, psn)) = reply.reply {
+            out.push(Action::Send {
+                end: End::Responder,
+                port: port as u8,
+                control: Control::new(kind, psn, self.entropy),
+            });
+        }
+        let Some(last) = self.cnp_sent.get_mut(port) else { return };
+        if self.cfg.cc.enabled && pkt.has(flag::CE) && last.is_none_or(|t| now - t >= self.cfg.cnp_interval) {
+            *last = Some(now);
+            let cnp = Control::new(PacketKind::Cnp, 0, self.entropy);
+            out.push(Action::Send { end: End::Responder, port: port as u8, control: cnp });
+        }
+    }
+}
+
+impl Transport for SpxQp {
+    fn post(&mut self, bytes: u64, imm: bool) {
+        let (first, packets) = self.sender.post(bytes, self.mtu, imm);
+        self.receiver.expect(first, packets);
+    }
+
+    fn has_data(&self) -> bool {
+        self.sender.has_data()
+    }
+
+    fn sprays(&self) -> bool {
+        true
+    }
+
+    fn next_port(&self) -> usize {
+        self.rotation
+    }
+
+    fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
+        let lb = self.lb();
+        let plane = self.planes.get(port)?;
+        if !plane.usable(lb) {
+            return None;
+        }
+        if plane.next_send > now {
+            out.push(Action::Arm { timer: Timer::Pace, at: plane.next_send });
+            return None;
+        }
+        if lb == PlaneLb::SwLb && !self.has_its_share(port) {
+            return None;
+        }
+        let data = self.sender.next_packet()?;
+        let wire = self.framing.data_wire(data.payload, true, data.imm) as u64;
+        let mut not_before = now;
+        let paced = self.cfg.cc.enabled;
+        let plane = &mut self.planes[port];
+        plane.last_sent = now;
+        match lb {
+            PlaneLb::Plb | PlaneLb::SwLb if paced && plane.cc.rate() < self.line => {
+                plane.next_send = now + plane.cc.rate().tx_time(wire);
+            }
+            PlaneLb::GlobalCc if paced && self.global.rate() < self.nic_line => {
+                not_before = now + self.global.rate().tx_time(wire);
+            }
+            _ => {}
+        }
+        if lb == PlaneLb::SwLb {
+            plane.sent += wire;
+            // The planes held back for their share may go again, once this
+            // packet is on its way (a timer: the port is mid-pull).
+            out.push(Action::Arm { timer: Timer::Pace, at: now });
+        }
+        self.rotation = (port + 1) % self.planes.len();
+        if self.sender.rto_deadline.is_none() {
+            let at = now + self.timeout;
+            self.sender.rto_deadline = Some(at);
+            out.push(Action::Arm { timer: Timer::Retransmit, at });
+        }
+        self.start_probing(now, out);
+        Some(Outgoing { data: super::DataPacket { addressed: true, ..data }, entropy: self.entropy, not_before })
+    }
+
+    fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
+        match pkt.kind {
+            PacketKind::Data => self.on_data(port, pkt, now, out),
+            PacketKind::Ack | PacketKind::Nak => {
+                if let Some(plane) = self.planes.get_mut(port) {
+                    plane.heard = now;
+                }
+                let progressed = if pkt.kind == PacketKind::Nak {
+                    self.sender.on_nak(pkt.psn);
+                    out.push(Action::Ready);
+                    true
+                } else {
+                    self.sender.on_ack(pkt.psn)
+                };
+                if progressed {
+                    self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.timeout);
+                }
+            }
+            PacketKind::Cnp => self.on_cnp(port, now, out),
+            PacketKind::Probe => {
+                let echo = Control::new(PacketKind::ProbeReply, 0, self.entropy);
+                let reply = Control { in_band: true, ack: pkt.ack, ..echo };
+                out.push(Action::Send { end: End::Responder, port: port as u8, control: reply });
+            }
+            PacketKind::ProbeReply => self.on_probe_reply(port, pkt.ack, now, out),
+            PacketKind::MapProbe => {}
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
+        match timer {
+            Timer::Retransmit => {
+                let Some(deadline) = self.sender.rto_deadline else { return };
+                if deadline > now {
+                    out.push(Action::Arm { timer, at: deadline });
+                    return;
+                }
+                self.sender.on_timeout(self.cfg.retry_count);
+                if self.sender.failed {
+                    self.sender.rto_deadline = None;
+                    out.push(Action::Failed);
+                    return;
+                }
+                if self.lb() == PlaneLb::SwLb {
+                    // Software learns of a dead plane only now: a plane that
+                    // sent and has heard nothing back for a whole timeout
+                    // is taken out of use.
+                    let silent_since = Time(now.0.saturating_sub(self.timeout.0));
+                    for k in 0..self.planes.len() {
+                        let p = &self.planes[k];
+                        if !p.failed && p.last_sent > p.heard && p.heard <= silent_since {
+                            self.fail_plane(k, out);
+                        }
+                    }
+                }
+                let at = now + self.timeout;
+                self.sender.rto_deadline = Some(at);
+                out.push(Action::Arm { timer, at });
+                out.push(Action::Ready);
+            }
+            Timer::Congestion => {
+                let cfg = self.cfg.clone();
+                let mut more = self.global.on_increase_timer(&cfg.cc) && self.lb() == PlaneLb::GlobalCc;
+                for plane in &mut self.planes {
+                    more |= plane.cc.on_increase_timer(&cfg.cc);
+                }
+                self.recovering = more;
+                if more {
+                    out.push(Action::Arm { timer, at: now + cfg.cc.increase_interval });
+                }
+            }
+            Timer::Probe => self.on_probe_timer(now, out),
+            Timer::Pace => out.push(Action::Ready),
+            Timer::Reorder => {}
+        }
+    }
+
+    fn on_port_state(&mut self, port: usize, up: bool) {
+        let Some(plane) = self.planes.get_mut(port) else { return };
+        plane.port_up = up;
+        if up {
+            plane.failed = false;
+            plane.missed = 0;
+        } else if self.cfg.plane_lb != PlaneLb::SwLb {
+            // The PLB sees its own port go down and moves at once.
+            plane.failed = true;
+            self.plane_failovers += 1;
+            self.sender.go_back();
+        }
+    }
+
+    fn message_bytes(&self, psn: u32) -> u64 {
+        self.sender.message_bytes(psn)
+    }
+
+    fn stats(&self) -> QpStats {
+        let (out_of_order, distance) = self.receiver.reordering();
+        QpStats {
+            retransmitted_packets: self.sender.retransmitted_packets,
+            timeouts: self.sender.timeouts,
+            failed: self.sender.failed,
+            out_of_order_packets: out_of_order,
+            max_reorder_distance: distance as u64,
+            plane_failovers: self.plane_failovers,
+            ..QpStats::default()
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Spectrum-X's NIC (spectrum-x.txt s4.2-s4.4): one QP sprayed over the
+//! planes by the plane load balancer, a congestion context per plane that
+//! keeps a congested plane from slowing the others, and plane failures
+//! found at once (local) or after missed RTT probes (remote).
+
+mod common;
+
+use common::{ints, run, summary_u64, texts, tx_rate};
+use fabricsim_core::RunOutput;
+use serde_json::{json, Value};
+
+fn topology() -> Value {
+    json!({"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "planes": 4, "link_rate": "100Gbps", "link_delay": "1us"})
+}
+
+fn spx(transport: Value, traffic: Value, faults: Value) -> Value {
+    let mut t = json!({"kind": "spx"});
+    t.as_object_mut().unwrap().extend(transport.as_object().unwrap().clone());
+    json!({
+        "topology": topology(),
+        "switch": {"forwarding": "adaptive", "reconvergence_delay": "1us"},
+        "transport": t,
+        "traffic": traffic,
+        "faults": faults,
+    })
+}
+
+/// Bytes each port of `node` sent, by port index.
+fn port_bytes(out: &RunOutput, node: &str) -> Vec<u64> {
+    let (nodes, bytes) = (texts(&out.ports, "node"), ints(&out.ports, "tx_bytes"));
+    (0..nodes.len()).filter(|&i| nodes[i] == node).map(|i| bytes[i]).collect()
+}
+
+/// nic0-3 (leaf 0) write to nic4-7 (leaf 1). On plane 2, leaf 1 keeps one
+/// of its four uplinks: that plane carries a quarter of what the others
+/// do into leaf 1 (s6.7's asymmetry, Fig 16).
+fn one_plane_degraded(plane_lb: &str) -> RunOutput {
+    let traffic: Vec<Value> = (0..4).map(|k| json!({"kind": "flow", "src": k, "dst": k + 4, "bytes": "4MB"})).collect();
+    let faults: Vec<Value> =
+        (5..8).map(|p| json!({"kind": "link_down", "at": "0us", "port": format!("t0.p2.1:{p}")})).collect();
+    run(spx(json!({"plane_lb": plane_lb}), json!(traffic), json!(faults)))
+}
+
+#[test]
+fn per_plane_contexts_hold_back_the_congested_plane_while_the_others_keep_line_rate() {
+    let plb = one_plane_degraded("plb");
+    let global = one_plane_degraded("global_cc");
+    assert_eq!(summary_u64(&plb, "flows_completed"), 4);
+    assert_eq!(summary_u64(&global, "flows_completed"), 4);
+    let planes = port_bytes(&plb, "nic0");
+    let others = planes[0].min(planes[1]).min(planes[3]);
+    // Plane 2 has a quarter of the capacity: the PLB moves the rest of the
+    // data onto the planes that have room.
+    assert!(planes[2] * 10 < others * 7, "bytes per plane {planes:?}");
+    // One shared context slows every plane to plane 2's pace.
+    let (fast, slow) = (plb.summary["fct_max_us"].as_f64().unwrap(), global.summary["fct_max_us"].as_f64().unwrap());
+    assert!(slow > 1.3 * fast, "plb {fast:.0}us, global_cc {slow:.0}us");
+    let even = port_bytes(&global, "nic0");
+    assert!(even[2] * 10 > even[0] * 7, "global_cc spreads evenly: {even:?}");
+}
+
+/// nic0 writes to nic4; a port goes down at 30us: nic4's plane-1 port
+/// (remote for nic0), or nic0's own.
+fn plane_failure(transport: Value, nic: u32) -> RunOutput {
+    let mut s = spx(
+        transport,
+        json!([{"kind": "flow", "src": 0, "dst": 4, "bytes": "8MB"}]),
+        json!([{"kind": "nic_port_down", "at": "30us", "nic": nic, "port": 1}]),
+    );
+    s["telemetry"] = json!({"sample_interval": "5us", "ports": ["nic0:1"]});
+    run(s)
+}
+
+/// When nic0 stopped sending on plane 1: the first sample after which its
+/// rate stays zero.
+fn stopped_at(out: &RunOutput) -> f64 {
+    let rate = tx_rate(out, "nic0:1");
+    // Probes of the failed plane go on, at a few Mb/s.
+    let last_busy = rate.iter().rposition(|&(_, r)| r > 1e9).expect("plane 1 carried traffic");
+    rate[last_busy].0
+}
+
+#[test]
+fn a_remote_plane_failure_is_found_after_the_configured_missed_probes() {
+    let three = plane_failure(json!({"failure_probes": 3}), 4);
+    let six = plane_failure(json!({"failure_probes": 6}), 4);
+    for out in [&three, &six] {
+        assert_eq!(summary_u64(out, "flows_completed"), 1);
+        assert_eq!(summary_u64(out, "plane_failovers"), 1);
+        assert!(summary_u64(out, "retransmitted_packets") > 0);
+        assert_eq!(summary_u64(out, "timeouts"), 0, "found by probes, not by the retransmission timer");
+    }
+    // Probes every 10us: the plane is left 20-40us after the failure with
+    // three, 30us later with six.
+    let (t3, t6) = (stopped_at(&three), stopped_at(&six));
+    assert!((45e-6..=75e-6).contains(&t3), "stopped at {t3}");
+    assert!(t6 >= t3 + 25e-6, "three probes {t3}, six {t6}");
+}
+
+#[test]
+fn a_local_plane_failure_is_left_at_once() {
+    let out = plane_failure(json!({}), 0);
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    assert_eq!(summary_u64(&out, "plane_failovers"), 1);
+    assert!(stopped_at(&out) <= 35e-6, "stopped at {}", stopped_at(&out));
+}
+
+#[test]
+fn software_load_balancing_waits_for_the_retransmission_timeout() {
+    // Exponent 10: a 4.2ms timeout. Equal shares per plane stall the whole
+    // transfer behind the dead plane until then.
+    let mut sc = spx(
+        json!({"plane_lb": "sw_lb", "timeout_exponent": 10}),
+        json!([{"kind": "flow", "src": 0, "dst": 4, "bytes": "8MB"}]),
+        json!([{"kind": "nic_port_down", "at": "30us", "nic": 4, "port": 1}]),
+    );
+    sc["telemetry"] = json!({"sample_interval": "2us", "ports": ["t0.p0.1:0", "nic0:0"]});
+    let sw = run(sc);
+    let (t, e, m, v) = (
+        common::floats(&sw.timeseries, "time_s"),
+        texts(&sw.timeseries, "entity"),
+        texts(&sw.timeseries, "metric"),
+        common::floats(&sw.timeseries, "value"),
+    );
+    let mut shown = 0;
+    for i in 0..t.len() {
+        if v[i].unwrap() > 0.0 && shown < 60 && t[i].unwrap() > 0.004 {
+            shown += 1;
+            eprintln!("ts {:.6} {} {} {:.0}", t[i].unwrap(), e[i], m[i], v[i].unwrap());
+        }
+    }
+    let hw = plane_failure(json!({"timeout_exponent": 10}), 4);
+    assert_eq!(summary_u64(&sw, "flows_completed"), 1);
+    assert_eq!(summary_u64(&sw, "plane_failovers"), 1);
+    assert_eq!(summary_u64(&sw, "timeouts"), 1);
+    let fct = |o: &RunOutput| o.summary["fct_max_us"].as_f64().unwrap();
+    assert!(fct(&sw) > 4_194.0, "sw_lb finished in {}us", fct(&sw));
+    assert!(fct(&hw) < 400.0, "plb finished in {}us", fct(&hw));
+}
