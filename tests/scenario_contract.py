@@ -125,6 +125,18 @@ def mrc() -> dict[str, Any]:
     return scenario
 
 
+def spx() -> dict[str, Any]:
+    """Spectrum-X on two planes: adaptive routing, the plane load balancer, one flow."""
+    scenario = tiny()
+    scenario["name"] = "spx"
+    scenario["topology"].update(nics=8, planes=2)
+    scenario["switch"] = {"forwarding": "adaptive"}
+    scenario["transport"] = {"kind": "spx"}
+    scenario["traffic"] = [{"kind": "flow", "src": 0, "dst": 5, "bytes": "64KiB"}]
+    scenario["telemetry"] = {"sample_interval": "5us", "hosts": [0], "histograms": {"ports": ["nic0:0", "nic0:1"]}}
+    return scenario
+
+
 def job() -> dict[str, Any]:
     """A job of 4 ranks on hosts of 2 GPUs: compute, then an all-reduce of 64 KiB, for 2 iterations."""
     scenario = tiny()
@@ -266,7 +278,8 @@ def traffic_kinds() -> dict[str, Any]:
 
 
 BASES = {
-    f.__name__: f for f in (tiny, mrc, job, all_to_allv, faults, mrc_faults, clustermapper, explicit, traffic_kinds)
+    f.__name__: f
+    for f in (tiny, mrc, spx, job, all_to_allv, faults, mrc_faults, clustermapper, explicit, traffic_kinds)
 }
 
 

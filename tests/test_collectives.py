@@ -351,9 +351,9 @@ def test_bench_all_cases_keeps_the_reference_keys_on_top(
     code, out, err = fabricsim_cli(capsys, "bench", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert set(report) == BENCH_KEYS | {"collective", "mrc"}
+    assert set(report) == BENCH_KEYS | {"collective", "mrc", "spx"}
     assert report["wall_s"] == 1.0
-    assert report["collective"] == report["mrc"] == dict.fromkeys(BENCH_KEYS, 2.0)
+    assert report["collective"] == report["mrc"] == report["spx"] == dict.fromkeys(BENCH_KEYS, 2.0)
     code, out, _ = fabricsim_cli(capsys, "bench")
     assert code == 0
     assert "fabricsim bench: flows" in out

@@ -107,7 +107,8 @@ def base_for(field: Field) -> dict[str, Any]:
         tier_by_tier = field.name != "oversubscription" and ("ports" in keys or 0 in keys[2:])
         return contract.traffic_kinds() if tier_by_tier else contract.tiny()
     if section == "transport":
-        return contract.mrc() if kinds["transport"] == "mrc" else contract.tiny()
+        bases = {"mrc": contract.mrc, "spx": contract.spx}
+        return bases.get(kinds["transport"], contract.tiny)()
     if section == "traffic":
         return _with_traffic(kinds["traffic.0"], field.name)
     if section == "faults":

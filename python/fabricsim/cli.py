@@ -74,7 +74,7 @@ LIMIT_STOPS = ("time_limit", "livelock", "stalled", "memory_limit")
 # The built-in cases of `fabricsim bench`: the flow reference scenario of
 # issue 2, the collective case of issue 3 and the MRC case of issue 4, all
 # fixed; docs/PERFORMANCE.md compares runs of them over time.
-BENCH_CASES = {"flows": "bench", "collective": "bench_collective", "mrc": "bench_mrc"}
+BENCH_CASES = {"flows": "bench", "collective": "bench_collective", "mrc": "bench_mrc", "spx": "bench_spx"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,7 +44,17 @@ __all__ = [
 
 INCOMPLETE_MARKER = "INCOMPLETE"
 PCAP_FILE = "telemetry.pcap"
-TABLES = ("flows", "ports", "timeseries", "collectives", "steps", "transfers", "ev_log", "clustermapper")
+TABLES = (
+    "flows",
+    "ports",
+    "timeseries",
+    "collectives",
+    "steps",
+    "transfers",
+    "ev_log",
+    "clustermapper",
+    "histograms",
+)
 
 
 class OutputExistsError(FileExistsError):
@@ -169,6 +179,11 @@ class Results:
     def clustermapper(self) -> pl.DataFrame:
         """Clustermapper's verdicts: when an element (link or switch) turned healthy, lossy or down."""
         return self._table("clustermapper")
+
+    @property
+    def histograms(self) -> pl.DataFrame:
+        """Per-microsecond bandwidth histograms of ports, when `telemetry.histograms` asks: port, band, share."""
+        return self._table("histograms")
 
     def _table(self, name: str) -> pl.DataFrame:
         # A table the core did not return (a run without jobs, or without

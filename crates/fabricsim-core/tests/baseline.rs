@@ -85,8 +85,12 @@ fn incast_with_pfc_and_dcqcn_is_lossless_fast_and_fair() {
     let first_end = floats(&out.flows, "end_s").into_iter().flatten().fold(f64::MAX, f64::min);
     let times = floats(&out.timeseries, "time_s");
     let values = floats(&out.timeseries, "value");
-    let window: Vec<f64> =
-        times.iter().zip(&values).filter(|(t, _)| t.unwrap() <= first_end).map(|(_, v)| v.unwrap()).skip(1).collect();
+    let metrics = texts(&out.timeseries, "metric");
+    let window: Vec<f64> = (0..times.len())
+        .filter(|&i| metrics[i] == "rx_goodput_bps" && times[i].unwrap() <= first_end)
+        .map(|i| values[i].unwrap())
+        .skip(1)
+        .collect();
     let goodput = window.iter().sum::<f64>() / window.len() as f64;
     let line = 100e9 * headers::payload_efficiency(IpVersion::Ipv6, 4096);
     assert!(goodput >= 0.95 * line, "receiver goodput {:.1} Gb/s of {:.1}", goodput / 1e9, line / 1e9);

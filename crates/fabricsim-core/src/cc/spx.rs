@@ -17,7 +17,8 @@
 //! least that long, and waiting for it would delay the cut by the queue.
 //! Every `increase_interval` without a CNP:
 //!   rate <- (rate + line) / 2    while the queueing delay is under target,
-//!   rate <- rate + additive_increase * line   otherwise.
+//!   rate <- rate + additive_increase * line   otherwise
+//! (the queueing delay again counting the age of a probe still out).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -97,11 +98,15 @@ impl SpxCc {
         self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
     }
 
-    fn queueing(&self) -> Time {
-        match (self.rtt, self.base_rtt) {
-            (Some(rtt), Some(base)) => Time(rtt.0.saturating_sub(base.0)),
-            _ => Time::ZERO,
-        }
+    /// The round trip as known at `now`: the latest probe's, or the age of
+    /// the probe still out (sent at `probe_sent`) if that is longer.
+    fn rtt_at(&self, now: Time, probe_sent: Option<Time>) -> Time {
+        let waiting = probe_sent.map_or(Time::ZERO, |t| now - t);
+        self.rtt.unwrap_or(Time::ZERO).max(waiting)
+    }
+
+    fn queueing(&self, rtt: Time) -> Time {
+        Time(rtt.0.saturating_sub(self.base_rtt.unwrap_or(rtt).0))
     }
 
     /// A CNP for this context arrived at `now`; the probe still out, if
@@ -112,23 +117,23 @@ impl SpxCc {
         if self.last_decrease.is_some_and(|t| now < t + base) {
             return false;
         }
-        let waiting = probe_sent.map_or(Time::ZERO, |t| now - t);
-        let rtt = self.rtt.unwrap_or(Time::ZERO).max(waiting);
-        let queueing = rtt.0.saturating_sub(base.0);
-        let cut = if rtt.0 == 0 { 0.0 } else { cfg.gamma * queueing as f64 / rtt.0 as f64 };
+        let rtt = self.rtt_at(now, probe_sent);
+        let cut = if rtt.0 == 0 { 0.0 } else { cfg.gamma * self.queueing(rtt).0 as f64 / rtt.0 as f64 };
         let factor = (1.0 - cut).max(1.0 - cfg.max_decrease);
         self.rate = self.rate.scale(factor).max(self.line.scale(cfg.min_rate));
         self.last_decrease = Some(now);
         true
     }
 
-    /// A recovery step, every `increase_interval`; returns whether more are
-    /// needed (the rate is still below line rate).
-    pub fn on_increase_timer(&mut self, cfg: &SpxCcConfig) -> bool {
+    /// A recovery step, every `increase_interval`, at `now` with the probe
+    /// still out sent at `probe_sent`; returns whether more are needed (the
+    /// rate is still below line rate).
+    pub fn on_increase_timer(&mut self, cfg: &SpxCcConfig, now: Time, probe_sent: Option<Time>) -> bool {
         if std::mem::take(&mut self.marked) {
             return !self.at_line_rate();
         }
-        self.rate = if self.queueing() < cfg.target_qdelay {
+        let rtt = self.rtt_at(now, probe_sent);
+        self.rate = if self.queueing(rtt) < cfg.target_qdelay {
             Rate((self.rate.0 + self.line.0) / 2 + 1)
         } else {
             Rate(self.rate.0 + self.line.scale(cfg.additive_increase).0)
@@ -168,14 +173,19 @@ mod tests {
         cc.on_rtt(Time::from_us(24));
         cc.on_cnp(&cfg, Time::ZERO, None);
         let cut = cc.rate();
-        assert!(cc.on_increase_timer(&cfg), "the step right after a mark waits");
+        let t = Time::from_us(50);
+        assert!(cc.on_increase_timer(&cfg, t, None), "the step right after a mark waits");
         assert_eq!(cc.rate(), cut);
         // Queueing over target: additive steps of 5% of line rate.
-        assert!(cc.on_increase_timer(&cfg));
+        assert!(cc.on_increase_timer(&cfg, t, None));
         assert_eq!(cc.rate().0, cut.0 + 20_000_000_000);
         cc.on_rtt(Time::from_us(5));
+        // A probe out for 30us still says the queue is there.
+        let before = cc.rate();
+        cc.on_increase_timer(&cfg, t, Some(Time::from_us(20)));
+        assert_eq!(cc.rate().0, before.0 + 20_000_000_000);
         let mut steps = 0;
-        while cc.on_increase_timer(&cfg) {
+        while cc.on_increase_timer(&cfg, t, None) {
             steps += 1;
         }
         assert!(steps < 40 && cc.at_line_rate(), "{steps}");

@@ -2,6 +2,7 @@
 //! sampled time series, and the summary. The `telemetry` section of a
 //! scenario chooses what is sampled; models only raise counters.
 
+mod histogram;
 mod output;
 
 use schemars::JsonSchema;
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::topology::NicRef;
 use crate::units::{Bytes, Time};
 
+pub use histogram::BandwidthHistograms;
 pub use output::{percentile, Column, RunOutput, StopReason, Table};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -36,6 +38,31 @@ pub struct TelemetryConfig {
     /// `sample_interval`): the paper's per-EV activity (Fig 14) and where
     /// losses fall (Fig 4).
     pub ev_activity: bool,
+    /// Bandwidth histograms of some ports in the `histograms` table
+    /// (spectrum-x.txt s5.2-s5.3, Fig 7a).
+    pub histograms: Option<HistogramConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistogramConfig {
+    /// Ports (`node:port`) whose transmit bandwidth is binned.
+    pub ports: Vec<String>,
+    /// Width of one time bin. Default 1us, the paper's per-microsecond
+    /// histograms.
+    #[serde(default = "default_resolution")]
+    pub resolution: Time,
+    /// Equal bandwidth bands from zero to the port's line rate. Default 10.
+    #[serde(default = "default_bands")]
+    pub bands: u32,
+}
+
+fn default_resolution() -> Time {
+    Time::from_us(1)
+}
+
+fn default_bands() -> u32 {
+    10
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

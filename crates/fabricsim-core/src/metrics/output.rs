@@ -106,13 +106,15 @@ pub struct RunOutput {
     pub ev_log: Table,
     /// Clustermapper's verdicts, when the scenario runs it.
     pub clustermapper: Table,
+    /// Bandwidth histograms of ports, when telemetry asks for them.
+    pub histograms: Table,
     /// A pcap file of the captured ports, when telemetry asks for one.
     pub pcap: Option<Vec<u8>>,
 }
 
 impl RunOutput {
     /// The tables by name, in output order.
-    pub fn tables(&self) -> [(&'static str, &Table); 8] {
+    pub fn tables(&self) -> [(&'static str, &Table); 9] {
         [
             ("flows", &self.flows),
             ("ports", &self.ports),
@@ -122,6 +124,7 @@ impl RunOutput {
             ("transfers", &self.transfers),
             ("ev_log", &self.ev_log),
             ("clustermapper", &self.clustermapper),
+            ("histograms", &self.histograms),
         ]
     }
 

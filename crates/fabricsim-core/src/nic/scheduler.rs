@@ -34,17 +34,17 @@ pub(crate) enum Pick<T> {
 
 impl PortScheduler {
     /// Walks the ready list once from its front: QPs with nothing to send
-    /// leave it, paced ones are skipped, and the first that `pull` gets a
-    /// packet from has sent it. `bit` is this port's bit in
-    /// `Qp::in_ready_lists`.
+    /// leave it, paced ones (for the QP, or for this port, `index`) are
+    /// skipped, and the first that `pull` gets a packet from has sent it.
     pub fn pick<T>(
         &mut self,
         qps: &mut Arena<QpId, Qp>,
-        bit: u32,
+        index: usize,
         now: Time,
         batch: u32,
         mut pull: impl FnMut(QpId, &mut Qp) -> Option<T>,
     ) -> Pick<T> {
+        let bit = 1 << index.min(31);
         let mut earliest: Option<Time> = None;
         for _ in 0..self.ready.len() {
             let Some(&q) = self.ready.front() else { break };
@@ -53,8 +53,9 @@ impl PortScheduler {
                 self.leave(qp, bit);
                 continue;
             }
-            if qp.next_send > now {
-                earliest = Some(earliest.map_or(qp.next_send, |e: Time| e.min(qp.next_send)));
+            let ready_at = qp.next_send.max(qp.transport.paced_until(index));
+            if ready_at > now {
+                earliest = Some(earliest.map_or(ready_at, |e: Time| e.min(ready_at)));
                 self.next_turn();
                 continue;
             }

@@ -364,6 +364,14 @@ impl Scenario {
                 "true: per-EV counts are sampled; set telemetry.sample_interval",
             ));
         }
+        if let Some(h) = &telemetry.histograms {
+            if h.resolution < Time::from_ns(1) {
+                return invalid("telemetry.histograms.resolution", format!("{}: at least 1ns", h.resolution));
+            }
+            if !(1..=1000).contains(&h.bands) {
+                return invalid("telemetry.histograms.bands", format!("{}: 1 to 1000 bands", h.bands));
+            }
+        }
         if let Some(pcap) = &telemetry.pcap {
             if pcap.snaplen.0 < 64 {
                 return Err(ScenarioError::new(

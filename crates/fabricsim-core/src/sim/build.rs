@@ -9,6 +9,7 @@ use crate::engine::{EventQueue, FastMap, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::{self, FaultAction};
 use crate::ids::{Arena, CollectiveId, ConnectionId, FlowId, JobId, QpId, TransferId};
+use crate::metrics::BandwidthHistograms;
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
@@ -42,6 +43,7 @@ pub(super) struct Plan {
     faults: Vec<(Time, FaultAction)>,
     telemetry_ports: Vec<PortId>,
     telemetry_hosts: Vec<NodeId>,
+    histogram_ports: Vec<PortId>,
     /// Per port, whether the pcap captures it.
     captured: Option<Vec<bool>>,
     /// Links on the MRC denylist (by index); empty when there is none.
@@ -157,6 +159,12 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         }
     };
     let nics = topo.nics();
+    let histogram_ports = match &telemetry.histograms {
+        None => Vec::new(),
+        Some(h) => (h.ports.iter().enumerate())
+            .map(|(i, text)| port(text, format!("telemetry.histograms.ports[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     let telemetry_hosts = (telemetry.hosts.iter().enumerate())
         .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
@@ -175,6 +183,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         faults,
         telemetry_ports,
         telemetry_hosts,
+        histogram_ports,
         captured,
         denied_links,
         footprint: whole,
@@ -192,7 +201,17 @@ pub(super) fn build(
 ) -> Result<Option<Simulation>, ScenarioError> {
     let Some(plan) = plan(&scenario, setup)? else { return Ok(None) };
     let Plan {
-        topo, node_ports, srv6, program, faults, telemetry_ports, telemetry_hosts, denied_links, footprint, ..
+        topo,
+        node_ports,
+        srv6,
+        program,
+        faults,
+        telemetry_ports,
+        telemetry_hosts,
+        histogram_ports,
+        denied_links,
+        footprint,
+        ..
     } = plan;
     let (flow_specs, captured) = (plan.flows, plan.captured);
     let factory = custom.map_or_else(|| QpFactory::new(&scenario.transport), QpFactory::Custom);
@@ -351,7 +370,15 @@ pub(super) fn build(
         super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes)
     });
     let qp_numbers = if capture.is_some() { number_qps(&links.qps, topo.nodes.len()) } else { Vec::new() };
-    let recorder = Recorder::new(scenario.telemetry.ev_activity, scenario.telemetry.ev_log, capture, qp_numbers);
+    let histograms = scenario.telemetry.histograms.as_ref().map(|h| {
+        let named = |p: &PortId| {
+            let port = &ports[p.0 as usize];
+            (p.0 as usize, format!("{}:{}", topo.name(port.node), port.index), port.rate)
+        };
+        BandwidthHistograms::new(h.resolution, h.bands, n_ports, histogram_ports.iter().map(named).collect())
+    });
+    let telemetry = &scenario.telemetry;
+    let recorder = Recorder::new(telemetry.ev_activity, telemetry.ev_log, capture, qp_numbers, histograms);
     let mut sim = Simulation {
         events,
         pool: if srv6.is_some() { PacketPool::source_routed() } else { PacketPool::default() },

@@ -36,7 +36,7 @@ impl Simulation {
         let wire = self.pool.get(id).wire();
         self.ports[p].dequeue(class, wire);
         if is_switch {
-            self.on_switch_dequeue(port, id, class);
+            self.on_switch_dequeue(port, id, class, wire as u64);
         }
         let done = self.ports[p].start_serializing(now, wire);
         self.put_on_wire(port, id, done);
@@ -62,6 +62,7 @@ impl Simulation {
         }
         let pkt = self.pool.get(id);
         self.ports[p].count_sent(pkt.wire(), pkt.payload());
+        self.recorder.sent(port, self.events.now(), done, pkt.wire() as u64);
         self.totals.packet_hops += 1;
         if !self.ports[p].up {
             self.drop_packet(port, id, DropCause::LinkDown);
@@ -103,10 +104,13 @@ impl Simulation {
 
     /// Buffer release, PFC resume and ECN marking when a switch dequeues
     /// (unless adaptive routing marked on exhaustion as it routed).
-    fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize) {
+    fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize, wire: u64) {
         self.release_switch_buffer(port, id, class);
-        if self.adaptive.is_some() && self.scenario.switch.adaptive.mark_on_exhaustion {
-            return;
+        if let Some(adaptive) = self.adaptive.as_mut() {
+            adaptive.dequeued(port, wire);
+            if self.scenario.switch.adaptive.mark_on_exhaustion {
+                return;
+            }
         }
         let p = port.0 as usize;
         let mark = ecn::mark_probability(&self.scenario.switch.ecn, self.pool.get(id), class, &self.ports[p]);
@@ -175,7 +179,7 @@ impl Simulation {
             (Some(srv6), _) => srv6.forward(switch, self.pool.usids_mut(id)),
             (None, Some(adaptive)) => {
                 let (hops, weights) = self.routes.weighted_next_hops(switch, self.pool.get(id).dst);
-                let (hop, shallowest) = adaptive.route(hops, weights, &self.ports, self.events.now()).unzip();
+                let (hop, shallowest) = adaptive.route(hops, weights, self.events.now()).unzip();
                 group_depth = shallowest;
                 hop
             }
@@ -231,6 +235,9 @@ impl Simulation {
             self.send_pfc(ingress, class, true);
         }
         self.ports[o].enqueue(class, id, wire as u32);
+        if let Some(adaptive) = self.adaptive.as_mut() {
+            adaptive.queued(out, wire);
+        }
         self.try_transmit(out);
     }
 

@@ -29,7 +29,7 @@ impl Simulation {
         let now = self.now();
         let first = self.actions.len();
         let actions = &mut self.actions;
-        let pick = self.sched[p].pick(&mut self.qps, 1 << index.min(31), now, self.scenario.nic.batch, |_, qp| {
+        let pick = self.sched[p].pick(&mut self.qps, index, now, self.scenario.nic.batch, |_, qp| {
             qp.transport.next_packet(index, now, actions)
         });
         match pick {

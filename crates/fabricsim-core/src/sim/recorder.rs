@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::ids::QpId;
+use crate::metrics::{BandwidthHistograms, Table};
 use crate::net::capture::{Capture, Hop};
 use crate::net::{Packet, PortId};
 use crate::transport::EvChange;
@@ -30,6 +31,7 @@ pub(super) struct Recorder {
     /// when a connection is set up (0 and 1 are InfiniBand's management
     /// QPs).
     qp_numbers: Vec<[u32; 2]>,
+    histograms: Option<BandwidthHistograms>,
 }
 
 impl Recorder {
@@ -38,8 +40,29 @@ impl Recorder {
         ev_log: bool,
         capture: Option<(Capture, Vec<bool>)>,
         qp_numbers: Vec<[u32; 2]>,
+        histograms: Option<BandwidthHistograms>,
     ) -> Recorder {
-        Recorder { ev_activity: ev_activity.then(Default::default), ev_log: ev_log.then(Vec::new), capture, qp_numbers }
+        Recorder {
+            ev_activity: ev_activity.then(Default::default),
+            ev_log: ev_log.then(Vec::new),
+            capture,
+            qp_numbers,
+            histograms,
+        }
+    }
+
+    /// Port `port` serializes `wire` bytes from `start` to `done`.
+    #[inline]
+    pub(super) fn sent(&mut self, port: PortId, start: Time, done: Time, wire: u64) {
+        if let Some(h) = self.histograms.as_mut() {
+            h.sent(port.0 as usize, start, done, wire);
+        }
+    }
+
+    /// The bandwidth histograms at the end of a run at `end` (empty when
+    /// none were asked for).
+    pub(super) fn take_histograms(&mut self, end: Time) -> Table {
+        self.histograms.take().map_or_else(Table::default, |h| h.table(end))
     }
 
     /// QP `q`'s number at its responder (`to_responder`) or its requester.

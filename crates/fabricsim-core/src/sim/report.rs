@@ -18,6 +18,8 @@ pub(super) struct Samples {
     value: Vec<Option<f64>>,
     last_port_tx: Vec<u64>,
     last_host_rx: Vec<u64>,
+    /// Per sampled host, per port: bytes sent at the last sample.
+    last_plane_tx: Vec<Vec<u64>>,
     last_time: Time,
 }
 
@@ -30,6 +32,7 @@ impl Samples {
             value: Vec::new(),
             last_port_tx: vec![0; ports],
             last_host_rx: vec![0; hosts],
+            last_plane_tx: vec![Vec::new(); hosts],
             last_time: Time::ZERO,
         }
     }
@@ -68,6 +71,15 @@ impl Simulation {
             self.samples.last_host_rx[i] = rx;
             let name = self.topo.name(nic);
             self.samples.push(now, &name, "rx_goodput_bps", rate);
+            // Per plane: what the NIC sends on each of its ports (s5.3).
+            let planes = &self.node_ports[nic.0 as usize];
+            self.samples.last_plane_tx[i].resize(planes.len(), 0);
+            for (k, port) in planes.iter().enumerate() {
+                let tx = self.ports[port.0 as usize].counters.tx_bytes;
+                let last = std::mem::replace(&mut self.samples.last_plane_tx[i][k], tx);
+                let rate = if interval > 0.0 { (tx - last) as f64 * 8.0 / interval } else { 0.0 };
+                self.samples.push(now, &format!("{name}:{k}"), "plane_tx_bps", rate);
+            }
         }
         if let Some(activity) = self.recorder.take_ev_activity() {
             for (metric, counts) in [("ev_packets", activity.sent), ("ev_drops", activity.dropped)] {
@@ -222,6 +234,7 @@ impl Simulation {
         });
         let ev_log = self.ev_log_table();
         let clustermapper = self.clustermapper_table();
+        let histograms = self.recorder.take_histograms(now);
         if let Some(mapper) = &self.mapper {
             summary["clustermapper_probes"] = json!(mapper.sent);
         }
@@ -237,6 +250,7 @@ impl Simulation {
             transfers,
             ev_log,
             clustermapper,
+            histograms,
             pcap,
         }
     }

@@ -5,17 +5,29 @@
 //! its port grades periodically does), scaled by the port's weight when the
 //! control plane has weighted the group, and cut into bands; the packet
 //! goes to a port of the lowest band, chosen at random among them in
-//! proportion to weight. A port that is down is skipped at once.
+//! proportion to weight. A port that is down is skipped from the next
+//! sample on. The switch reports what it queues and sends on each port.
 
 use crate::engine::Rng;
-use crate::net::{AdaptiveConfig, Port, PortId};
+use crate::net::{AdaptiveConfig, PortId};
 use crate::units::Time;
 
-/// A port's queue depth as sampled in sampling period `period`.
+/// What adaptive routing knows of one egress port: its queue and link state
+/// as they are, kept up to date by the switch as it queues and sends, and
+/// as sampled in sampling period `period`. The link state is sampled with
+/// the depth: a port that fails leaves the choice within one period, the
+/// paper's O(100ns) (s4.4.2). One record per port, in one array, as a
+/// switch keeps its port grades: a packet reads a few small records, not
+/// every candidate port's whole state.
 #[derive(Clone, Copy)]
-struct Sample {
+struct PortLoad {
     period: u64,
-    depth: u64,
+    queued: u64,
+    up: bool,
+    sampled: u64,
+    /// The band of `sampled` unscaled: what an unweighted group compares.
+    band: u8,
+    sampled_up: bool,
 }
 
 pub struct AdaptiveRouting {
@@ -23,7 +35,7 @@ pub struct AdaptiveRouting {
     interval: u64,
     bands: Vec<u64>,
     /// Per port.
-    samples: Vec<Sample>,
+    loads: Vec<PortLoad>,
     rng: Rng,
     /// The ports tied in the lowest band so far, with their weights.
     ties: Vec<(PortId, u32)>,
@@ -31,46 +43,69 @@ pub struct AdaptiveRouting {
 
 impl AdaptiveRouting {
     pub fn new(cfg: &AdaptiveConfig, ports: usize, seed: u64) -> AdaptiveRouting {
+        let idle = PortLoad { period: u64::MAX, queued: 0, up: true, sampled: 0, band: 0, sampled_up: true };
         AdaptiveRouting {
             interval: cfg.sample_interval.0.max(1),
             bands: cfg.bands.iter().map(|b| b.0).collect(),
-            samples: vec![Sample { period: u64::MAX, depth: 0 }; ports],
+            loads: vec![idle; ports],
             rng: Rng::stream(seed, &[0xADA9_7173]),
             ties: Vec::new(),
         }
     }
 
+    /// A switch queued `bytes` on `port`.
+    #[inline]
+    pub fn queued(&mut self, port: PortId, bytes: u64) {
+        self.loads[port.0 as usize].queued += bytes;
+    }
+
+    /// A switch took `bytes` off `port`'s queue.
+    #[inline]
+    pub fn dequeued(&mut self, port: PortId, bytes: u64) {
+        self.loads[port.0 as usize].queued -= bytes;
+    }
+
+    /// `port`'s link went down or came back.
+    pub fn set_up(&mut self, port: PortId, up: bool) {
+        self.loads[port.0 as usize].up = up;
+    }
+
     /// The next hop among `hops` for a packet routed at `now`; `weights`
     /// is parallel to `hops`, or empty when the group is unweighted. None
     /// when every next hop is down.
-    pub fn pick(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<PortId> {
-        self.route(hops, weights, ports, now).map(|(hop, _)| hop)
+    pub fn pick(&mut self, hops: &[PortId], weights: &[u32], now: Time) -> Option<PortId> {
+        self.route(hops, weights, now).map(|(hop, _)| hop)
     }
 
     /// `pick`, with the sampled depth of the shallowest port that is up:
     /// what the group can still absorb (Spectrum-X marks ECN only when
     /// even that one is queued past the threshold, s4.2).
-    pub fn route(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<(PortId, u64)> {
+    pub fn route(&mut self, hops: &[PortId], weights: &[u32], now: Time) -> Option<(PortId, u64)> {
         let period = now.0 / self.interval;
         let mut shallowest = u64::MAX;
         let heaviest = weights.iter().copied().max().unwrap_or(1).max(1) as u64;
         let mut lowest = usize::MAX;
         self.ties.clear();
         for (i, &hop) in hops.iter().enumerate() {
-            let port = &ports[hop.0 as usize];
+            let load = &mut self.loads[hop.0 as usize];
+            if load.period != period {
+                load.period = period;
+                load.sampled = load.queued;
+                load.band = band_of(&self.bands, load.queued) as u8;
+                load.sampled_up = load.up;
+            }
             let weight = weights.get(i).copied().unwrap_or(1);
-            if !port.up || weight == 0 {
+            if !load.sampled_up || weight == 0 {
                 continue;
             }
-            let sample = &mut self.samples[hop.0 as usize];
-            if sample.period != period {
-                *sample = Sample { period, depth: port.queue_bytes.iter().sum() };
-            }
-            shallowest = shallowest.min(sample.depth);
+            shallowest = shallowest.min(load.sampled);
             // A port with half the capacity behind it counts its queue
             // double: it drains toward the destination half as fast.
-            let scaled = sample.depth * heaviest / weight as u64;
-            let band = self.bands.iter().take_while(|&&edge| scaled >= edge).count();
+            let band = if weights.is_empty() {
+                load.band as usize
+            } else {
+                band_of(&self.bands, load.sampled * heaviest / weight as u64)
+            };
             if band < lowest {
                 lowest = band;
                 self.ties.clear();
@@ -98,32 +133,34 @@ impl AdaptiveRouting {
     }
 }
 
+/// How many of the band edges `depth` reaches.
+fn band_of(edges: &[u64], depth: u64) -> usize {
+    edges.iter().take_while(|&&edge| depth >= edge).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::CLASS_DATA;
-    use crate::topology::NodeId;
-    use crate::units::{Bytes, Rate};
+    use crate::units::Bytes;
 
-    fn ports(depths: &[u64]) -> Vec<Port> {
-        (0..depths.len())
-            .map(|i| {
-                let mut p = Port::new(NodeId(0), i as u16, Rate::from_gbps(400), Time::ZERO, false);
-                p.queue_bytes[CLASS_DATA] = depths[i];
-                p
-            })
-            .collect()
+    /// Adaptive routing over 8 ports, the first with `depths` queued.
+    fn routing_with(cfg: &AdaptiveConfig, depths: &[u64]) -> AdaptiveRouting {
+        let mut ar = AdaptiveRouting::new(cfg, 8, 1);
+        for (i, &d) in depths.iter().enumerate() {
+            ar.queued(PortId(i as u32), d);
+        }
+        ar
     }
 
-    fn routing() -> AdaptiveRouting {
-        AdaptiveRouting::new(&AdaptiveConfig::default(), 8, 1)
+    fn routing(depths: &[u64]) -> AdaptiveRouting {
+        routing_with(&AdaptiveConfig::default(), depths)
     }
 
-    fn tally(ar: &mut AdaptiveRouting, hops: &[PortId], weights: &[u32], ports: &[Port], draws: u64) -> Vec<u64> {
-        let mut counts = vec![0; ports.len()];
+    fn tally(ar: &mut AdaptiveRouting, hops: &[PortId], weights: &[u32], draws: u64) -> Vec<u64> {
+        let mut counts = vec![0; hops.len()];
         for k in 0..draws {
             // A new sampling period each time: the depths are read afresh.
-            let p = ar.pick(hops, weights, ports, Time::from_ns(100 * k)).expect("a port is up");
+            let p = ar.pick(hops, weights, Time::from_ns(100 * k)).expect("a port is up");
             counts[p.0 as usize] += 1;
         }
         counts
@@ -133,7 +170,7 @@ mod tests {
     fn picks_at_random_among_the_ports_of_the_lowest_band_only() {
         let hops: Vec<PortId> = (0..4).map(PortId).collect();
         // 5KB and 15KB share the lowest band (below 20KB); 50KB and 90KB do not.
-        let counts = tally(&mut routing(), &hops, &[], &ports(&[50_000, 5_000, 90_000, 15_000]), 4000);
+        let counts = tally(&mut routing(&[50_000, 5_000, 90_000, 15_000]), &hops, &[], 4000);
         assert_eq!((counts[0], counts[2]), (0, 0), "{counts:?}");
         assert!(counts[1] > 1800 && counts[3] > 1800, "{counts:?}");
     }
@@ -141,37 +178,39 @@ mod tests {
     #[test]
     fn every_packet_of_a_sampling_period_sees_the_same_sample() {
         let hops = [PortId(0), PortId(1)];
-        let mut ar = routing();
-        let mut p = ports(&[0, 30_000]);
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(10)), Some(PortId(0)));
+        let mut ar = routing(&[0, 30_000]);
+        assert_eq!(ar.pick(&hops, &[], Time::from_ns(10)), Some(PortId(0)));
         // Port 0 fills within the period: still chosen on the stale sample.
-        p[0].queue_bytes[CLASS_DATA] = 60_000;
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(99)), Some(PortId(0)));
+        ar.queued(PortId(0), 60_000);
+        assert_eq!(ar.pick(&hops, &[], Time::from_ns(99)), Some(PortId(0)));
         // The next period samples again.
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(100)), Some(PortId(1)));
+        assert_eq!(ar.pick(&hops, &[], Time::from_ns(100)), Some(PortId(1)));
+        ar.dequeued(PortId(0), 60_000);
+        assert_eq!(ar.pick(&hops, &[], Time::from_ns(200)), Some(PortId(0)));
     }
 
     #[test]
-    fn a_down_port_is_never_chosen_and_no_port_up_means_no_route() {
+    fn a_down_port_leaves_the_choice_at_the_next_sample_and_none_up_means_no_route() {
         let hops = [PortId(0), PortId(1)];
-        let mut p = ports(&[0, 90_000]);
-        p[0].up = false;
-        assert_eq!(tally(&mut routing(), &hops, &[], &p, 200), [0, 200]);
-        p[1].up = false;
-        assert_eq!(routing().pick(&hops, &[], &p, Time::ZERO), None);
+        let mut ar = routing(&[0, 90_000]);
+        assert_eq!(ar.pick(&hops, &[], Time::from_ns(0)), Some(PortId(0)));
+        ar.set_up(PortId(0), false);
+        assert_eq!(tally(&mut ar, &hops, &[], 200)[0], 1, "only the draw at 0ns, sampled before");
+        ar.set_up(PortId(1), false);
+        assert_eq!(ar.pick(&hops, &[], Time::from_us(1)), None);
     }
 
     #[test]
     fn weights_scale_depths_and_break_ties_in_proportion() {
         let hops = [PortId(0), PortId(1)];
         // Empty queues: two thirds to the port with twice the capacity behind it.
-        let counts = tally(&mut routing(), &hops, &[2000, 1000], &ports(&[0, 0]), 6000);
+        let counts = tally(&mut routing(&[0, 0]), &hops, &[2000, 1000], 6000);
         assert!((3700..4300).contains(&counts[0]), "{counts:?}");
         // 12KB behind the half-capacity port counts as 24KB: the next band.
-        let counts = tally(&mut routing(), &hops, &[2000, 1000], &ports(&[15_000, 12_000]), 100);
+        let counts = tally(&mut routing(&[15_000, 12_000]), &hops, &[2000, 1000], 100);
         assert_eq!(counts, [100, 0]);
-        let even = AdaptiveConfig { bands: vec![Bytes(20_000)], ..AdaptiveConfig::default() };
-        let counts = tally(&mut AdaptiveRouting::new(&even, 2, 1), &hops, &[], &ports(&[15_000, 12_000]), 1000);
+        let one_edge = AdaptiveConfig { bands: vec![Bytes(20_000)], ..AdaptiveConfig::default() };
+        let counts = tally(&mut routing_with(&one_edge, &[15_000, 12_000]), &hops, &[], 1000);
         assert!(counts[1] > 400, "unweighted, both are in the lowest band: {counts:?}");
     }
 }

@@ -14,6 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::engine::FastMap;
 use crate::net::PortId;
 use crate::topology::{NodeId, Topology};
 
@@ -31,12 +32,24 @@ enum Table {
 /// flow-level model), not to per-packet simulation.
 pub const MAX_TABLE_ENTRIES: u64 = 128 << 20;
 
+/// A table entry (as `u32`): the switch is attached to the destination NIC
+/// itself; its group is in `Routes::direct`.
+const DIRECT: u32 = u32::MAX - 1;
+
 pub struct Routes {
-    nics: usize,
+    /// Columns of the table: classes of NICs that every switch not attached
+    /// to them routes alike.
+    columns: usize,
+    /// Each NIC's number (by node id) and its column (by number).
     nic_slot: Vec<u32>,
+    nic_column: Vec<u32>,
     switch_slot: Vec<u32>,
-    /// `table[switch_slot * nics + nic_slot]` is a group index.
+    /// `table[switch_slot * columns + column]` is a group index, or DIRECT.
     table: Table,
+    /// Per NIC (by number), its range of `direct`: the groups of the
+    /// switches it is attached to, as (switch slot, group).
+    direct_range: Vec<(u32, u32)>,
+    direct: Vec<(u32, u32)>,
     /// Group `g` is `hops[groups[g].0 ..][.. groups[g].1]`: one flat array,
     /// so a lookup touches two cache lines, not three.
     groups: Vec<(u32, u32)>,
@@ -78,17 +91,42 @@ impl Routes {
             }
         }
         let mut table = vec![NO_ROUTE; switches as usize * nics as usize];
-        let mut groups: Vec<(u32, u32)> = Vec::new();
-        let mut flat: Vec<PortId> = Vec::new();
-        let mut flat_weights: Vec<u32> = Vec::new();
-        let mut group_index: HashMap<(Vec<PortId>, Vec<u32>), u32> = HashMap::new();
+        let mut groups = Groups::default();
         let mut dist = vec![u32::MAX; n];
         let mut frontier = VecDeque::new();
         let mut hops = Vec::new();
         let mut weights = Vec::new();
         // Max-flow from each node to the current destination, by node.
         let mut behind: Vec<Option<u64>> = vec![None; n];
+        // NICs attached to the same switches are routed alike by every other
+        // switch (their distances are the same): one search serves them all,
+        // unless the routes are weighted by capacities that may differ.
+        let mut routed_like: FastMap<Vec<usize>, usize> = FastMap::default();
+        let width = nics as usize;
         for dst in (0..n).filter(|&i| nic_slot[i] != NO_ROUTE) {
+            let d = nic_slot[dst] as usize;
+            let mut attached: Vec<usize> = (node_ports[dst].iter())
+                .filter(|p| usable(p.peer()))
+                .map(|p| port_node(p.peer()).0 as usize)
+                .filter(|&sw| switch_slot[sw] != NO_ROUTE && alive(NodeId(sw as u32)))
+                .collect();
+            attached.sort_unstable();
+            attached.dedup();
+            if capacity.is_none() {
+                if let Some(&like) = routed_like.get(&attached) {
+                    for s in 0..switches as usize {
+                        table[s * width + d] = table[s * width + like];
+                    }
+                    for &sw in &attached {
+                        hops.clear();
+                        let toward = |out: &&PortId| port_node(out.peer()).0 as usize == dst && usable(**out);
+                        hops.extend(node_ports[sw].iter().filter(toward));
+                        table[switch_slot[sw] as usize * width + d] = groups.intern(&hops, &[]);
+                    }
+                    continue;
+                }
+                routed_like.insert(attached, d);
+            }
             dist.fill(u32::MAX);
             behind.fill(None);
             dist[dst] = 0;
@@ -139,21 +177,60 @@ impl Routes {
                         weights.push(weight.min(u32::MAX as u64) as u32);
                     }
                 }
-                let group = *group_index.entry((hops.clone(), weights.clone())).or_insert_with(|| {
-                    groups.push((flat.len() as u32, hops.len() as u32));
-                    flat.extend_from_slice(&hops);
-                    flat_weights.extend_from_slice(&weights);
-                    groups.len() as u32 - 1
-                });
-                table[switch_slot[sw] as usize * nics as usize + nic_slot[dst] as usize] = group;
+                table[switch_slot[sw] as usize * width + d] = groups.intern(&hops, &weights);
             }
         }
-        let table = if groups.len() < u16::MAX as usize {
-            Table::Narrow(table.into_iter().map(|g| if g == NO_ROUTE { u16::MAX } else { g as u16 }).collect())
+        // A switch attached to a NIC has a group of its own toward it (the
+        // port to it); kept aside, the NICs that every other switch routes
+        // alike (in a Clos, those under the same leaves) share one column:
+        // the table shrinks by the NICs per leaf, and so do the cache misses
+        // of reading it for every packet at every switch.
+        let mut direct_range = Vec::with_capacity(nics as usize);
+        let mut direct = Vec::new();
+        for nic in (0..n).filter(|&i| nic_slot[i] != NO_ROUTE) {
+            let d = nic_slot[nic] as usize;
+            let start = direct.len() as u32;
+            for &port in &node_ports[nic] {
+                let sw = port_node(port.peer()).0 as usize;
+                if switch_slot[sw] == NO_ROUTE || direct[start as usize..].iter().any(|&(s, _)| s == switch_slot[sw]) {
+                    continue;
+                }
+                let entry = &mut table[switch_slot[sw] as usize * nics as usize + d];
+                direct.push((switch_slot[sw], *entry));
+                *entry = DIRECT;
+            }
+            direct_range.push((start, direct.len() as u32));
+        }
+        let (columns, nic_column) = route_classes(&table, nics as usize, switches as usize);
+        let mut compact = vec![NO_ROUTE; switches as usize * columns.len()];
+        for s in 0..switches as usize {
+            for (c, &d) in columns.iter().enumerate() {
+                compact[s * columns.len() + c] = table[s * nics as usize + d];
+            }
+        }
+        let Groups { groups, flat, weights: flat_weights, .. } = groups;
+        let table = if groups.len() < (u16::MAX - 1) as usize {
+            let narrow = |g: u32| match g {
+                NO_ROUTE => u16::MAX,
+                DIRECT => u16::MAX - 1,
+                g => g as u16,
+            };
+            Table::Narrow(compact.into_iter().map(narrow).collect())
         } else {
-            Table::Wide(table)
+            Table::Wide(compact)
         };
-        Routes { nics: nics as usize, nic_slot, switch_slot, table, groups, hops: flat, weights: flat_weights }
+        Routes {
+            columns: columns.len(),
+            nic_slot,
+            nic_column,
+            switch_slot,
+            table,
+            direct_range,
+            direct,
+            groups,
+            hops: flat,
+            weights: flat_weights,
+        }
     }
 
     /// The most next hops any switch has toward any NIC.
@@ -164,36 +241,90 @@ impl Routes {
     /// The group of next hops from `switch` toward NIC `dst`, if any.
     #[inline]
     fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, usize)> {
-        let s = self.switch_slot[switch.0 as usize] as usize;
+        let s = self.switch_slot[switch.0 as usize];
         let d = self.nic_slot[dst.0 as usize] as usize;
-        let group = match &self.table {
-            Table::Narrow(t) => match t[s * self.nics + d] {
-                u16::MAX => return None,
-                g => g as usize,
+        let at = s as usize * self.columns + self.nic_column[d] as usize;
+        let entry = match &self.table {
+            Table::Narrow(t) => match t[at] {
+                u16::MAX => NO_ROUTE,
+                g if g == u16::MAX - 1 => DIRECT,
+                g => g as u32,
             },
-            Table::Wide(t) => match t[s * self.nics + d] {
-                NO_ROUTE => return None,
-                g => g as usize,
-            },
+            Table::Wide(t) => t[at],
+        };
+        let group = match entry {
+            NO_ROUTE => return None,
+            DIRECT => self.direct_group(s, d)?,
+            g => g as usize,
         };
         let (start, len) = self.groups[group];
         Some((start as usize, (start + len) as usize))
     }
 
+    /// The group of switch slot `s` toward NIC number `d`, attached to it.
+    fn direct_group(&self, s: u32, d: usize) -> Option<usize> {
+        let (start, end) = self.direct_range[d];
+        let &(_, group) = self.direct[start as usize..end as usize].iter().find(|&&(sw, _)| sw == s)?;
+        (group != NO_ROUTE).then_some(group as usize)
+    }
+
     /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
+    #[inline]
     pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
         self.group(switch, dst).map_or(&[], |(start, end)| &self.hops[start..end])
     }
 
     /// `next_hops` with their weights (Mb/s behind each), or with an empty
     /// slice when the routes are unweighted.
+    #[inline]
     pub fn weighted_next_hops(&self, switch: NodeId, dst: NodeId) -> (&[PortId], &[u32]) {
         match self.group(switch, dst) {
             None => (&[], &[]),
-            Some(_) if self.weights.is_empty() => (self.next_hops(switch, dst), &[]),
+            Some((start, end)) if self.weights.is_empty() => (&self.hops[start..end], &[]),
             Some((start, end)) => (&self.hops[start..end], &self.weights[start..end]),
         }
     }
+}
+
+/// Groups of next hops (with their weights), each stored once.
+#[derive(Default)]
+struct Groups {
+    index: FastMap<(Vec<PortId>, Vec<u32>), u32>,
+    groups: Vec<(u32, u32)>,
+    flat: Vec<PortId>,
+    weights: Vec<u32>,
+}
+
+impl Groups {
+    /// The index of the group of `hops` with `weights`.
+    fn intern(&mut self, hops: &[PortId], weights: &[u32]) -> u32 {
+        if let Some(&g) = self.index.get(&(hops.to_vec(), weights.to_vec())) {
+            return g;
+        }
+        self.groups.push((self.flat.len() as u32, hops.len() as u32));
+        self.flat.extend_from_slice(hops);
+        self.weights.extend_from_slice(weights);
+        let g = self.groups.len() as u32 - 1;
+        self.index.insert((hops.to_vec(), weights.to_vec()), g);
+        g
+    }
+}
+
+/// The distinct columns of a `switches` x `nics` table: one NIC's slot for
+/// each, and each NIC's column index.
+fn route_classes(table: &[u32], nics: usize, switches: usize) -> (Vec<usize>, Vec<u32>) {
+    let mut seen: FastMap<Vec<u32>, u32> = FastMap::default();
+    let mut columns = Vec::new();
+    let class = (0..nics)
+        .map(|d| {
+            let column: Vec<u32> = (0..switches).map(|s| table[s * nics + d]).collect();
+            *seen.entry(column).or_insert_with(|| {
+                columns.push(d);
+                columns.len() as u32 - 1
+            })
+        })
+        .collect();
+    (columns, class)
 }
 
 /// The shortest-path DAG toward one destination: from a node, the usable

@@ -241,10 +241,19 @@ pub trait Transport {
         0
     }
 
+    /// The earliest time a pacer of the QP's own for port `port` lets its
+    /// next packet go there (Spectrum-X paces each plane): until then the
+    /// NIC skips the QP on that port and wakes the port up.
+    fn paced_until(&self, _port: usize) -> Time {
+        Time::ZERO
+    }
+
     /// The next data packet for the requester's port `port` at `now`. The
     /// port is in the middle of pulling it: the actions this pushes may arm
     /// timers, but not send control packets or make the QP ready (a timer
-    /// at `now` does either once the packet is on its way).
+    /// at `now` does either once the packet is on its way). When it gives
+    /// no packet, its actions are dropped and the QP leaves the port's list
+    /// until it is made ready again.
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing>;
 
     /// A packet of this QP arrived at `end`, on its NIC's port `port`.
@@ -325,6 +334,14 @@ impl Transport for QpTransport {
     #[inline]
     fn next_port(&self) -> usize {
         dispatch!(self, t => t.next_port())
+    }
+    #[inline]
+    fn paced_until(&self, port: usize) -> Time {
+        match self {
+            QpTransport::Spx(t) => t.paced_until(port),
+            QpTransport::Rocev2(_) | QpTransport::Mrc(_) => Time::ZERO,
+            QpTransport::Custom(t) => t.paced_until(port),
+        }
     }
     #[inline]
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {

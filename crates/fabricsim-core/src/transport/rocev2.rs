@@ -130,6 +130,11 @@ impl RoceSender {
         !self.failed && self.snd_una < self.writes.end()
     }
 
+    /// Everything sent so far is acknowledged.
+    pub fn all_acknowledged(&self) -> bool {
+        self.snd_una == self.snd_nxt
+    }
+
     /// Takes the next packet to send and advances the send pointer.
     pub fn next_packet(&mut self) -> Option<DataPacket> {
         if !self.has_data() {

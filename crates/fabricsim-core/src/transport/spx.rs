@@ -32,7 +32,7 @@ use super::rocev2::{local_ack_timeout, RoceConfig, RoceReceiver, RoceSender};
 use super::{Action, Control, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
 use crate::cc::{SpxCc, SpxCcConfig};
 use crate::net::{flag, Packet, PacketKind};
-use crate::units::{Rate, Time, PS_PER_NS};
+use crate::units::{Bytes, Rate, Time, PS_PER_NS};
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -54,16 +54,25 @@ pub struct SpxConfig {
     /// plane found only by the retransmission timeout (s6.5).
     pub plane_lb: PlaneLb,
     /// RTT probes go out on every plane this often while the QP has data
-    /// outstanding. Default 10us: the paper publishes no value; a few round
-    /// trips of a two-tier fabric keeps remote failure detection within
-    /// "a few RTTs" (s4.4.1).
+    /// outstanding. Default 20us: the paper publishes no value; a few round
+    /// trips of a two-tier fabric (s4.4.1: detection "within a few RTTs").
     pub probe_interval: Time,
-    /// A plane is taken out of use after this many RTT probes in a row go
-    /// unanswered (each has one `probe_interval`). Default 3.
+    /// A plane is taken out of use after this many probe rounds in a row in
+    /// which nothing at all (probe reply, ACK, CNP) came back on it.
+    /// Default 5: 100us of silence, far above the fabric's round trips and
+    /// its queueing under adaptive routing (the paper's p99 latency is
+    /// 8-9us), so that a congested or paused plane is not taken for a dead
+    /// one, and far below the paper's 3ms recovery (Fig 12).
     pub failure_probes: u32,
     /// The responder sends at most one CNP per plane per interval. Default
     /// 4us, NVIDIA NICs' default (protocols.md s3.6).
     pub cnp_interval: Time,
+    /// Bytes a plane may have sent and not yet acknowledged: the paper's
+    /// "transmission windows" that absorb bursts (s4.2) before congestion
+    /// control has reacted. Unset: one plane's line rate over 20us, twice
+    /// the bandwidth-delay product of a two-tier fabric's 10us round trip
+    /// (the paper publishes no value).
+    pub window: Option<Bytes>,
     pub cc: SpxCcConfig,
 }
 
@@ -75,9 +84,10 @@ impl Default for SpxConfig {
             timeout_exponent: None,
             retry_count: 7,
             plane_lb: PlaneLb::Plb,
-            probe_interval: Time::from_us(10),
-            failure_probes: 3,
+            probe_interval: Time::from_us(20),
+            failure_probes: 5,
             cnp_interval: Time::from_us(4),
+            window: None,
             cc: SpxCcConfig::default(),
         }
     }
@@ -125,8 +135,10 @@ struct Plane {
     /// When this round's probe left, until the next round looks at it.
     probe_sent: Option<Time>,
     missed: u32,
-    /// Bytes sent on it (`sw_lb`'s equal shares).
+    /// Bytes sent on it (`sw_lb`'s equal shares), and sent but not yet
+    /// acknowledged (the window).
     sent: u64,
+    in_flight: u64,
     /// A data packet last left on it, and an ACK, CNP or probe reply last
     /// arrived on it.
     last_sent: Time,
@@ -157,6 +169,10 @@ pub struct SpxQp {
     nic_line: Rate,
     entropy: u16,
     timeout: Time,
+    window: u64,
+    /// What one acknowledgement covers, as an estimate: `ack_every` full
+    /// packets (ACKs are cumulative, each on the plane its packet came).
+    acked_per_ack: u64,
     probing: bool,
     recovering: bool,
     /// Where the make-ready order of ports starts: rotates so that no port
@@ -176,11 +192,15 @@ impl SpxQp {
             probe_sent: None,
             missed: 0,
             sent: 0,
+            in_flight: 0,
             last_sent: Time::ZERO,
             heard: Time::ZERO,
         };
+        let full = setup.framing.data_wire(setup.mtu, true, false) as u64;
         SpxQp {
             timeout: cfg.retransmit_timeout(setup.job),
+            window: cfg.window.map_or(setup.line_rate.bytes_in(Time::from_us(20)) as u64, |w| w.0).max(full),
+            acked_per_ack: full * u64::from(cfg.ack_every),
             cfg,
             sender: RoceSender::default(),
             receiver: RoceReceiver::new(true),
@@ -226,8 +246,14 @@ impl SpxQp {
             self.planes[plane].failed = true;
             self.plane_failovers += 1;
         }
-        self.sender.go_back();
+        self.go_back();
         out.push(Action::Ready);
+    }
+
+    /// Resends everything unacknowledged; the windows start over.
+    fn go_back(&mut self) {
+        self.sender.go_back();
+        self.planes.iter_mut().for_each(|p| p.in_flight = 0);
     }
 
     /// Sends an RTT probe on every plane whose port is up, in the data
@@ -306,7 +332,10 @@ impl SpxQp {
         }
         self.planes[plane].heard = now;
         let cfg = self.cfg.clone();
-        let probe_sent = self.planes[plane].probe_sent;
+        let probe_sent = match self.lb() {
+            PlaneLb::GlobalCc => self.planes.iter().filter_map(|p| p.probe_sent).min(),
+            PlaneLb::Plb | PlaneLb::SwLb => self.planes[plane].probe_sent,
+        };
         self.cc_of(plane).on_cnp(&cfg.cc, now, probe_sent);
         if !self.recovering {
             self.recovering = true;
@@ -354,17 +383,25 @@ impl Transport for SpxQp {
         self.rotation
     }
 
+    fn paced_until(&self, port: usize) -> Time {
+        self.planes.get(port).map_or(Time::ZERO, |p| p.next_send)
+    }
+
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
         let lb = self.lb();
         let plane = self.planes.get(port)?;
         if !plane.usable(lb) {
             return None;
         }
+        // (The NIC asks only once `paced_until` has passed.)
         if plane.next_send > now {
-            out.push(Action::Arm { timer: Timer::Pace, at: plane.next_send });
             return None;
         }
         if lb == PlaneLb::SwLb && !self.has_its_share(port) {
+            return None;
+        }
+        if plane.in_flight >= self.window {
+            // An acknowledgement on this plane makes the QP ready again.
             return None;
         }
         let data = self.sender.next_packet()?;
@@ -373,6 +410,7 @@ impl Transport for SpxQp {
         let paced = self.cfg.cc.enabled;
         let plane = &mut self.planes[port];
         plane.last_sent = now;
+        plane.in_flight += wire;
         match lb {
             PlaneLb::Plb | PlaneLb::SwLb if paced && plane.cc.rate() < self.line => {
                 plane.next_send = now + plane.cc.rate().tx_time(wire);
@@ -402,8 +440,13 @@ impl Transport for SpxQp {
         match pkt.kind {
             PacketKind::Data => self.on_data(port, pkt, now, out),
             PacketKind::Ack | PacketKind::Nak => {
+                let window = self.window;
                 if let Some(plane) = self.planes.get_mut(port) {
                     plane.heard = now;
+                    if plane.in_flight >= window {
+                        out.push(Action::Ready);
+                    }
+                    plane.in_flight = plane.in_flight.saturating_sub(self.acked_per_ack);
                 }
                 let progressed = if pkt.kind == PacketKind::Nak {
                     self.sender.on_nak(pkt.psn);
@@ -414,6 +457,10 @@ impl Transport for SpxQp {
                 };
                 if progressed {
                     self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.timeout);
+                    if self.sender.all_acknowledged() {
+                        // The estimates start over from what is known.
+                        self.planes.iter_mut().for_each(|p| p.in_flight = 0);
+                    }
                 }
             }
             PacketKind::Cnp => self.on_cnp(port, now, out),
@@ -436,6 +483,7 @@ impl Transport for SpxQp {
                     return;
                 }
                 self.sender.on_timeout(self.cfg.retry_count);
+                self.planes.iter_mut().for_each(|p| p.in_flight = 0);
                 if self.sender.failed {
                     self.sender.rto_deadline = None;
                     out.push(Action::Failed);
@@ -460,9 +508,11 @@ impl Transport for SpxQp {
             }
             Timer::Congestion => {
                 let cfg = self.cfg.clone();
-                let mut more = self.global.on_increase_timer(&cfg.cc) && self.lb() == PlaneLb::GlobalCc;
+                let oldest_probe = self.planes.iter().filter_map(|p| p.probe_sent).min();
+                let global = self.global.on_increase_timer(&cfg.cc, now, oldest_probe);
+                let mut more = global && self.lb() == PlaneLb::GlobalCc;
                 for plane in &mut self.planes {
-                    more |= plane.cc.on_increase_timer(&cfg.cc);
+                    more |= plane.cc.on_increase_timer(&cfg.cc, now, plane.probe_sent);
                 }
                 self.recovering = more;
                 if more {
@@ -470,6 +520,7 @@ impl Transport for SpxQp {
                 }
             }
             Timer::Probe => self.on_probe_timer(now, out),
+            // `sw_lb`: a plane that waited for the others' shares may go.
             Timer::Pace => out.push(Action::Ready),
             Timer::Reorder => {}
         }
@@ -485,7 +536,7 @@ impl Transport for SpxQp {
             // The PLB sees its own port go down and moves at once.
             plane.failed = true;
             self.plane_failovers += 1;
-            self.sender.go_back();
+            self.go_back();
         }
     }
 
