@@ -38,15 +38,17 @@ from fabricsim.scenario import is_sweep
 from fabricsim.sweep import SweepResults, prepare
 
 MRC = paper_experiments("mrc")
-RUNS = [(exp, run) for exp in MRC for run in exp.runs]
+SPECTRUM_X = paper_experiments("spectrum-x")
+RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X) for run in exp.runs]
 
 
-def test_registry_keys_are_unique() -> None:
-    keys = [exp.key for exp in MRC]
+@pytest.mark.parametrize("experiments", [MRC, SPECTRUM_X], ids=["mrc", "spectrum-x"])
+def test_registry_keys_are_unique(experiments: tuple[Experiment, ...]) -> None:
+    keys = [exp.key for exp in experiments]
     assert len(keys) == len(set(keys))
-    for exp in MRC:
+    for exp in experiments:
         assert len({r.key for r in exp.runs}) == len(exp.runs), exp.key
-    assert set(PAPERS) == {"mrc"}
+    assert set(PAPERS) == {"mrc", "spectrum-x"}
 
 
 def test_unknown_paper_is_refused() -> None:
@@ -79,7 +81,8 @@ def test_experiment_scenarios_ship_inside_the_package() -> None:
 
 def test_every_quick_file_is_a_registered_quick_version() -> None:
     registered = {run.quick_scenario for _, run in RUNS if run.quick_scenario}
-    assert registered == {f"mrc/{p.name}" for p in (scenarios_dir() / "mrc").glob("*_quick.yaml")}
+    shipped = {f"{d}/{p.name}" for d in ("mrc", "spectrum-x") for p in (scenarios_dir() / d).glob("*_quick.yaml")}
+    assert registered == shipped
 
 
 def test_phase_analysis_reads_a_tiny_run(tmp_path: Path) -> None:
@@ -416,3 +419,19 @@ def test_fig4_counts_the_dropped_packets_as_losses() -> None:
     assert rows["data losses by job"].ours == "job0 0, job1 3"  # nic16 is in job1 (NICs 8-31)
     assert rows["EVs over a dead link retired (the path mapped out)"].value == 0.0
     assert rows["EVs retired without a loss"].value == 1.0  # QP 1's EV 9 never leaves T0 0
+
+
+def test_reproduce_spectrum_x_plane_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fig 15a and Fig 12 as the paper has them: per-plane contexts hold the bandwidth under asymmetry where one
+    shared context halves it, and a host link failure is left within milliseconds, not at the timeout."""
+    out = tmp_path / "out"
+    assert main(["reproduce", "spectrum-x", "--quick", "--only", "fig15a", "--only", "fig12", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    fig15 = {r["metric"]: r["value"] for r in summary["experiments"]["fig15a"]["rows"]}
+    assert fig15["SPX asymmetric / symmetric"] > 0.9, fig15
+    assert fig15["Global CC asymmetric / symmetric"] < 0.7, fig15
+    fig12 = {r["metric"]: r["value"] for r in summary["experiments"]["fig12"]["rows"]}
+    assert fig12["PLB: time to 75% of line rate after the failure"] < 3.0, fig12
+    assert 0.7 < fig12["PLB: throughput on three planes / before"] < 0.8, fig12
+    assert fig12["SW LB: time to recover"] > 1.0, fig12
+    assert fig12["single plane: throughput after the failure"] < 1.0, fig12

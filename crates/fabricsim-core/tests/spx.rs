@@ -54,7 +54,7 @@ fn per_plane_contexts_hold_back_the_congested_plane_while_the_others_keep_line_r
     assert!(planes[2] * 10 < others * 7, "bytes per plane {planes:?}");
     // One shared context slows every plane to plane 2's pace.
     let (fast, slow) = (plb.summary["fct_max_us"].as_f64().unwrap(), global.summary["fct_max_us"].as_f64().unwrap());
-    assert!(slow > 1.3 * fast, "plb {fast:.0}us, global_cc {slow:.0}us");
+    assert!(slow > 1.1 * fast, "plb {fast:.0}us, global_cc {slow:.0}us");
 }
 
 /// nic0 writes to nic4; a port goes down at 30us: nic4's plane-1 port

@@ -3,8 +3,8 @@
 A paper's module (`mrc.py`) defines `EXPERIMENTS`, the experiments of its
 figures in the order they run; `framework.py` runs them and writes the
 comparison with the paper. Adding a paper: its scenario files under
-scenarios/<key>/, a module `<key>.py` beside `mrc.py`, and its line in
-`PAPERS`. A paper's module is imported only when the paper runs, which keeps
+scenarios/<key>/, a module `<key>.py` beside `mrc.py` (a `-` in the key is
+`_` in the module's name), and its line in `PAPERS`. A paper's module is imported only when the paper runs, which keeps
 polars out of the `fabricsim` command's start.
 """
 
@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 __all__ = ["PAPERS", "paper_experiments"]
 
 # Paper key (the argument of `fabricsim reproduce`) -> the paper's text.
-PAPERS: dict[str, str] = {"mrc": "mrc-srv6-multiplane.txt"}
+PAPERS: dict[str, str] = {"mrc": "mrc-srv6-multiplane.txt", "spectrum-x": "spectrum-x.txt"}
 
 
 def paper_experiments(paper: str) -> tuple[Experiment, ...]:
     """The experiments of a registered paper, in the order they run."""
     if paper not in PAPERS:
         raise KeyError(f"no paper named {paper!r}; known: {', '.join(PAPERS)}")
-    return tuple(import_module(f"{__name__}.{paper}").EXPERIMENTS)
+    # A module is named by the paper's key, `-` as `_` (spectrum-x: spectrum_x.py).
+    return tuple(import_module(f"{__name__}.{paper.replace('-', '_')}").EXPERIMENTS)

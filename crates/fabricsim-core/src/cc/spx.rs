@@ -10,9 +10,11 @@
 //! (protocols.md s3.4), quick because the paper's CC favours completion
 //! time over steady-state fairness.
 //!
-//! On a CNP, at most once per base round trip (NSCC's rule):
-//!   rate <- rate * max(1 - gamma * (rtt - base_rtt) / rtt, 1 - max_decrease)
-//! where rtt is the latest probe's, or the age of the probe still out if
+//! On a CNP, at most once per base round trip, when the queueing delay q
+//! (the RTT over the base RTT) is over `target_qdelay` (NSCC's rule, gate
+//! and gains: a mark with q under target is left to load balancing):
+//!   rate <- rate * max(1 - gamma * (q - target_qdelay) / q, 1 - max_decrease)
+//! where the RTT is the latest probe's, or the age of the probe still out if
 //! that is longer: a probe stuck behind a queue already says the RTT is at
 //! least that long, and waiting for it would delay the cut by the queue.
 //! Every `increase_interval` without a CNP:
@@ -35,8 +37,9 @@ pub struct SpxCcConfig {
     /// One decrease never cuts more than this fraction. Default 0.5, NSCC's
     /// and Swift's floor of one multiplicative decrease.
     pub max_decrease: f64,
-    /// Queueing delay (RTT over the base RTT) under which the rate recovers
-    /// quickly. Default 6us, NSCC's target queueing delay.
+    /// Queueing delay (RTT over the base RTT) under which a mark cuts
+    /// nothing and the rate recovers quickly. Default 6us, NSCC's target
+    /// queueing delay (protocols.md s5.5).
     pub target_qdelay: Time,
     /// Period of recovery steps without a CNP. Default 10us: a few round
     /// trips of a two-tier fabric, the scale the paper gives CC ("RTT
@@ -113,12 +116,20 @@ impl SpxCc {
     /// any, left at `probe_sent`. Returns true if it cut the rate.
     pub fn on_cnp(&mut self, cfg: &SpxCcConfig, now: Time, probe_sent: Option<Time>) -> bool {
         self.marked = true;
+        // At most one cut per base round trip, as NSCC (protocols.md s5.5).
         let base = self.base_rtt.unwrap_or(Time::ZERO);
         if self.last_decrease.is_some_and(|t| now < t + base) {
             return false;
         }
         let rtt = self.rtt_at(now, probe_sent);
-        let cut = if rtt.0 == 0 { 0.0 } else { cfg.gamma * self.queueing(rtt).0 as f64 / rtt.0 as f64 };
+        // NSCC's quadrants: a mark with the queueing delay under target is
+        // congestion the load balancing can still absorb; over it, the cut
+        // is in proportion to the excess.
+        let queueing = self.queueing(rtt);
+        if queueing < cfg.target_qdelay {
+            return false;
+        }
+        let cut = cfg.gamma * (queueing.0 - cfg.target_qdelay.0) as f64 / queueing.0 as f64;
         let factor = (1.0 - cut).max(1.0 - cfg.max_decrease);
         self.rate = self.rate.scale(factor).max(self.line.scale(cfg.min_rate));
         self.last_decrease = Some(now);
@@ -148,21 +159,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cnp_cuts_in_proportion_to_the_queueing_delay_once_per_round_trip() {
+    fn a_cnp_cuts_in_proportion_to_the_queueing_over_target_once_per_round_trip() {
         let cfg = SpxCcConfig::default();
         let mut cc = SpxCc::new(Rate::from_gbps(400));
         cc.on_rtt(Time::from_us(4));
+        // 4us of queueing, under the 6us target: the mark is left to load
+        // balancing.
         cc.on_rtt(Time::from_us(8));
-        // Half the RTT is queueing: 1 - 0.8 x 0.5 = 0.6.
+        assert!(!cc.on_cnp(&cfg, Time::from_us(100), None));
+        assert_eq!(cc.rate(), Rate::from_gbps(400));
+        // 12us of queueing: 1 - 0.8 x (12 - 6) / 12 = 0.6.
+        cc.on_rtt(Time::from_us(16));
         assert!(cc.on_cnp(&cfg, Time::from_us(100), None));
         assert_eq!(cc.rate(), Rate::from_gbps(240));
         assert!(!cc.on_cnp(&cfg, Time::from_us(103), None), "within one base RTT of the last cut");
-        // A probe out for 40us says the RTT is at least that: 1 - 0.8 x 36/40.
-        assert!(cc.on_cnp(&cfg, Time::from_us(104), Some(Time::from_us(64))));
-        assert_eq!(cc.rate(), Rate::from_gbps(120), "at most half in one cut");
-        cc.on_rtt(Time::from_us(5));
-        assert!(cc.on_cnp(&cfg, Time::from_us(110), None));
-        assert_eq!(cc.rate(), Rate::from_gbps(120).scale(1.0 - 0.8 / 5.0));
+        // A probe out for 60us says the RTT is at least that, and the cut is
+        // at most half.
+        assert!(cc.on_cnp(&cfg, Time::from_us(200), Some(Time::from_us(140))));
+        assert_eq!(cc.rate(), Rate::from_gbps(120));
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! The tables are recomputed when the control plane reconverges after a
 //! failure; packets are forwarded on the old tables until then. For
 //! weighted adaptive routing the control plane also weighs each next hop by
-//! the capacity left behind it toward the destination (spectrum-x.txt
-//! s4.4.2): the max-flow from the next hop to the destination over the
-//! working shortest-path links, shared by parallel links to the same
-//! neighbour and capped at the link's own rate.
+//! the capacity left behind it toward the destination's leaf (spectrum-x.txt
+//! s4.4.2): the max-flow from the next hop to the switches the destination
+//! hangs off over the working shortest-path links, shared by parallel
+//! links to the same neighbour and capped at the link's own rate.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -163,7 +163,7 @@ impl Routes {
                 }
                 weights.clear();
                 if let Some(capacity) = capacity {
-                    let dag = Dag { node_ports, port_node: &port_node, usable: &usable, dist: &dist, dst };
+                    let dag = Dag { node_ports, port_node: &port_node, usable: &usable, dist: &dist };
                     for &out in &hops {
                         let next = port_node(out.peer()).0 as usize;
                         let rate = capacity(out) as u64;
@@ -334,7 +334,6 @@ struct Dag<'a, F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> {
     port_node: &'a F,
     usable: &'a U,
     dist: &'a [u32],
-    dst: usize,
 }
 
 impl<F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> Dag<'_, F, U> {
@@ -346,17 +345,25 @@ impl<F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> Dag<'_, F, U> {
         })
     }
 
-    /// Max-flow from `source` to the destination over the DAG's links
-    /// (Edmonds-Karp on the part of the DAG below `source`).
+    /// Max-flow from `source` to the destination's leaves (the switches
+    /// attached to it) over the DAG's links: what the control plane
+    /// advertises for the destination's prefix (BGP's link bandwidth,
+    /// spectrum-x.txt s4.4.2), which the NIC's own link would otherwise
+    /// hide. Edmonds-Karp on the part of the DAG below `source`; unbounded
+    /// from a leaf itself.
     fn max_flow(&self, source: usize, capacity: &dyn Fn(PortId) -> u32) -> u64 {
-        // Index the nodes below `source`; the DAG's levels order them.
+        let leaf = |node: usize| self.dist[node] == 1;
+        if leaf(source) {
+            return u64::MAX;
+        }
+        // Index the nodes below `source`, the leaves last reached.
         let mut index: HashMap<usize, usize> = HashMap::from([(source, 0)]);
         let mut order = vec![source];
         let mut k = 0;
         while k < order.len() {
             let node = order[k];
             k += 1;
-            if node == self.dst {
+            if leaf(node) {
                 continue;
             }
             for (_, next) in self.closer(node) {
@@ -366,27 +373,31 @@ impl<F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> Dag<'_, F, U> {
                 }
             }
         }
-        let Some(&sink) = index.get(&self.dst) else { return 0 };
-        // Residual graph: edge 2i forward, 2i+1 its reverse.
+        // Residual graph: edge 2i forward, 2i+1 its reverse; every leaf
+        // drains into one sink past the last node.
+        let sink = order.len();
         let mut residual: Vec<u64> = Vec::new();
         let mut head: Vec<usize> = Vec::new();
-        let mut adjacent: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+        let mut adjacent: Vec<Vec<usize>> = vec![Vec::new(); order.len() + 1];
+        let mut link = |from: usize, to: usize, cap: u64| {
+            adjacent[from].push(residual.len());
+            residual.push(cap);
+            head.push(to);
+            adjacent[to].push(residual.len());
+            residual.push(0);
+            head.push(from);
+        };
         for (from, &node) in order.iter().enumerate() {
-            if node == self.dst {
+            if leaf(node) {
+                link(from, sink, u64::MAX / 2);
                 continue;
             }
             for (out, next) in self.closer(node) {
-                let to = index[&next];
-                adjacent[from].push(residual.len());
-                residual.push(capacity(out) as u64);
-                head.push(to);
-                adjacent[to].push(residual.len());
-                residual.push(0);
-                head.push(from);
+                link(from, index[&next], capacity(out) as u64);
             }
         }
         let mut flow = 0;
-        let mut via = vec![usize::MAX; order.len()];
+        let mut via = vec![usize::MAX; order.len() + 1];
         loop {
             via.fill(usize::MAX);
             let mut queue = VecDeque::from([0usize]);
