@@ -427,10 +427,12 @@ fn adaptive_routing_needs_a_choice_of_paths_and_sane_bands() {
 fn spectrum_x_settings_are_checked() {
     // Plane load-balancing variants compare ways over planes: one-port NICs
     // have none.
-    let mut s = base();
-    s["transport"] = json!({"kind": "spx", "plane_lb": "global_cc"});
-    let e = error_of(s);
-    assert!(e.starts_with("transport.plane_lb: global_cc") && e.contains("more than one port"), "{e}");
+    for variant in ["global_cc", "sw_lb", "esr"] {
+        let mut s = base();
+        s["transport"] = json!({"kind": "spx", "plane_lb": variant});
+        let e = error_of(s);
+        assert!(e.starts_with(&format!("transport.plane_lb: {variant}")) && e.contains("more than one port"), "{e}");
+    }
     for (transport, field) in [
         (json!({"kind": "spx", "probe_interval": "0ns"}), "transport.probe_interval"),
         (json!({"kind": "spx", "failure_probes": 0}), "transport.failure_probes"),

@@ -168,3 +168,23 @@ fn telemetry_gives_microsecond_bandwidth_histograms_and_per_plane_throughput() {
         (0..entity.len()).filter(|&i| metric[i] == "plane_tx_bps").map(|i| entity[i].as_str()).collect();
     assert_eq!(planes.into_iter().collect::<Vec<_>>(), ["nic0:0", "nic0:1", "nic0:2", "nic0:3"]);
 }
+
+#[test]
+fn entropy_source_routing_spreads_a_qp_over_the_paths_of_each_plane() {
+    // Under ECMP a QP's one entropy value keeps each plane's packets on one
+    // uplink; `esr`'s EVs name a path each, and they spread.
+    let uplinks = |plane_lb: &str| {
+        let mut s = spx(
+            json!({"plane_lb": plane_lb}),
+            json!([{"kind": "flow", "src": 0, "dst": 4, "bytes": "4MB"}]),
+            json!([]),
+        );
+        s["switch"]["forwarding"] = json!("ecmp");
+        let out = run(s);
+        assert_eq!(summary_u64(&out, "flows_completed"), 1);
+        let bytes = port_bytes(&out, "t0.p1.0");
+        bytes[4..8].iter().filter(|&&b| b > 100_000).count()
+    };
+    assert_eq!(uplinks("plb"), 1);
+    assert!(uplinks("esr") >= 3, "16 EVs hash onto the 4 uplinks");
+}

@@ -234,6 +234,11 @@ impl Scenario {
                     return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
                 }
                 nic_timer(&field("probe_interval"), c.probe_interval)?;
+                at_least_one(&field("esr_evs"), c.esr_evs.into(), "esr sprays over at least one EV per plane")?;
+                // Distinct RoCEv2 source ports (0xC000 up) for 8 planes.
+                if c.esr_evs > 2048 {
+                    return invalid(field("esr_evs"), format!("{}: at most 2048 per plane", c.esr_evs));
+                }
                 at_least_one(&field("failure_probes"), c.failure_probes.into(), "a plane fails after a missed probe")?;
                 let cc = &c.cc;
                 nic_timer(&field("cc.increase_interval"), cc.increase_interval)?;

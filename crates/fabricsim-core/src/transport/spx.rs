@@ -15,10 +15,15 @@
 //! probes in a row go unanswered when the fault is remote (s4.4.1); either
 //! way the requester resends what was unacknowledged, and the plane returns
 //! when a probe gets through. The variants of the paper's comparisons:
-//! `global_cc` (one context for all planes, s6.7) and `sw_lb` (software
+//! `global_cc` (one context for all planes, s6.7), `sw_lb` (software
 //! load balancing above the transport, as NCCL splits a transfer over its
 //! connections: planes take equal shares, and a dead plane is found only
-//! when the transport's retransmission timer fires, s6.5).
+//! when the transport's retransmission timer fires, s6.5) and `esr`
+//! (entropy-based source routing, s6.7: each packet takes an entropy value
+//! that names its plane and, through the switches' ECMP hash, its path in
+//! the plane; one congestion context steers the rate, and the EV of a
+//! marked packet is avoided for a while, so congestion control and load
+//! balancing act on the same signal).
 //!
 //! The paper's contexts are per destination NIC; here they are per QP, the
 //! same when a connection has one QP (the default).
@@ -51,8 +56,17 @@ pub struct SpxConfig {
     /// balancer with a congestion-control context per plane (s4.3);
     /// `global_cc`, the same with one context shared by every plane (s6.7);
     /// `sw_lb`, equal shares per plane chosen above the transport, a dead
-    /// plane found only by the retransmission timeout (s6.5).
+    /// plane found only by the retransmission timeout (s6.5); `esr`,
+    /// entropy-based source routing over `esr_evs` EVs per plane with one
+    /// context (s6.7, Fig 15d; run it with `switch.forwarding: ecmp`, so
+    /// that the EV picks the path).
     pub plane_lb: PlaneLb,
+    /// `esr`: entropy values per plane. Default 16, MRC's 128 EVs over 8
+    /// planes (mrc-srv6-multiplane.txt s2.3); the paper gives none for ESR.
+    pub esr_evs: u32,
+    /// `esr`: how long an EV whose packet came back ECN-marked is skipped.
+    /// Default 10us, about one round trip of a two-tier fabric.
+    pub esr_avoid: Time,
     /// RTT probes go out on every plane this often while the QP has data
     /// outstanding. Default 20us: the paper publishes no value; a few round
     /// trips of a two-tier fabric (s4.4.1: detection "within a few RTTs").
@@ -84,6 +98,8 @@ impl Default for SpxConfig {
             timeout_exponent: None,
             retry_count: 7,
             plane_lb: PlaneLb::Plb,
+            esr_evs: 16,
+            esr_avoid: Time::from_us(10),
             probe_interval: Time::from_us(20),
             failure_probes: 5,
             cnp_interval: Time::from_us(4),
@@ -108,6 +124,7 @@ pub enum PlaneLb {
     Plb,
     GlobalCc,
     SwLb,
+    Esr,
 }
 
 impl PlaneLb {
@@ -117,6 +134,7 @@ impl PlaneLb {
             PlaneLb::Plb => "plb",
             PlaneLb::GlobalCc => "global_cc",
             PlaneLb::SwLb => "sw_lb",
+            PlaneLb::Esr => "esr",
         }
     }
 }
@@ -135,6 +153,10 @@ struct Plane {
     /// When this round's probe left, until the next round looks at it.
     probe_sent: Option<Time>,
     missed: u32,
+    /// `esr`: its entropy values, each with the time until which it is
+    /// avoided, and the one to take next.
+    evs: Vec<(u16, Time)>,
+    next_ev: usize,
     /// Bytes sent on it (`sw_lb`'s equal shares), and sent but not yet
     /// acknowledged (the window).
     sent: u64,
@@ -184,7 +206,13 @@ pub struct SpxQp {
 impl SpxQp {
     pub fn new(cfg: Arc<SpxConfig>, setup: &QpSetup) -> SpxQp {
         let planes = setup.requester_ports.max(1);
-        let plane = Plane {
+        let evs = if cfg.plane_lb == PlaneLb::Esr { cfg.esr_evs as usize } else { 0 };
+        let plane = |k: usize| Plane {
+            // RoCEv2 source ports (0xC000 up), distinct over the QP's planes.
+            evs: (0..evs)
+                .map(|e| (0xC000 | (setup.entropy.wrapping_add((k * evs + e) as u16) & 0x3FFF), Time::ZERO))
+                .collect(),
+            next_ev: 0,
             cc: SpxCc::new(setup.line_rate),
             next_send: Time::ZERO,
             port_up: true,
@@ -204,7 +232,7 @@ impl SpxQp {
             cfg,
             sender: RoceSender::default(),
             receiver: RoceReceiver::new(true),
-            planes: vec![plane; planes],
+            planes: (0..planes).map(plane).collect(),
             global: SpxCc::new(setup.nic_rate),
             cnp_sent: vec![None; setup.responder_ports.max(1)],
             framing: setup.framing,
@@ -226,7 +254,7 @@ impl SpxQp {
     /// The context that `plane`'s signals feed.
     fn cc_of(&mut self, plane: usize) -> &mut SpxCc {
         match self.cfg.plane_lb {
-            PlaneLb::GlobalCc => &mut self.global,
+            PlaneLb::GlobalCc | PlaneLb::Esr => &mut self.global,
             PlaneLb::Plb | PlaneLb::SwLb => &mut self.planes[plane].cc,
         }
     }
@@ -326,14 +354,29 @@ impl SpxQp {
         self.global.on_rtt(rtt);
     }
 
-    fn on_cnp(&mut self, plane: usize, now: Time, out: &mut Vec<Action>) {
+    /// `esr`: the next EV of `plane` not avoided now (or the next one, if
+    /// all are).
+    fn esr_ev(&mut self, plane: usize, now: Time) -> u16 {
+        let p = &mut self.planes[plane];
+        let n = p.evs.len();
+        let pick = (0..n).map(|k| (p.next_ev + k) % n).find(|&i| p.evs[i].1 <= now).unwrap_or(p.next_ev % n);
+        p.next_ev = (pick + 1) % n;
+        p.evs[pick].0
+    }
+
+    /// A CNP for `plane` echoing the EV `ev` of the marked packet.
+    fn on_cnp(&mut self, plane: usize, ev: u16, now: Time, out: &mut Vec<Action>) {
         if plane >= self.planes.len() || !self.cfg.cc.enabled {
             return;
         }
         self.planes[plane].heard = now;
+        let until = now + self.cfg.esr_avoid;
+        if let Some(marked) = self.planes[plane].evs.iter_mut().find(|(e, _)| *e == ev) {
+            marked.1 = until;
+        }
         let cfg = self.cfg.clone();
         let probe_sent = match self.lb() {
-            PlaneLb::GlobalCc => self.planes.iter().filter_map(|p| p.probe_sent).min(),
+            PlaneLb::GlobalCc | PlaneLb::Esr => self.planes.iter().filter_map(|p| p.probe_sent).min(),
             PlaneLb::Plb | PlaneLb::SwLb => self.planes[plane].probe_sent,
         };
         self.cc_of(plane).on_cnp(&cfg.cc, now, probe_sent);
@@ -359,7 +402,8 @@ impl SpxQp {
         let Some(last) = self.cnp_sent.get_mut(port) else { return };
         if self.cfg.cc.enabled && pkt.has(flag::CE) && last.is_none_or(|t| now - t >= self.cfg.cnp_interval) {
             *last = Some(now);
-            let cnp = Control::new(PacketKind::Cnp, 0, self.entropy);
+            // It names the marked packet's EV (`esr` avoids it).
+            let cnp = Control { echo: pkt.entropy, ..Control::new(PacketKind::Cnp, 0, self.entropy) };
             out.push(Action::Send { end: End::Responder, port: port as u8, control: cnp });
         }
     }
@@ -415,7 +459,7 @@ impl Transport for SpxQp {
             PlaneLb::Plb | PlaneLb::SwLb if paced && plane.cc.rate() < self.line => {
                 plane.next_send = now + plane.cc.rate().tx_time(wire);
             }
-            PlaneLb::GlobalCc if paced && self.global.rate() < self.nic_line => {
+            PlaneLb::GlobalCc | PlaneLb::Esr if paced && self.global.rate() < self.nic_line => {
                 not_before = now + self.global.rate().tx_time(wire);
             }
             _ => {}
@@ -433,7 +477,8 @@ impl Transport for SpxQp {
             out.push(Action::Arm { timer: Timer::Retransmit, at });
         }
         self.start_probing(now, out);
-        Some(Outgoing { data: super::DataPacket { addressed: true, ..data }, entropy: self.entropy, not_before })
+        let entropy = if lb == PlaneLb::Esr { self.esr_ev(port, now) } else { self.entropy };
+        Some(Outgoing { data: super::DataPacket { addressed: true, ..data }, entropy, not_before })
     }
 
     fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
@@ -463,7 +508,7 @@ impl Transport for SpxQp {
                     }
                 }
             }
-            PacketKind::Cnp => self.on_cnp(port, now, out),
+            PacketKind::Cnp => self.on_cnp(port, pkt.echo, now, out),
             PacketKind::Probe => {
                 let echo = Control::new(PacketKind::ProbeReply, 0, self.entropy);
                 let reply = Control { in_band: true, ack: pkt.ack, ..echo };
@@ -510,7 +555,7 @@ impl Transport for SpxQp {
                 let cfg = self.cfg.clone();
                 let oldest_probe = self.planes.iter().filter_map(|p| p.probe_sent).min();
                 let global = self.global.on_increase_timer(&cfg.cc, now, oldest_probe);
-                let mut more = global && self.lb() == PlaneLb::GlobalCc;
+                let mut more = global && matches!(self.lb(), PlaneLb::GlobalCc | PlaneLb::Esr);
                 for plane in &mut self.planes {
                     more |= plane.cc.on_increase_timer(&cfg.cc, now, plane.probe_sent);
                 }
