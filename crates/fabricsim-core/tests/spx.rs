@@ -188,3 +188,24 @@ fn entropy_source_routing_spreads_a_qp_over_the_paths_of_each_plane() {
     assert_eq!(uplinks("plb"), 1);
     assert!(uplinks("esr") >= 3, "16 EVs hash onto the 4 uplinks");
 }
+
+#[test]
+fn a_packet_lost_on_a_failing_fabric_link_is_resent_after_the_loss_timeout_not_the_retransmission_timeout() {
+    // Two parallel uplinks per ToR and spine; one of nic0's ToR's uplinks
+    // flaps with packets on it. The responder's gap outlasts `loss_timeout`
+    // and its NAK brings them back; the transport's timeout (67 ms for a
+    // flow) never fires.
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "ports": [{"down": 2, "up": 2}, {"down": 4}], "parallel_links": 2,
+                     "nics": 4, "link_rate": "100Gbps"},
+        "switch": {"forwarding": "adaptive"},
+        "transport": {"kind": "spx"},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "10MB"}],
+        "faults": [{"kind": "link_flap", "at": "200us", "port": "t0.p0.0:2", "duration": "100us"}],
+    }));
+    assert!(out.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "timeouts"), 0);
+    assert!(summary_u64(&out, "retransmitted_packets") > 0);
+    let slowdown = out.summary["slowdown_p50"].as_f64().unwrap();
+    assert!(slowdown < 1.2, "slowdown {slowdown}");
+}

@@ -25,7 +25,9 @@ import polars as pl
 from ..results import Results
 from .analysis import collective_analysis, host_throughput, recovery_ms, window_mean
 from .framework import CONTRADICTS, PARTLY, Expect, Experiment, Outcome, Row, Run
+from .spectrum_x_faults import FAULT_EXPERIMENTS
 from .spectrum_x_jobs import JOB_EXPERIMENTS
+from .spectrum_x_planes import PLANE_EXPERIMENTS
 
 __all__ = ["EXPERIMENTS", "main_nic_bandwidth", "pair_bandwidth"]
 
@@ -252,6 +254,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         note="Fig 16's testbed as a 4-plane 2-tier Clos, 8 main and 8 noise NICs per leaf; 32 MB per destination "
         "rather than 4 GB messages",
     ),
+    *PLANE_EXPERIMENTS,
     Experiment(
         key="fig15d",
         figure="Fig 15d",
@@ -280,4 +283,5 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         "groups of 8; sizes 4-64 MiB (quick: 4 and 16 MiB), where the paper's ESR oscillates above 256 MB",
     ),
     *JOB_EXPERIMENTS,
+    *FAULT_EXPERIMENTS,
 )

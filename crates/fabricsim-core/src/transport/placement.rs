@@ -71,6 +71,11 @@ impl Placement {
         out
     }
 
+    /// A later PSN has arrived while the next expected one has not.
+    pub fn has_gap(&self) -> bool {
+        !self.received.is_empty()
+    }
+
     /// Packets that arrived while an earlier PSN was still missing.
     pub fn out_of_order(&self) -> u64 {
         self.out_of_order

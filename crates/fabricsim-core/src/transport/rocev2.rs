@@ -281,6 +281,17 @@ impl RoceReceiver {
         }
     }
 
+    /// The next PSN expected in order.
+    pub(super) fn expected(&self) -> u32 {
+        self.expected
+    }
+
+    /// With direct placement: a later PSN has arrived while `expected` has
+    /// not.
+    pub(super) fn has_gap(&self) -> bool {
+        self.placement.as_ref().is_some_and(Placement::has_gap)
+    }
+
     /// Packets that arrived out of order, and the furthest ahead one came.
     pub(super) fn reordering(&self) -> (u64, u32) {
         match &self.placement {

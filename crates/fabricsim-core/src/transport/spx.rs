@@ -81,6 +81,17 @@ pub struct SpxConfig {
     /// The responder sends at most one CNP per plane per interval. Default
     /// 4us, NVIDIA NICs' default (protocols.md s3.6).
     pub cnp_interval: Time,
+    /// A gap in the PSNs that outlasts this is a loss, not reordering: the
+    /// responder NAKs the first missing PSN and the requester goes back to
+    /// it; and a requester with data outstanding that has had no
+    /// acknowledgement at all for this long (its last packets lost, no
+    /// later one to open a gap) goes back too. A link that fails under
+    /// adaptive routing loses what was on it, and without this only the
+    /// retransmission timeout, seconds under NCCL, would find it. Default
+    /// 100us: the silence after which the probes take a plane for dead;
+    /// adaptive routing's reordering spans queueing differences,
+    /// microseconds.
+    pub loss_timeout: Time,
     /// Bytes a plane may have sent and not yet acknowledged: the paper's
     /// "transmission windows" that absorb bursts (s4.2) before congestion
     /// control has reacted. Unset: one plane's line rate over 20us, twice
@@ -103,6 +114,7 @@ impl Default for SpxConfig {
             probe_interval: Time::from_us(20),
             failure_probes: 5,
             cnp_interval: Time::from_us(4),
+            loss_timeout: Time::from_us(100),
             window: None,
             cc: SpxCcConfig::default(),
         }
@@ -184,6 +196,9 @@ pub struct SpxQp {
     global: SpxCc,
     /// The responder's last CNP per plane.
     cnp_sent: Vec<Option<Time>>,
+    /// The responder's oldest gap: since when PSN `.1` (its next expected)
+    /// has been missing while later ones arrived.
+    gap: Option<(Time, u32)>,
     framing: Framing,
     mtu: u32,
     /// Line rate of one port (plane) and of the NIC.
@@ -197,6 +212,8 @@ pub struct SpxQp {
     acked_per_ack: u64,
     probing: bool,
     recovering: bool,
+    /// The requester last had an acknowledgement (or started sending).
+    acked_at: Time,
     /// Where the make-ready order of ports starts: rotates so that no port
     /// is always asked first when several are free.
     rotation: usize,
@@ -235,6 +252,7 @@ impl SpxQp {
             planes: (0..planes).map(plane).collect(),
             global: SpxCc::new(setup.nic_rate),
             cnp_sent: vec![None; setup.responder_ports.max(1)],
+            gap: None,
             framing: setup.framing,
             mtu: setup.mtu,
             line: setup.line_rate,
@@ -242,6 +260,7 @@ impl SpxQp {
             entropy: setup.entropy,
             probing: false,
             recovering: false,
+            acked_at: Time::ZERO,
             rotation: 0,
             plane_failovers: 0,
         }
@@ -332,6 +351,14 @@ impl SpxQp {
                 self.fail_plane(k, out);
             }
         }
+        // Tail loss: data outstanding, and not one acknowledgement for a
+        // whole `loss_timeout`.
+        let sent = self.planes.iter().map(|p| p.last_sent).max().unwrap_or(Time::ZERO);
+        if self.sender.outstanding() && now >= self.acked_at.max(sent) + self.cfg.loss_timeout {
+            self.acked_at = now;
+            self.go_back();
+            out.push(Action::Ready);
+        }
         let active = self.sender.outstanding() || self.planes.iter().any(|p| p.failed);
         if !active || self.sender.failed {
             self.probing = false;
@@ -392,6 +419,7 @@ impl SpxQp {
         let trimmed = pkt.has(flag::TRIMMED);
         let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
         out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
+        self.watch_gap(now, out);
         if let Some((kind, psn)) = reply.reply {
             out.push(Action::Send {
                 end: End::Responder,
@@ -406,6 +434,38 @@ impl SpxQp {
             let cnp = Control { echo: pkt.entropy, ..Control::new(PacketKind::Cnp, 0, self.entropy) };
             out.push(Action::Send { end: End::Responder, port: port as u8, control: cnp });
         }
+    }
+}
+
+impl SpxQp {
+    /// The responder keeps the age of its oldest gap: a new one starts the
+    /// loss timer, one filled stops it. Not under `sw_lb`: there each plane
+    /// is a QP of its own, which can resend only on its dead port.
+    fn watch_gap(&mut self, now: Time, out: &mut Vec<Action>) {
+        if self.lb() == PlaneLb::SwLb {
+            return;
+        }
+        let expected = self.receiver.expected();
+        if !self.receiver.has_gap() {
+            self.gap = None;
+        } else if self.gap.is_none_or(|(_, at)| at != expected) {
+            self.gap = Some((now, expected));
+            out.push(Action::Arm { timer: Timer::Reorder, at: now + self.cfg.loss_timeout });
+        }
+    }
+
+    /// The loss timer: a gap as old as `loss_timeout` is NAKed, and
+    /// watched again.
+    fn on_loss_timer(&mut self, now: Time, out: &mut Vec<Action>) {
+        let Some((since, at)) = self.gap else { return };
+        if now < since + self.cfg.loss_timeout {
+            out.push(Action::Arm { timer: Timer::Reorder, at: since + self.cfg.loss_timeout });
+            return;
+        }
+        self.gap = Some((now, at));
+        let nak = Control::new(PacketKind::Nak, at, self.entropy);
+        out.push(Action::Send { end: End::Responder, port: 0, control: nak });
+        out.push(Action::Arm { timer: Timer::Reorder, at: now + self.cfg.loss_timeout });
     }
 }
 
@@ -474,6 +534,7 @@ impl Transport for SpxQp {
         if self.sender.rto_deadline.is_none() {
             let at = now + self.timeout;
             self.sender.rto_deadline = Some(at);
+            self.acked_at = now;
             out.push(Action::Arm { timer: Timer::Retransmit, at });
         }
         self.start_probing(now, out);
@@ -485,6 +546,7 @@ impl Transport for SpxQp {
         match pkt.kind {
             PacketKind::Data => self.on_data(port, pkt, now, out),
             PacketKind::Ack | PacketKind::Nak => {
+                self.acked_at = now;
                 let window = self.window;
                 if let Some(plane) = self.planes.get_mut(port) {
                     plane.heard = now;
@@ -495,6 +557,7 @@ impl Transport for SpxQp {
                 }
                 let progressed = if pkt.kind == PacketKind::Nak {
                     self.sender.on_nak(pkt.psn);
+                    self.planes.iter_mut().for_each(|p| p.in_flight = 0);
                     out.push(Action::Ready);
                     true
                 } else {
@@ -567,7 +630,7 @@ impl Transport for SpxQp {
             Timer::Probe => self.on_probe_timer(now, out),
             // `sw_lb`: a plane that waited for the others' shares may go.
             Timer::Pace => out.push(Action::Ready),
-            Timer::Reorder => {}
+            Timer::Reorder => self.on_loss_timer(now, out),
         }
     }
 
