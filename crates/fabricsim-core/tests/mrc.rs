@@ -204,3 +204,13 @@ fn a_loss_free_all_to_all_never_times_out() {
     assert_eq!(summary_u64(&out, "timeouts"), 0);
     assert_eq!(summary_u64(&out, "retransmitted_packets"), 0);
 }
+
+#[test]
+fn a_timer_deadline_already_past_fires_at_once() {
+    // Found by the hostile-input fuzzer: with a 1ns reordering window MRC
+    // computes a reordering deadline already past, which the NIC queued in
+    // the past (an internal error). It now fires at once.
+    let scenario: serde_json::Value = serde_json::from_str(r#"{"seed": 1, "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "nics": 8, "planes": 2}, "traffic": [{"kind": "flow", "src": 0, "dst": 3, "bytes": "64KiB", "ev_set": {"active": [0, 1, 8, 9], "backup": [16]}}, {"kind": "flow", "src": 1, "dst": 6, "bytes": "32KiB", "op": "write_with_imm", "qps": 2}, {"kind": "flow", "src": 0, "dst": 3, "bytes": "64KiB", "ev_set": {"active": [0, 1, 8, 9], "backup": [16]}}, {"kind": "flow", "src": 1, "dst": 6, "bytes": "32KiB", "op": "write_with_imm", "qps": 2}, {"kind": "flow", "src": 0, "dst": 3, "bytes": "64KiB", "ev_set": {"active": [0, 1, 8, 9], "backup": [16]}}, {"kind": "flow", "src": 1, "dst": 6, "bytes": "32KiB", "op": "write_with_imm", "qps": 2}], "transport": {"kind": "mrc", "evs": 16, "backup_evs": 8, "denylist": ["t0.p0.0:3"], "reorder_window": "1ns"}, "limits": {"memory": "512MiB", "sim_time": "2ms"}, "switch": {"forwarding": "srv6", "pfc": {"enabled": false}, "trimming": {"enabled": true}, "ecn": {"last_hop": false}}, "clustermapper": {"period": "200us", "timeout": "50us", "update_denylist": true}}"#).expect("json");
+    let out = run(scenario);
+    assert_eq!(summary_u64(&out, "flows_completed"), 6);
+}

@@ -198,8 +198,10 @@ impl Simulation {
     }
 
     /// Queues a wake-up of QP `q`'s `timer` at `at`, unless one no later is
-    /// queued already.
+    /// queued already. A deadline already past wakes it now (a transport may
+    /// compute one: MRC's reordering deadline under a 1ns window).
     fn arm(&mut self, q: QpId, timer: Timer, at: Time) {
+        let at = at.max(self.events.now());
         let queued = &mut self.qps[q].timers_queued[timer.index()];
         if at < *queued {
             *queued = at;
