@@ -199,7 +199,7 @@ fn a_packet_lost_on_a_failing_fabric_link_is_resent_after_the_loss_timeout_not_t
         "topology": {"kind": "clos", "tiers": 2, "ports": [{"down": 2, "up": 2}, {"down": 4}], "parallel_links": 2,
                      "nics": 4, "link_rate": "100Gbps"},
         "switch": {"forwarding": "adaptive"},
-        "transport": {"kind": "spx"},
+        "transport": {"kind": "spx", "loss_timeout": "100us"},
         "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "10MB"}],
         "faults": [{"kind": "link_flap", "at": "200us", "port": "t0.p0.0:2", "duration": "100us"}],
     }));

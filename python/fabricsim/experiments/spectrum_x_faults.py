@@ -308,8 +308,8 @@ def _fig13_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
                 "and not found sooner"
                 if max(hit) > rto
                 else "the packets in flight on the uplink when it went down are lost and found after "
-                "transport.loss_timeout (100 us: a gap, or no acknowledgement at all), then resent: a tenth of this "
-                "1.5 ms proxy step, 0.003% of the paper's 2.95 s one; time is scaled for the job, not the NIC",
+                "transport.loss_timeout (1 ms: a gap, or no acknowledgement at all), then resent: most of this "
+                "1.5 ms proxy step, 0.03% of the paper's 2.95 s one; time is scaled for the job, not the NIC",
             )
         )
         timeouts = outcome.summary.get("timeouts")

@@ -234,6 +234,7 @@ impl Scenario {
                     return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
                 }
                 nic_timer(&field("probe_interval"), c.probe_interval)?;
+                nic_timer(&field("loss_timeout"), c.loss_timeout)?;
                 at_least_one(&field("esr_evs"), c.esr_evs.into(), "esr sprays over at least one EV per plane")?;
                 // Distinct RoCEv2 source ports (0xC000 up) for 8 planes.
                 if c.esr_evs > 2048 {
