@@ -130,3 +130,35 @@ fn a_failed_local_port_leaves_the_choice_at_once_without_waiting_for_the_control
     assert!(lost(&ecmp_late) > 10 * lost(&adaptive_late), "{} vs {}", lost(&ecmp_late), lost(&adaptive_late));
     assert_eq!(summary_u64(&adaptive_late, "flows_completed"), 2, "{}", adaptive_late.summary);
 }
+
+#[test]
+fn weights_count_the_capacity_to_the_destination_leaf_even_beyond_the_nic_link() {
+    // Behind s1, b's leaf keeps 3 of its 4 links after the failure, behind
+    // s2 all 4: 300 against 400 Gb/s, both above b's own 100G link, which
+    // must not flatten the weights (it did: every weight came out 100G).
+    let link = |a: &str, b: &str, rate: &str| json!({"a": a, "b": b, "rate": rate, "delay": "1us"});
+    let mut links = vec![link("a", "la", "100Gbps"), link("b", "lb", "100Gbps")];
+    links.push(link("la", "s1", "400Gbps"));
+    links.push(link("la", "s2", "400Gbps"));
+    for _ in 0..4 {
+        links.push(link("s1", "lb", "100Gbps"));
+        links.push(link("s2", "lb", "100Gbps"));
+    }
+    let out = run(json!({
+        "topology": {"kind": "explicit",
+            "nodes": [
+                {"name": "la", "kind": "switch"}, {"name": "lb", "kind": "switch"},
+                {"name": "s1", "kind": "switch"}, {"name": "s2", "kind": "switch"},
+                {"name": "a", "kind": "nic"}, {"name": "b", "kind": "nic"}],
+            "links": links},
+        "switch": {"forwarding": "adaptive", "reconvergence_delay": "1us"},
+        "transport": {"kind": "rocev2", "direct_placement": true},
+        "traffic": [{"kind": "flow", "src": "a", "dst": "b", "bytes": "8MB", "start": "5us"}],
+        "faults": [{"kind": "link_down", "at": "0us", "port": "s1:1"}],
+    }));
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    // The flow fills only b's 100G link: la's uplinks never queue, and the
+    // weighted tie-break splits it 3:4.
+    let via_s1 = share(tx(&out, "la", "s1"), tx(&out, "la", "s2"));
+    assert!((0.38..0.48).contains(&via_s1), "via s1: {via_s1:.3}");
+}
