@@ -207,14 +207,7 @@ impl Scenario {
         let mtu = self.nic.mtu.0;
         match &self.transport {
             TransportSpec::Rocev2(c) => {
-                at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
-                at_least_one(&field("ack_every"), c.ack_every.into(), "acknowledge at least every packet")?;
-                if let Some(exponent) = c.timeout_exponent.filter(|&e| e > 31) {
-                    return invalid(field("timeout_exponent"), format!("{exponent}: at most 31 (IBTA 5-bit field)"));
-                }
-                if c.retry_count > 7 {
-                    return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
-                }
+                validate_rc(c.qps, c.ack_every, c.timeout_exponent, c.retry_count)?;
                 let d = &c.dcqcn;
                 fraction(&field("dcqcn.g"), d.g)?;
                 fraction(&field("dcqcn.min_decrease_factor"), d.min_decrease_factor)?;
@@ -225,14 +218,7 @@ impl Scenario {
                 at_least_one(&field("dcqcn.byte_counter"), d.byte_counter.0, "a rate step needs some bytes sent")?;
             }
             TransportSpec::Spx(c) => {
-                at_least_one(&field("qps"), c.qps.into(), "a connection needs at least one QP")?;
-                at_least_one(&field("ack_every"), c.ack_every.into(), "acknowledge at least every packet")?;
-                if let Some(exponent) = c.timeout_exponent.filter(|&e| e > 31) {
-                    return invalid(field("timeout_exponent"), format!("{exponent}: at most 31 (IBTA 5-bit field)"));
-                }
-                if c.retry_count > 7 {
-                    return invalid(field("retry_count"), format!("{}: at most 7 (IBTA 3-bit field)", c.retry_count));
-                }
+                validate_rc(c.qps, c.ack_every, c.timeout_exponent, c.retry_count)?;
                 nic_timer(&field("probe_interval"), c.probe_interval)?;
                 nic_timer(&field("loss_timeout"), c.loss_timeout)?;
                 at_least_one(&field("esr_evs"), c.esr_evs.into(), "esr sprays over at least one EV per plane")?;
@@ -412,6 +398,20 @@ impl Scenario {
             None => Ok(()),
         }
     }
+}
+
+/// The settings of an RDMA reliable connection (`rocev2`, `spx`) that the
+/// IBTA bounds.
+fn validate_rc(qps: u32, ack_every: u32, timeout_exponent: Option<u8>, retry_count: u32) -> Result<(), ScenarioError> {
+    at_least_one("transport.qps", qps.into(), "a connection needs at least one QP")?;
+    at_least_one("transport.ack_every", ack_every.into(), "acknowledge at least every packet")?;
+    if let Some(exponent) = timeout_exponent.filter(|&e| e > 31) {
+        return invalid("transport.timeout_exponent", format!("{exponent}: at most 31 (IBTA 5-bit field)"));
+    }
+    if retry_count > 7 {
+        return invalid("transport.retry_count", format!("{retry_count}: at most 7 (IBTA 3-bit field)"));
+    }
+    Ok(())
 }
 
 /// Most band edges of adaptive routing: 16 bands, a 4-bit port grade.

@@ -175,6 +175,29 @@ impl RoceSender {
         self.snd_nxt = self.snd_una;
     }
 
+    /// The retransmission timer fired at `now`: re-armed if its deadline is
+    /// later; else the requester goes back to the oldest unacknowledged PSN
+    /// and re-arms it for `timeout`, or fails the QP after `retry_count`
+    /// retries. Returns whether it went back.
+    pub fn on_retransmit_timer(&mut self, now: Time, timeout: Time, retry_count: u32, out: &mut Vec<Action>) -> bool {
+        let Some(deadline) = self.rto_deadline else { return false };
+        if deadline > now {
+            out.push(Action::Arm { timer: Timer::Retransmit, at: deadline });
+            return false;
+        }
+        self.on_timeout(retry_count);
+        if self.failed {
+            self.rto_deadline = None;
+            out.push(Action::Failed);
+            return false;
+        }
+        let at = now + timeout;
+        self.rto_deadline = Some(at);
+        out.push(Action::Arm { timer: Timer::Retransmit, at });
+        out.push(Action::Ready);
+        true
+    }
+
     /// The retransmission timer expired without progress.
     pub fn on_timeout(&mut self, retry_count: u32) {
         self.timeouts += 1;
@@ -423,21 +446,7 @@ impl Transport for RoceQp {
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         match timer {
             Timer::Retransmit => {
-                let Some(deadline) = self.sender.rto_deadline else { return };
-                if deadline > now {
-                    out.push(Action::Arm { timer, at: deadline });
-                    return;
-                }
-                self.sender.on_timeout(self.cfg.retry_count);
-                if self.sender.failed {
-                    self.sender.rto_deadline = None;
-                    out.push(Action::Failed);
-                    return;
-                }
-                let at = now + self.timeout;
-                self.sender.rto_deadline = Some(at);
-                out.push(Action::Arm { timer, at });
-                out.push(Action::Ready);
+                self.sender.on_retransmit_timer(now, self.timeout, self.cfg.retry_count, out);
             }
             Timer::Congestion => {
                 if let Some(at) = self.cc.on_timer(&self.cfg.dcqcn, now) {

@@ -586,18 +586,10 @@ impl Transport for SpxQp {
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         match timer {
             Timer::Retransmit => {
-                let Some(deadline) = self.sender.rto_deadline else { return };
-                if deadline > now {
-                    out.push(Action::Arm { timer, at: deadline });
+                if !self.sender.on_retransmit_timer(now, self.timeout, self.cfg.retry_count, out) {
                     return;
                 }
-                self.sender.on_timeout(self.cfg.retry_count);
                 self.planes.iter_mut().for_each(|p| p.in_flight = 0);
-                if self.sender.failed {
-                    self.sender.rto_deadline = None;
-                    out.push(Action::Failed);
-                    return;
-                }
                 if self.lb() == PlaneLb::SwLb {
                     // Software learns of a dead plane only now: a plane that
                     // sent and has heard nothing back for a whole timeout
@@ -610,10 +602,6 @@ impl Transport for SpxQp {
                         }
                     }
                 }
-                let at = now + self.timeout;
-                self.sender.rto_deadline = Some(at);
-                out.push(Action::Arm { timer, at });
-                out.push(Action::Ready);
             }
             Timer::Congestion => {
                 let cfg = self.cfg.clone();
