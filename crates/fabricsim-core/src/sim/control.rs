@@ -12,9 +12,6 @@ impl Simulation {
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
                 self.ports[port.0 as usize].up = up;
-                if let Some(adaptive) = self.adaptive.as_mut() {
-                    adaptive.set_up(port, up);
-                }
                 // A NIC notices its own port going down after its remap delay.
                 if self.switches[self.ports[port.0 as usize].node.0 as usize].is_none() {
                     let delay = if up { crate::units::Time::ZERO } else { self.scenario.nic.remap_delay };
@@ -75,9 +72,6 @@ impl Simulation {
                 self.ports[p].dequeue(class, wire);
                 if is_switch {
                     self.release_switch_buffer(port, id, class);
-                    if let Some(adaptive) = self.adaptive.as_mut() {
-                        adaptive.dequeued(port, wire as u64);
-                    }
                 }
                 self.drop_packet(port, id, DropCause::LinkDown);
             }

@@ -36,7 +36,7 @@ impl Simulation {
         let wire = self.pool.get(id).wire();
         self.ports[p].dequeue(class, wire);
         if is_switch {
-            self.on_switch_dequeue(port, id, class, wire as u64);
+            self.on_switch_dequeue(port, id, class);
         }
         let done = self.ports[p].start_serializing(now, wire);
         self.put_on_wire(port, id, done);
@@ -104,13 +104,10 @@ impl Simulation {
 
     /// Buffer release, PFC resume and ECN marking when a switch dequeues
     /// (unless adaptive routing marked on exhaustion as it routed).
-    fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize, wire: u64) {
+    fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize) {
         self.release_switch_buffer(port, id, class);
-        if let Some(adaptive) = self.adaptive.as_mut() {
-            adaptive.dequeued(port, wire);
-            if self.scenario.switch.adaptive.mark_on_exhaustion {
-                return;
-            }
+        if self.adaptive.is_some() && self.scenario.switch.adaptive.mark_on_exhaustion {
+            return;
         }
         let p = port.0 as usize;
         let mark = ecn::mark_probability(&self.scenario.switch.ecn, self.pool.get(id), class, &self.ports[p]);
@@ -179,7 +176,7 @@ impl Simulation {
             (Some(srv6), _) => srv6.forward(switch, self.pool.usids_mut(id)),
             (None, Some(adaptive)) => {
                 let (hops, weights) = self.routes.weighted_next_hops(switch, self.pool.get(id).dst);
-                let (hop, shallowest) = adaptive.route(hops, weights, self.events.now()).unzip();
+                let (hop, shallowest) = adaptive.route(hops, weights, &self.ports, self.events.now()).unzip();
                 group_depth = shallowest;
                 hop
             }
@@ -235,9 +232,6 @@ impl Simulation {
             self.send_pfc(ingress, class, true);
         }
         self.ports[o].enqueue(class, id, wire as u32);
-        if let Some(adaptive) = self.adaptive.as_mut() {
-            adaptive.queued(out, wire);
-        }
         self.try_transmit(out);
     }
 

@@ -6,28 +6,22 @@
 //! control plane has weighted the group, and cut into bands; the packet
 //! goes to a port of the lowest band, chosen at random among them in
 //! proportion to weight. A port that is down is skipped from the next
-//! sample on. The switch reports what it queues and sends on each port.
+//! sample on.
 
 use crate::engine::Rng;
-use crate::net::{AdaptiveConfig, PortId};
+use crate::net::{AdaptiveConfig, Port, PortId};
 use crate::units::Time;
 
-/// What adaptive routing knows of one egress port: its queue and link state
-/// as they are, kept up to date by the switch as it queues and sends, and
-/// as sampled in sampling period `period`. The link state is sampled with
-/// the depth: a port that fails leaves the choice within one period, the
-/// paper's O(100ns) (s4.4.2). One record per port, in one array, as a
-/// switch keeps its port grades: a packet reads a few small records, not
-/// every candidate port's whole state.
+/// A port's queue depth and link state as sampled in sampling period
+/// `period`. The link state is sampled with the depth: a port that fails
+/// leaves the choice within one period, the paper's O(100ns) (s4.4.2).
 #[derive(Clone, Copy)]
-struct PortLoad {
+struct Sample {
     period: u64,
-    queued: u64,
-    up: bool,
-    sampled: u64,
-    /// The band of `sampled` unscaled: what an unweighted group compares.
+    depth: u64,
+    /// The band of `depth` unscaled: what an unweighted group compares.
     band: u8,
-    sampled_up: bool,
+    up: bool,
 }
 
 pub struct AdaptiveRouting {
@@ -35,7 +29,7 @@ pub struct AdaptiveRouting {
     interval: u64,
     bands: Vec<u64>,
     /// Per port.
-    loads: Vec<PortLoad>,
+    samples: Vec<Sample>,
     rng: Rng,
     /// The ports tied in the lowest band so far, with their weights.
     ties: Vec<(PortId, u32)>,
@@ -43,68 +37,49 @@ pub struct AdaptiveRouting {
 
 impl AdaptiveRouting {
     pub fn new(cfg: &AdaptiveConfig, ports: usize, seed: u64) -> AdaptiveRouting {
-        let idle = PortLoad { period: u64::MAX, queued: 0, up: true, sampled: 0, band: 0, sampled_up: true };
         AdaptiveRouting {
             interval: cfg.sample_interval.0.max(1),
             bands: cfg.bands.iter().map(|b| b.0).collect(),
-            loads: vec![idle; ports],
+            samples: vec![Sample { period: u64::MAX, depth: 0, band: 0, up: true }; ports],
             rng: Rng::stream(seed, &[0xADA9_7173]),
             ties: Vec::new(),
         }
     }
 
-    /// A switch queued `bytes` on `port`.
-    #[inline]
-    pub fn queued(&mut self, port: PortId, bytes: u64) {
-        self.loads[port.0 as usize].queued += bytes;
-    }
-
-    /// A switch took `bytes` off `port`'s queue.
-    #[inline]
-    pub fn dequeued(&mut self, port: PortId, bytes: u64) {
-        self.loads[port.0 as usize].queued -= bytes;
-    }
-
-    /// `port`'s link went down or came back.
-    pub fn set_up(&mut self, port: PortId, up: bool) {
-        self.loads[port.0 as usize].up = up;
-    }
-
     /// The next hop among `hops` for a packet routed at `now`; `weights`
     /// is parallel to `hops`, or empty when the group is unweighted. None
     /// when every next hop is down.
-    pub fn pick(&mut self, hops: &[PortId], weights: &[u32], now: Time) -> Option<PortId> {
-        self.route(hops, weights, now).map(|(hop, _)| hop)
+    pub fn pick(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<PortId> {
+        self.route(hops, weights, ports, now).map(|(hop, _)| hop)
     }
 
     /// `pick`, with the sampled depth of the shallowest port that is up:
     /// what the group can still absorb (Spectrum-X marks ECN only when
     /// even that one is queued past the threshold, s4.2).
-    pub fn route(&mut self, hops: &[PortId], weights: &[u32], now: Time) -> Option<(PortId, u64)> {
+    pub fn route(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<(PortId, u64)> {
         let period = now.0 / self.interval;
         let mut shallowest = u64::MAX;
         let heaviest = weights.iter().copied().max().unwrap_or(1).max(1) as u64;
         let mut lowest = usize::MAX;
         self.ties.clear();
         for (i, &hop) in hops.iter().enumerate() {
-            let load = &mut self.loads[hop.0 as usize];
-            if load.period != period {
-                load.period = period;
-                load.sampled = load.queued;
-                load.band = band_of(&self.bands, load.queued) as u8;
-                load.sampled_up = load.up;
+            let sample = &mut self.samples[hop.0 as usize];
+            if sample.period != period {
+                let port = &ports[hop.0 as usize];
+                let depth = port.total_queue_bytes();
+                *sample = Sample { period, depth, band: band_of(&self.bands, depth) as u8, up: port.up };
             }
             let weight = weights.get(i).copied().unwrap_or(1);
-            if !load.sampled_up || weight == 0 {
+            if !sample.up || weight == 0 {
                 continue;
             }
-            shallowest = shallowest.min(load.sampled);
+            shallowest = shallowest.min(sample.depth);
             // A port with half the capacity behind it counts its queue
             // double: it drains toward the destination half as fast.
             let band = if weights.is_empty() {
-                load.band as usize
+                sample.band as usize
             } else {
-                band_of(&self.bands, load.sampled * heaviest / weight as u64)
+                band_of(&self.bands, sample.depth * heaviest / weight as u64)
             };
             if band < lowest {
                 lowest = band;
@@ -141,26 +116,30 @@ fn band_of(edges: &[u64], depth: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::Bytes;
+    use crate::net::CLASS_DATA;
+    use crate::topology::NodeId;
+    use crate::units::{Bytes, Rate};
 
-    /// Adaptive routing over 8 ports, the first with `depths` queued.
-    fn routing_with(cfg: &AdaptiveConfig, depths: &[u64]) -> AdaptiveRouting {
-        let mut ar = AdaptiveRouting::new(cfg, 8, 1);
-        for (i, &d) in depths.iter().enumerate() {
-            ar.queued(PortId(i as u32), d);
-        }
-        ar
+    /// 8 ports, the first with `depths` queued.
+    fn ports(depths: &[u64]) -> Vec<Port> {
+        (0..8)
+            .map(|i| {
+                let mut p = Port::new(NodeId(0), i as u16, Rate::from_gbps(400), Time::ZERO, false);
+                p.queue_bytes[CLASS_DATA] = depths.get(i).copied().unwrap_or(0);
+                p
+            })
+            .collect()
     }
 
-    fn routing(depths: &[u64]) -> AdaptiveRouting {
-        routing_with(&AdaptiveConfig::default(), depths)
+    fn routing() -> AdaptiveRouting {
+        AdaptiveRouting::new(&AdaptiveConfig::default(), 8, 1)
     }
 
-    fn tally(ar: &mut AdaptiveRouting, hops: &[PortId], weights: &[u32], draws: u64) -> Vec<u64> {
+    fn tally(ar: &mut AdaptiveRouting, hops: &[PortId], weights: &[u32], ports: &[Port], draws: u64) -> Vec<u64> {
         let mut counts = vec![0; hops.len()];
         for k in 0..draws {
             // A new sampling period each time: the depths are read afresh.
-            let p = ar.pick(hops, weights, Time::from_ns(100 * k)).expect("a port is up");
+            let p = ar.pick(hops, weights, ports, Time::from_ns(100 * k)).expect("a port is up");
             counts[p.0 as usize] += 1;
         }
         counts
@@ -170,7 +149,7 @@ mod tests {
     fn picks_at_random_among_the_ports_of_the_lowest_band_only() {
         let hops: Vec<PortId> = (0..4).map(PortId).collect();
         // 5KB and 15KB share the lowest band (below 20KB); 50KB and 90KB do not.
-        let counts = tally(&mut routing(&[50_000, 5_000, 90_000, 15_000]), &hops, &[], 4000);
+        let counts = tally(&mut routing(), &hops, &[], &ports(&[50_000, 5_000, 90_000, 15_000]), 4000);
         assert_eq!((counts[0], counts[2]), (0, 0), "{counts:?}");
         assert!(counts[1] > 1800 && counts[3] > 1800, "{counts:?}");
     }
@@ -178,39 +157,41 @@ mod tests {
     #[test]
     fn every_packet_of_a_sampling_period_sees_the_same_sample() {
         let hops = [PortId(0), PortId(1)];
-        let mut ar = routing(&[0, 30_000]);
-        assert_eq!(ar.pick(&hops, &[], Time::from_ns(10)), Some(PortId(0)));
+        let mut ar = routing();
+        let mut p = ports(&[0, 30_000]);
+        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(10)), Some(PortId(0)));
         // Port 0 fills within the period: still chosen on the stale sample.
-        ar.queued(PortId(0), 60_000);
-        assert_eq!(ar.pick(&hops, &[], Time::from_ns(99)), Some(PortId(0)));
+        p[0].queue_bytes[CLASS_DATA] = 60_000;
+        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(99)), Some(PortId(0)));
         // The next period samples again.
-        assert_eq!(ar.pick(&hops, &[], Time::from_ns(100)), Some(PortId(1)));
-        ar.dequeued(PortId(0), 60_000);
-        assert_eq!(ar.pick(&hops, &[], Time::from_ns(200)), Some(PortId(0)));
+        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(100)), Some(PortId(1)));
+        p[0].queue_bytes[CLASS_DATA] = 0;
+        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(200)), Some(PortId(0)));
     }
 
     #[test]
     fn a_down_port_leaves_the_choice_at_the_next_sample_and_none_up_means_no_route() {
         let hops = [PortId(0), PortId(1)];
-        let mut ar = routing(&[0, 90_000]);
-        assert_eq!(ar.pick(&hops, &[], Time::from_ns(0)), Some(PortId(0)));
-        ar.set_up(PortId(0), false);
-        assert_eq!(tally(&mut ar, &hops, &[], 200)[0], 1, "only the draw at 0ns, sampled before");
-        ar.set_up(PortId(1), false);
-        assert_eq!(ar.pick(&hops, &[], Time::from_us(1)), None);
+        let mut ar = routing();
+        let mut p = ports(&[0, 90_000]);
+        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(0)), Some(PortId(0)));
+        p[0].up = false;
+        assert_eq!(tally(&mut ar, &hops, &[], &p, 200)[0], 1, "only the draw at 0ns, sampled before");
+        p[1].up = false;
+        assert_eq!(ar.pick(&hops, &[], &p, Time::from_us(1)), None);
     }
 
     #[test]
     fn weights_scale_depths_and_break_ties_in_proportion() {
         let hops = [PortId(0), PortId(1)];
         // Empty queues: two thirds to the port with twice the capacity behind it.
-        let counts = tally(&mut routing(&[0, 0]), &hops, &[2000, 1000], 6000);
+        let counts = tally(&mut routing(), &hops, &[2000, 1000], &ports(&[0, 0]), 6000);
         assert!((3700..4300).contains(&counts[0]), "{counts:?}");
         // 12KB behind the half-capacity port counts as 24KB: the next band.
-        let counts = tally(&mut routing(&[15_000, 12_000]), &hops, &[2000, 1000], 100);
+        let counts = tally(&mut routing(), &hops, &[2000, 1000], &ports(&[15_000, 12_000]), 100);
         assert_eq!(counts, [100, 0]);
         let one_edge = AdaptiveConfig { bands: vec![Bytes(20_000)], ..AdaptiveConfig::default() };
-        let counts = tally(&mut routing_with(&one_edge, &[15_000, 12_000]), &hops, &[], 1000);
+        let counts = tally(&mut AdaptiveRouting::new(&one_edge, 8, 1), &hops, &[], &ports(&[15_000, 12_000]), 1000);
         assert!(counts[1] > 400, "unweighted, both are in the lowest band: {counts:?}");
     }
 }
