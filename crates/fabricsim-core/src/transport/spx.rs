@@ -198,8 +198,9 @@ pub struct SpxQp {
     /// The responder's last CNP per plane.
     cnp_sent: Vec<Option<Time>>,
     /// The responder's oldest gap: since when PSN `.1` (its next expected)
-    /// has been missing while later ones arrived.
-    gap: Option<(Time, u32)>,
+    /// has been missing while later ones arrived, and the port the latest
+    /// of them came by (a working plane, for the NAK).
+    gap: Option<(Time, u32, u8)>,
     framing: Framing,
     mtu: u32,
     /// Line rate of one port (plane) and of the NIC.
@@ -420,7 +421,7 @@ impl SpxQp {
         let trimmed = pkt.has(flag::TRIMMED);
         let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
         out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
-        self.watch_gap(now, out);
+        self.watch_gap(now, port as u8, out);
         if let Some((kind, psn)) = reply.reply {
             out.push(Action::Send {
                 end: End::Responder,
@@ -436,36 +437,36 @@ impl SpxQp {
             out.push(Action::Send { end: End::Responder, port: port as u8, control: cnp });
         }
     }
-}
 
-impl SpxQp {
     /// The responder keeps the age of its oldest gap: a new one starts the
     /// loss timer, one filled stops it. Not under `sw_lb`: there each plane
     /// is a QP of its own, which can resend only on its dead port.
-    fn watch_gap(&mut self, now: Time, out: &mut Vec<Action>) {
+    fn watch_gap(&mut self, now: Time, port: u8, out: &mut Vec<Action>) {
         if self.lb() == PlaneLb::SwLb {
             return;
         }
         let expected = self.receiver.expected();
-        if !self.receiver.has_gap() {
-            self.gap = None;
-        } else if self.gap.is_none_or(|(_, at)| at != expected) {
-            self.gap = Some((now, expected));
-            out.push(Action::Arm { timer: Timer::Reorder, at: now + self.cfg.loss_timeout });
+        match self.gap {
+            _ if !self.receiver.has_gap() => self.gap = None,
+            Some((since, at, _)) if at == expected => self.gap = Some((since, at, port)),
+            _ => {
+                self.gap = Some((now, expected, port));
+                out.push(Action::Arm { timer: Timer::Reorder, at: now + self.cfg.loss_timeout });
+            }
         }
     }
 
     /// The loss timer: a gap as old as `loss_timeout` is NAKed, and
     /// watched again.
     fn on_loss_timer(&mut self, now: Time, out: &mut Vec<Action>) {
-        let Some((since, at)) = self.gap else { return };
+        let Some((since, at, port)) = self.gap else { return };
         if now < since + self.cfg.loss_timeout {
             out.push(Action::Arm { timer: Timer::Reorder, at: since + self.cfg.loss_timeout });
             return;
         }
-        self.gap = Some((now, at));
+        self.gap = Some((now, at, port));
         let nak = Control::new(PacketKind::Nak, at, self.entropy);
-        out.push(Action::Send { end: End::Responder, port: 0, control: nak });
+        out.push(Action::Send { end: End::Responder, port, control: nak });
         out.push(Action::Arm { timer: Timer::Reorder, at: now + self.cfg.loss_timeout });
     }
 }
