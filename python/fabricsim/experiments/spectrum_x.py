@@ -18,18 +18,17 @@ docs/EXPERIMENTS.md as not run.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 import polars as pl
 
 from ..results import Results
 from .analysis import collective_analysis, host_throughput, recovery_ms, window_mean
-from .framework import CONTRADICTS, PARTLY, Expect, Experiment, Outcome, Row, Run
+from .framework import Expect, Experiment, Outcome, Row, Run
 from .spectrum_x_faults import FAULT_EXPERIMENTS
 from .spectrum_x_jobs import JOB_EXPERIMENTS
 from .spectrum_x_planes import PLANE_EXPERIMENTS
 
-__all__ = ["EXPERIMENTS", "main_nic_bandwidth", "pair_bandwidth"]
+__all__ = ["EXPERIMENTS", "pair_bandwidth"]
 
 # SPX's first percentile, 377.23 Gb/s of 400G (Fig 8a), within 5%.
 _SPX_P1: Expect = (0.95 * 377.23, None)
@@ -122,66 +121,6 @@ def _fig12_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
     return rows
 
 
-def main_nic_bandwidth(outcome: Results, mains: list[str]) -> pl.Series:
-    """Each main NIC's bandwidth in GB/s: the bytes of its flows over the latest of their completion times."""
-    flows = outcome.flows.filter(pl.col("src").is_in(mains))
-    per = flows.group_by("src").agg(pl.col("bytes").sum(), pl.col("fct_s").max())
-    return per["bytes"] * 8 / per["fct_s"] / 1e9 / 8
-
-
-def _fig15_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-    mains = [f"nic{i}" for i in range(8)]
-    bw: dict[str, float | None] = {}
-    for key, outcome in outcomes.items():
-        assert isinstance(outcome, Results)
-        flows = outcome.flows.filter(pl.col("src").is_in(mains))
-        finished = flows["fct_s"].null_count() == 0
-        per = main_nic_bandwidth(outcome, mains)
-        bw[key] = float(per.mean()) if finished and len(per) else None
-
-    def text(v: float | None) -> str:
-        return "did not finish" if v is None else f"{v:.1f} GB/s"
-
-    rows = [
-        Row("SPX, symmetric", "94.5 GB/s (as Global CC)", text(bw["sym_plb"]), bw["sym_plb"], (0.95 * 94.5, None)),
-        Row("Global CC, symmetric", "94.5 GB/s", text(bw["sym_global"]), bw["sym_global"], (0.95 * 94.5, None)),
-        _cc_chosen(Row("SPX, asymmetric", "93.7 GB/s", text(bw["asym_plb"]), bw["asym_plb"], (0.8 * 93.7, 1.2 * 93.7))),
-        _cc_chosen(
-            Row(
-                "Global CC, asymmetric",
-                "47.3 GB/s",
-                text(bw["asym_global"]),
-                bw["asym_global"],
-                (0.8 * 47.3, 1.2 * 47.3),
-            )
-        ),
-    ]
-    if bw["asym_plb"] and bw["sym_plb"]:
-        kept = bw["asym_plb"] / bw["sym_plb"]
-        rows.append(
-            _cc_chosen(Row("SPX asymmetric / symmetric", "0.99 (no degradation)", f"{kept:.3f}", kept, (0.95, None)))
-        )
-    if bw["asym_global"] and bw["sym_global"]:
-        kept = bw["asym_global"] / bw["sym_global"]
-        rows.append(
-            _cc_chosen(Row("Global CC asymmetric / symmetric", "0.50 (collapse)", f"{kept:.3f}", kept, (0.4, 0.6)))
-        )
-    return rows
-
-
-def _cc_chosen(row: Row) -> Row:
-    """A Fig 15a claim that rests on SPX CC's rule, chosen while this figure's numbers were known: at most partly."""
-    if row.value is None or row.expect is None:
-        return row
-    low, high = row.expect
-    inside = (low is None or row.value >= low) and (high is None or row.value <= high)
-    reason = (
-        "SPX CC's rule (NSCC's: no cut under the target queueing delay, one cut per base RTT) was kept among three "
-        "tried while this figure's numbers were known; of the other two, one gave the paper's shape, one did not"
-    )
-    return replace(row, verdict=PARTLY if inside else CONTRADICTS, reason=reason)
-
-
 def _s64_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
     pristine, degraded = outcomes["pristine"], outcomes["degraded"]
     assert isinstance(pristine, Results) and isinstance(degraded, Results)
@@ -239,20 +178,6 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         analyse=_fig12_analysis,
         note="4 x 200G planes (CX8); the receiver's plane-2 host link fails at 1 ms; throughput is the bytes the "
         "receiver places (ib_write_bw counts completions, which stall until the lost packets are resent)",
-    ),
-    Experiment(
-        key="fig15a",
-        figure="Fig 15a",
-        title="One-to-many under noise on a fabric with two leaves cut to a quarter of their uplinks: SPX vs Global CC",
-        runs=(
-            Run("sym_plb", "SPX symmetric", "spectrum-x/fig15_one_to_many_symmetric_plb.yaml"),
-            Run("sym_global", "Global CC symmetric", "spectrum-x/fig15_one_to_many_symmetric_global_cc.yaml"),
-            Run("asym_plb", "SPX asymmetric", "spectrum-x/fig15_one_to_many_asymmetric_plb.yaml"),
-            Run("asym_global", "Global CC asymmetric", "spectrum-x/fig15_one_to_many_asymmetric_global_cc.yaml"),
-        ),
-        analyse=_fig15_analysis,
-        note="Fig 16's testbed as a 4-plane 2-tier Clos, 8 main and 8 noise NICs per leaf; 32 MB per destination "
-        "rather than 4 GB messages",
     ),
     *PLANE_EXPERIMENTS,
     Experiment(
