@@ -81,9 +81,10 @@ pub enum Timer {
     /// A loss-detection deadline short of the retransmission timeout (MRC:
     /// RACK's reordering timer).
     Reorder,
-    /// A plane that its rate allowance held back may send again
-    /// (Spectrum-X's per-plane pacing).
-    Pace,
+    /// The QP may send again on ports it left for want of something other
+    /// than time (Spectrum-X's `sw_lb`: a plane that waited for the
+    /// others' shares); a per-port pacer is `Transport::paced_until`.
+    Wake,
 }
 
 pub const TIMERS: usize = 5;
@@ -94,7 +95,7 @@ impl Timer {
     }
 
     pub fn from_index(i: u8) -> Timer {
-        [Timer::Retransmit, Timer::Congestion, Timer::Probe, Timer::Reorder, Timer::Pace][i as usize]
+        [Timer::Retransmit, Timer::Congestion, Timer::Probe, Timer::Reorder, Timer::Wake][i as usize]
     }
 }
 

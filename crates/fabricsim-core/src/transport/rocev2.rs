@@ -453,7 +453,7 @@ impl Transport for RoceQp {
                     out.push(Action::Arm { timer, at });
                 }
             }
-            Timer::Probe | Timer::Reorder | Timer::Pace => {}
+            Timer::Probe | Timer::Reorder | Timer::Wake => {}
         }
     }
 

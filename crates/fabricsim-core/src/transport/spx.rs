@@ -530,7 +530,7 @@ impl Transport for SpxQp {
             plane.sent += wire;
             // The planes held back for their share may go again, once this
             // packet is on its way (a timer: the port is mid-pull).
-            out.push(Action::Arm { timer: Timer::Pace, at: now });
+            out.push(Action::Arm { timer: Timer::Wake, at: now });
         }
         self.rotation = (port + 1) % self.planes.len();
         if self.sender.rto_deadline.is_none() {
@@ -619,7 +619,7 @@ impl Transport for SpxQp {
             }
             Timer::Probe => self.on_probe_timer(now, out),
             // `sw_lb`: a plane that waited for the others' shares may go.
-            Timer::Pace => out.push(Action::Ready),
+            Timer::Wake => out.push(Action::Ready),
             Timer::Reorder => self.on_loss_timer(now, out),
         }
     }

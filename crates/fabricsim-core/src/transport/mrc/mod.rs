@@ -478,7 +478,7 @@ impl Transport for MrcQp {
                 }
                 self.arm_reorder(out);
             }
-            Timer::Congestion | Timer::Pace => {}
+            Timer::Congestion | Timer::Wake => {}
         }
     }
 
