@@ -18,12 +18,13 @@ docs/EXPERIMENTS.md as not run.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import polars as pl
 
 from ..results import Results
 from .analysis import collective_analysis, host_throughput, recovery_ms, window_mean
-from .framework import Expect, Experiment, Outcome, Row, Run
+from .framework import CONTRADICTS, PARTLY, Expect, Experiment, Outcome, Row, Run, in_range
 from .spectrum_x_faults import FAULT_EXPERIMENTS
 from .spectrum_x_jobs import JOB_EXPERIMENTS
 from .spectrum_x_planes import PLANE_EXPERIMENTS
@@ -139,6 +140,36 @@ def _s64_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool)
     ]
 
 
+_FIG15D_CLAIMS = collective_analysis(
+    (
+        ("SPX busbw at the largest size", "about 92 GB/s", "spx", "", "largest", (0.8 * 92, 1.2 * 92)),
+        (
+            "ESR / SPX busbw at the largest size",
+            "55-80 / 92 GB/s above 256 MB",
+            "esr",
+            "spx",
+            "largest",
+            (None, 80 / 92),
+        ),
+    )
+)
+
+
+def _fig15d_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
+    """Fig 15d's claims; ESR's is the paper's above 256 MB, and ours stop at 64 MiB: at most partly."""
+    rows = _FIG15D_CLAIMS(exp, outcomes, quick)
+    return [
+        replace(
+            r,
+            verdict=PARTLY if in_range(r.value, r.expect) else CONTRADICTS,
+            reason="the paper's ESR claim is for 256 MB and more; our sizes stop at 64 MiB",
+        )
+        if r.metric.startswith("ESR / SPX") and r.value is not None and r.expect is not None
+        else r
+        for r in rows
+    ]
+
+
 _FIG8A_QUICK = {"traffic.0.bytes": "8MB", "traffic.1.bytes": "8MB"}
 
 EXPERIMENTS: tuple[Experiment, ...] = (
@@ -198,12 +229,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                 quick={"sweep.values": ["4MiB", "16MiB"]},
             ),
         ),
-        analyse=collective_analysis(
-            (
-                ("SPX busbw at the largest size", "about 92 GB/s", "spx", "", "largest", (0.8 * 92, 1.2 * 92)),
-                ("ESR / SPX busbw at the largest size", "55-80 / 92 GB/s", "esr", "spx", "largest", (None, 80 / 92)),
-            )
-        ),
+        analyse=_fig15d_analysis,
         note="32 NICs of a 4-plane 2-tier Clos at 4 x 200G; one 32-rank job whose all-to-all runs as 4 concurrent "
         "groups of 8; sizes 4-64 MiB (quick: 4 and 16 MiB), where the paper's ESR oscillates above 256 MB",
     ),
