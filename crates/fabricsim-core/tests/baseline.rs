@@ -285,3 +285,35 @@ fn one_hash_seed_everywhere_polarizes_ecmp() {
     assert_eq!(polarized, 32, "one uplink per aggregation switch");
     assert!(spread > 100, "per-switch seeds use {spread} of {total} core uplinks");
 }
+
+/// A flow's `rate` is the NIC's per-QP rate limiter: the flow takes its
+/// bytes on the wire over that rate (split over its QPs, it still adds up
+/// to the flow's rate), the ideal FCT counts it, and with several transports
+/// (RoCE one port, SPX sprayed over planes) the limit is the same.
+#[test]
+fn a_rate_limited_flow_sends_at_its_limit() {
+    for (transport, qps, planes) in [("rocev2", 1, 1), ("rocev2", 4, 1), ("spx", 2, 2), ("mrc", 1, 2)] {
+        let mut topo = two_tier(4);
+        topo["planes"] = json!(planes);
+        let flow = |rate: Option<&str>| {
+            let mut f = json!({"kind": "flow", "src": 0, "dst": 2, "bytes": "4MiB", "qps": qps});
+            if let Some(r) = rate {
+                f["rate"] = json!(r);
+            }
+            f
+        };
+        let scenario = |rate| {
+            json!({"topology": topo, "transport": {"kind": transport}, "traffic": [flow(rate)],
+                   "switch": {"forwarding": if transport == "spx" { "adaptive" } else { "ecmp" }}})
+        };
+        let free = floats(&run(scenario(None)).flows, "fct_s")[0].unwrap();
+        let out = run(scenario(Some("25Gbps")));
+        let limited = floats(&out.flows, "fct_s")[0].unwrap();
+        // 4 MiB plus headers at 25 Gb/s is about 1.36 ms; unlimited well under a third of it.
+        let at_limit = (4u64 << 20) as f64 * 8.0 / 25e9;
+        assert!(limited > at_limit && limited < at_limit * 1.06, "{transport}/{qps}: {limited} s vs {at_limit} s");
+        assert!(free < at_limit / 3.0, "{transport}: unlimited {free} s");
+        let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
+        assert!((0.99..1.03).contains(&slowdown), "{transport}/{qps}: slowdown {slowdown}");
+    }
+}

@@ -8,12 +8,15 @@ use crate::ids::{MessageId, QpId};
 use crate::net::PortId;
 use crate::topology::NodeId;
 use crate::transport::{QpTransport, TIMERS};
-use crate::units::Time;
+use crate::units::{Rate, Time};
 
 pub(crate) struct Qp {
     pub transport: QpTransport,
     /// Earliest time the pacer lets the next data packet go.
     pub next_send: Time,
+    /// The NIC's hardware rate limit for this QP: its data packets leave
+    /// no closer than their wire size at this rate.
+    pub rate_limit: Option<Rate>,
     /// Ports of the sending NIC (by index) whose ready list holds this QP.
     pub in_ready_lists: u32,
     /// Whether the transport sprays over every port of the NIC.

@@ -295,6 +295,13 @@ pub(super) fn build(
         if let Some(set) = &spec.ev_set {
             links.pin_evs(conn, set)?;
         }
+        if let Some(rate) = spec.rate {
+            let qps = &links.connections[conn].qps;
+            let share = Rate((rate.0 / qps.len() as u64).max(1));
+            for &q in qps {
+                links.qps[q].rate_limit = Some(share);
+            }
+        }
         flows.push(Flow {
             src: spec.src,
             dst: spec.dst,
@@ -305,6 +312,7 @@ pub(super) fn build(
             ideal: Time::ZERO,
             failed: false,
             imm: spec.imm,
+            rate_limit: spec.rate,
         });
     }
 
@@ -586,6 +594,7 @@ impl Links {
                 sprays: transport.sprays(),
                 transport,
                 next_send: Time::ZERO,
+                rate_limit: None,
                 in_ready_lists: 0,
                 src,
                 dst,
@@ -672,7 +681,11 @@ impl Simulation {
         let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
         let sprayed = self.qps[first].sprays;
         let parallel = if sprayed { self.node_ports[flow.src.0 as usize].len() } else { planes.len().max(1) } as f64;
-        let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / (bottleneck.0 as f64 * parallel));
+        let mut rate = bottleneck.0 as f64 * parallel;
+        if let Some(limit) = flow.rate_limit {
+            rate = rate.min(limit.0 as f64);
+        }
+        let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / rate);
         let mut skipped_bottleneck = false;
         for p in &hops {
             let port = &self.ports[p.0 as usize];

@@ -31,7 +31,7 @@ use crate::scenario::Scenario;
 use crate::switch::{AdaptiveRouting, Routes, Srv6};
 use crate::topology::{NodeId, Topology};
 use crate::transport::{Action, CustomTransport, Framing, Timer};
-use crate::units::Time;
+use crate::units::{Rate, Time};
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
@@ -113,6 +113,8 @@ struct Flow {
     failed: bool,
     /// Posted as a write with immediate.
     imm: bool,
+    /// The NIC's rate limit for the flow, over all its QPs.
+    rate_limit: Option<Rate>,
 }
 
 #[derive(Default)]

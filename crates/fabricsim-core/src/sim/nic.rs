@@ -41,6 +41,10 @@ impl Simulation {
                 }
                 let id = self.alloc_data_packet(q, port, out);
                 let wire = self.pool.get(id).wire();
+                let qp = &mut self.qps[q];
+                if let Some(limit) = qp.rate_limit {
+                    qp.next_send = qp.next_send.max(now + limit.tx_time(wire as u64));
+                }
                 self.ports[p].enqueue(CLASS_DATA, id, wire);
                 Some(id)
             }

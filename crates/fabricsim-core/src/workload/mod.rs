@@ -14,7 +14,7 @@ use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
 pub use crate::topology::NicRef;
 use crate::topology::{NodeId, NodeRole, Topology};
-use crate::units::{Bytes, Time};
+use crate::units::{Bytes, Rate, Time};
 
 /// One traffic source of the scenario, chosen by `kind`.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
@@ -48,6 +48,10 @@ pub struct Flow {
     pub start: Time,
     /// QPs for this flow (default: the transport's `qps`).
     pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
     /// The RDMA operation: `write`, or `write_with_imm`, whose immediate
     /// raises a completion at the responder once the whole message is in.
     #[serde(default)]
@@ -74,6 +78,10 @@ pub struct Permutation {
     #[serde(default)]
     pub start: Time,
     pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
 }
 
 /// N senders to one receiver, all starting together.
@@ -88,6 +96,10 @@ pub struct Incast {
     #[serde(default)]
     pub start: Time,
     pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
 }
 
 /// Every NIC sends `bytes` to every other NIC.
@@ -98,6 +110,10 @@ pub struct AllToAll {
     #[serde(default)]
     pub start: Time,
     pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
 }
 
 /// `flows` flows between uniformly random distinct pairs, with start times
@@ -112,6 +128,10 @@ pub struct UniformRandom {
     #[serde(default)]
     pub window: Time,
     pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
 }
 
 /// NIC i under ToR `src_racks[k]` sends to NIC i under ToR `dst_racks[k]`
@@ -126,6 +146,10 @@ pub struct RacksToRacks {
     #[serde(default)]
     pub start: Time,
     pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
 }
 
 /// Splits `total` into `parts` nearly equal shares, the larger ones first.
@@ -145,6 +169,8 @@ pub struct FlowSpec {
     pub imm: bool,
     /// Hand-picked MRC EVs.
     pub ev_set: Option<crate::transport::mrc::EvSet>,
+    /// The NIC's rate limit for the whole flow.
+    pub rate: Option<Rate>,
 }
 
 /// The ToR index (plane 0) each NIC's first port attaches to.
@@ -190,7 +216,7 @@ pub fn expand(
             return invalid(field("kind"), "traffic needs at least two NICs");
         }
         match spec {
-            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps, op, ev_set }) => {
+            TrafficSpec::Flow(Flow { src, dst, bytes, start, qps, rate, op, ev_set }) => {
                 let (s, d) = (src.resolve(topo, &nics, &field("src"))?, dst.resolve(topo, &nics, &field("dst"))?);
                 if s == d {
                     return invalid(field("dst"), "a flow's source and destination must differ");
@@ -215,9 +241,10 @@ pub fn expand(
                     qps: qps_of(qps)?,
                     imm: *op == WriteOp::WriteWithImm,
                     ev_set: ev_set.clone(),
+                    rate: *rate,
                 });
             }
-            TrafficSpec::Permutation(Permutation { bytes, start, qps }) => {
+            TrafficSpec::Permutation(Permutation { bytes, start, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 // Sattolo's algorithm: a uniformly random single cycle, so
                 // nobody sends to itself.
@@ -227,10 +254,19 @@ pub fn expand(
                     order.swap(k, j);
                 }
                 for (k, &src) in nics.iter().enumerate() {
-                    flows.push(FlowSpec { src, dst: order[k], bytes, start: *start, qps, imm: false, ev_set: None });
+                    flows.push(FlowSpec {
+                        src,
+                        dst: order[k],
+                        bytes,
+                        start: *start,
+                        qps,
+                        imm: false,
+                        ev_set: None,
+                        rate: *rate,
+                    });
                 }
             }
-            TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps }) => {
+            TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 let dst = receiver.resolve(topo, &nics, &field("receiver"))?;
                 let srcs: Vec<NodeId> = match (senders, count) {
@@ -261,17 +297,27 @@ pub fn expand(
                     qps,
                     imm: false,
                     ev_set: None,
+                    rate: *rate,
                 }));
             }
-            TrafficSpec::AllToAll(AllToAll { bytes, start, qps }) => {
+            TrafficSpec::AllToAll(AllToAll { bytes, start, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for &src in &nics {
                     for &dst in nics.iter().filter(|&&d| d != src) {
-                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false, ev_set: None });
+                        flows.push(FlowSpec {
+                            src,
+                            dst,
+                            bytes,
+                            start: *start,
+                            qps,
+                            imm: false,
+                            ev_set: None,
+                            rate: *rate,
+                        });
                     }
                 }
             }
-            TrafficSpec::UniformRandom(UniformRandom { flows: n, bytes, start, window, qps }) => {
+            TrafficSpec::UniformRandom(UniformRandom { flows: n, bytes, start, window, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for _ in 0..*n {
                     let src = nics[rng.below(nics.len() as u64) as usize];
@@ -280,10 +326,19 @@ pub fn expand(
                         dst = nics[rng.below(nics.len() as u64) as usize];
                     }
                     let offset = if window.0 > 0 { Time(rng.below(window.0)) } else { Time::ZERO };
-                    flows.push(FlowSpec { src, dst, bytes, start: *start + offset, qps, imm: false, ev_set: None });
+                    flows.push(FlowSpec {
+                        src,
+                        dst,
+                        bytes,
+                        start: *start + offset,
+                        qps,
+                        imm: false,
+                        ev_set: None,
+                        rate: *rate,
+                    });
                 }
             }
-            TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps }) => {
+            TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 if src_racks.len() != dst_racks.len() {
                     return invalid(
@@ -303,7 +358,16 @@ pub fn expand(
                 for (&a, &b) in src_racks.iter().zip(dst_racks) {
                     let (srcs, dsts) = (members(a, "src_racks")?, members(b, "dst_racks")?);
                     for (&src, &dst) in srcs.iter().zip(&dsts) {
-                        flows.push(FlowSpec { src, dst, bytes, start: *start, qps, imm: false, ev_set: None });
+                        flows.push(FlowSpec {
+                            src,
+                            dst,
+                            bytes,
+                            start: *start,
+                            qps,
+                            imm: false,
+                            ev_set: None,
+                            rate: *rate,
+                        });
                     }
                 }
             }
