@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from fabricsim import _core
+from fabricsim import run as fabricsim_run
 from fabricsim.cli import main
 from fabricsim.experiments import PAPERS, analysis, framework, paper_experiments
 from fabricsim.experiments.analysis import collective_analysis, phase_analysis
@@ -435,3 +436,54 @@ def test_reproduce_spectrum_x_plane_figures(tmp_path: Path, capsys: pytest.Captu
     assert 0.7 < fig12["PLB: throughput on three planes / before"] < 0.8, fig12
     assert fig12["SW LB: time to recover"] > 1.0, fig12
     assert fig12["single plane: throughput after the failure"] < 1.0, fig12
+
+
+def _ping_pong_scenario(load: str | None, forwarding: str, transport: str) -> dict[str, Any]:
+    """NIC n pings NIC n + 8 on a 2-tier Clos of 16 NICs; with `load`, each direction of each pair writes at that
+    NIC rate limit, as Fig 8b runs ib_send_lat beside rate-limited ib_write_bw."""
+    pairs = [(n, n + 8) for n in range(8)]
+    traffic = [
+        {"kind": "flow", "src": a, "dst": b, "bytes": "1GB", "rate": load}
+        for x, y in pairs
+        for a, b in ((x, y), (y, x))
+        if load
+    ]
+    phases = [
+        {"name": "ping", "collective": {"op": "broadcast", "bytes": "2B", "root": 0, "channels": 1}},
+        {"name": "pong", "collective": {"op": "broadcast", "bytes": "2B", "root": 1, "channels": 1}},
+    ]
+    jobs = [
+        {
+            "name": f"lat{a}",
+            "ranks": 2,
+            "placement": {"explicit": [a, b]},
+            "start": "100us",
+            "iterations": 40,
+            "phases": phases,
+        }
+        for a, b in pairs
+    ]
+    return {
+        "name": "pingpong",
+        "duration": "1ms",
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "link_rate": "100Gbps", "link_delay": "1us"},
+        "switch": {"forwarding": forwarding},
+        "transport": {"kind": transport},
+        "traffic": traffic,
+        "jobs": jobs,
+    }
+
+
+def test_fig8b_probe_latency_is_half_a_round_trip_and_grows_under_ecmp_load() -> None:
+    """Fig 8b's measurement: on an idle fabric a probe's latency is the path's (4 hops of 1 us plus a small
+    frame's serialization), the same for every pair; under 75% rate-limited load ECMP's collisions queue some
+    pairs' probes, adaptive routing keeps every pair near the idle latency."""
+    from fabricsim.experiments.spectrum_x import pair_latency_p99
+
+    idle = pair_latency_p99(fabricsim_run(_ping_pong_scenario(None, "ecmp", "rocev2")))
+    assert len(idle) == 8
+    assert idle.min() > 4.0 and idle.max() < 4.1, idle
+    eth = pair_latency_p99(fabricsim_run(_ping_pong_scenario("75Gbps", "ecmp", "rocev2")))
+    spx = pair_latency_p99(fabricsim_run(_ping_pong_scenario("75Gbps", "adaptive", "spx")))
+    assert eth.max() > idle.max() + 0.5, eth
+    assert spx.max() < eth.max(), (spx, eth)

@@ -29,7 +29,7 @@ from .spectrum_x_faults import FAULT_EXPERIMENTS
 from .spectrum_x_jobs import JOB_EXPERIMENTS
 from .spectrum_x_planes import PLANE_EXPERIMENTS
 
-__all__ = ["EXPERIMENTS", "pair_bandwidth"]
+__all__ = ["EXPERIMENTS", "pair_bandwidth", "pair_latency_p99"]
 
 # SPX's first percentile, 377.23 Gb/s of 400G (Fig 8a), within 5%.
 _SPX_P1: Expect = (0.95 * 377.23, None)
@@ -65,6 +65,58 @@ def _fig8a_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
     if missing:
         rows.append(Row("pairs that did not finish", "0", str(missing), float(missing), (0.0, 0.0)))
     return rows
+
+
+def pair_latency_p99(outcome: Results) -> pl.Series:
+    """Each probe pair's 99th-percentile latency in us: half of each ping-pong round trip, as ib_send_lat reports it.
+
+    A probe is a two-rank job whose every step is one ping and one pong
+    (scenarios/spectrum-x/fig8b_latency_eth.yaml).
+    """
+    steps = outcome.steps.filter(pl.col("end_s").is_not_null())
+    half_rtt = ((pl.col("end_s") - pl.col("start_s")) / 2 * 1e6).alias("latency_us")
+    per_pair = (
+        steps.select("job", half_rtt).group_by("job", maintain_order=True).agg(pl.col("latency_us").quantile(0.99))
+    )
+    return per_pair["latency_us"]
+
+
+# "8-9 us" (Fig 8b, SPX's median p99), within 20%; ETH's "about 13 us" and its spread "reaching 22 us".
+_SPX_P99: Expect = (0.8 * 8.0, 1.2 * 9.0)
+_ETH_P99: Expect = (0.8 * 13.0, 1.2 * 13.0)
+_ETH_P99_MAX: Expect = (0.8 * 22.0, 1.2 * 22.0)
+
+
+def _fig8b_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
+    eth, spx = outcomes["eth"], outcomes["spx"]
+    assert isinstance(eth, Results) and isinstance(spx, Results)
+    e, s = pair_latency_p99(eth), pair_latency_p99(spx)
+    return [
+        Row("ETH median p99 latency over pairs", "about 13 us", f"{e.median():.2f} us", e.median(), _ETH_P99),
+        Row("ETH largest p99 latency", "22 us", f"{e.max():.2f} us", e.max(), _ETH_P99_MAX),
+        Row("SPX median p99 latency over pairs", "8-9 us", f"{s.median():.2f} us", s.median(), _SPX_P99),
+        Row(
+            "SPX median p99 / ETH median p99",
+            "0.62-0.69 (8-9 / 13 us)",
+            f"{s.median() / e.median():.3f}",
+            s.median() / e.median(),
+            (None, 0.75),
+        ),
+        Row(
+            "SPX largest / smallest p99 (a tight cluster)",
+            "tightly clustered",
+            f"{s.max() / s.min():.3f}",
+            s.max() / s.min(),
+            (None, 1.15),
+        ),
+        Row(
+            "ETH largest / median p99 (a broad spread)",
+            "22 / 13 = 1.69",
+            f"{e.max() / e.median():.3f}",
+            e.max() / e.median(),
+            (1.35, None),
+        ),
+    ]
 
 
 def _fig12_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
@@ -171,6 +223,7 @@ def _fig15d_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bo
 
 
 _FIG8A_QUICK = {"traffic.0.bytes": "8MB", "traffic.1.bytes": "8MB"}
+_FIG8B_QUICK = {**{f"jobs.{n}.iterations": 100 for n in range(32)}, "duration": "3ms"}
 
 EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment(
@@ -184,6 +237,19 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         analyse=_fig8a_analysis,
         note="64 NICs of a k = 8 three-tier fat tree at 400G (the paper: 64 nodes of Hopper_SP); 32 MB per pair "
         "(quick: 8 MB); a pair's bandwidth is its bytes over its completion time",
+    ),
+    Experiment(
+        key="fig8b",
+        figure="Fig 8b",
+        title="p99 latency of ping-pong probes under 300 Gb/s of bisection load per pair: ETH against SPX",
+        runs=(
+            Run("eth", "ETH", "spectrum-x/fig8b_latency_eth.yaml", quick=_FIG8B_QUICK),
+            Run("spx", "SPX", "spectrum-x/fig8b_latency_spx.yaml", quick=_FIG8B_QUICK),
+        ),
+        analyse=_fig8b_analysis,
+        note="the pairs and fabric of Fig 8a (one-way latency with no load: 6.0 us here, 1 us per hop); every "
+        "direction of every pair rate-limited to 300 Gb/s at the NIC; 200 ping-pongs of 2 B per pair from 500 us "
+        "(quick: 100); a pair's latency is half a round trip",
     ),
     Experiment(
         key="s6.4",
