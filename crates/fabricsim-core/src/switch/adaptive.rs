@@ -15,14 +15,19 @@ use crate::units::Time;
 /// A port's queue depth and link state as sampled in sampling period
 /// `period`. The link state is sampled with the depth: a port that fails
 /// leaves the choice within one period, the paper's O(100ns) (s4.4.2).
+/// Eight bytes, so that the samples of a large fabric's ports stay in
+/// cache: the period is kept modulo 2^32 (a sample 2^32 periods old, 429 s
+/// at 100 ns, would pass for current for one period) and the depth
+/// saturates at `DOWN - 1` bytes, far above any switch buffer.
 #[derive(Clone, Copy)]
 struct Sample {
-    period: u64,
-    depth: u64,
-    /// The band of `depth` unscaled: what an unweighted group compares.
-    band: u8,
-    up: bool,
+    period: u32,
+    /// Queue depth in bytes, or `DOWN`.
+    depth: u32,
 }
+
+/// The depth of a port sampled down.
+const DOWN: u32 = u32::MAX;
 
 pub struct AdaptiveRouting {
     /// Sampling interval, picoseconds.
@@ -40,24 +45,19 @@ impl AdaptiveRouting {
         AdaptiveRouting {
             interval: cfg.sample_interval.0.max(1),
             bands: cfg.bands.iter().map(|b| b.0).collect(),
-            samples: vec![Sample { period: u64::MAX, depth: 0, band: 0, up: true }; ports],
+            samples: vec![Sample { period: u32::MAX, depth: 0 }; ports],
             rng: Rng::stream(seed, &[0xADA9_7173]),
             ties: Vec::new(),
         }
     }
 
-    /// The next hop among `hops` for a packet routed at `now`; `weights`
-    /// is parallel to `hops`, or empty when the group is unweighted. None
-    /// when every next hop is down.
-    pub fn pick(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<PortId> {
-        self.route(hops, weights, ports, now).map(|(hop, _)| hop)
-    }
-
-    /// `pick`, with the sampled depth of the shallowest port that is up:
-    /// what the group can still absorb (Spectrum-X marks ECN only when
-    /// even that one is queued past the threshold, s4.2).
+    /// The next hop among `hops` for a packet routed at `now`, with the
+    /// sampled depth of the shallowest port that is up: what the group can
+    /// still absorb (Spectrum-X marks ECN only when even that one is queued
+    /// past the threshold, s4.2). `weights` is parallel to `hops`, or empty
+    /// when the group is unweighted. None when every next hop is down.
     pub fn route(&mut self, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<(PortId, u64)> {
-        let period = now.0 / self.interval;
+        let period = (now.0 / self.interval) as u32;
         let mut shallowest = u64::MAX;
         let heaviest = weights.iter().copied().max().unwrap_or(1).max(1) as u64;
         let mut lowest = usize::MAX;
@@ -66,20 +66,21 @@ impl AdaptiveRouting {
             let sample = &mut self.samples[hop.0 as usize];
             if sample.period != period {
                 let port = &ports[hop.0 as usize];
-                let depth = port.total_queue_bytes();
-                *sample = Sample { period, depth, band: band_of(&self.bands, depth) as u8, up: port.up };
+                let depth = if port.up { port.total_queue_bytes().min(u64::from(DOWN - 1)) as u32 } else { DOWN };
+                *sample = Sample { period, depth };
             }
             let weight = weights.get(i).copied().unwrap_or(1);
-            if !sample.up || weight == 0 {
+            if sample.depth == DOWN || weight == 0 {
                 continue;
             }
-            shallowest = shallowest.min(sample.depth);
+            let depth = u64::from(sample.depth);
+            shallowest = shallowest.min(depth);
             // A port with half the capacity behind it counts its queue
             // double: it drains toward the destination half as fast.
             let band = if weights.is_empty() {
-                sample.band as usize
+                band_of(&self.bands, depth)
             } else {
-                band_of(&self.bands, sample.depth * heaviest / weight as u64)
+                band_of(&self.bands, depth * heaviest / weight as u64)
             };
             if band < lowest {
                 lowest = band;
@@ -131,6 +132,10 @@ mod tests {
             .collect()
     }
 
+    fn pick(ar: &mut AdaptiveRouting, hops: &[PortId], weights: &[u32], ports: &[Port], now: Time) -> Option<PortId> {
+        ar.route(hops, weights, ports, now).map(|(hop, _)| hop)
+    }
+
     fn routing() -> AdaptiveRouting {
         AdaptiveRouting::new(&AdaptiveConfig::default(), 8, 1)
     }
@@ -139,7 +144,7 @@ mod tests {
         let mut counts = vec![0; hops.len()];
         for k in 0..draws {
             // A new sampling period each time: the depths are read afresh.
-            let p = ar.pick(hops, weights, ports, Time::from_ns(100 * k)).expect("a port is up");
+            let p = pick(ar, hops, weights, ports, Time::from_ns(100 * k)).expect("a port is up");
             counts[p.0 as usize] += 1;
         }
         counts
@@ -159,14 +164,14 @@ mod tests {
         let hops = [PortId(0), PortId(1)];
         let mut ar = routing();
         let mut p = ports(&[0, 30_000]);
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(10)), Some(PortId(0)));
+        assert_eq!(pick(&mut ar, &hops, &[], &p, Time::from_ns(10)), Some(PortId(0)));
         // Port 0 fills within the period: still chosen on the stale sample.
         p[0].queue_bytes[CLASS_DATA] = 60_000;
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(99)), Some(PortId(0)));
+        assert_eq!(pick(&mut ar, &hops, &[], &p, Time::from_ns(99)), Some(PortId(0)));
         // The next period samples again.
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(100)), Some(PortId(1)));
+        assert_eq!(pick(&mut ar, &hops, &[], &p, Time::from_ns(100)), Some(PortId(1)));
         p[0].queue_bytes[CLASS_DATA] = 0;
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(200)), Some(PortId(0)));
+        assert_eq!(pick(&mut ar, &hops, &[], &p, Time::from_ns(200)), Some(PortId(0)));
     }
 
     #[test]
@@ -174,11 +179,11 @@ mod tests {
         let hops = [PortId(0), PortId(1)];
         let mut ar = routing();
         let mut p = ports(&[0, 90_000]);
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_ns(0)), Some(PortId(0)));
+        assert_eq!(pick(&mut ar, &hops, &[], &p, Time::from_ns(0)), Some(PortId(0)));
         p[0].up = false;
         assert_eq!(tally(&mut ar, &hops, &[], &p, 200)[0], 1, "only the draw at 0ns, sampled before");
         p[1].up = false;
-        assert_eq!(ar.pick(&hops, &[], &p, Time::from_us(1)), None);
+        assert_eq!(pick(&mut ar, &hops, &[], &p, Time::from_us(1)), None);
     }
 
     #[test]
