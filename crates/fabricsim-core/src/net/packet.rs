@@ -137,6 +137,35 @@ pub const USIDS: usize = 6;
 // The record's size is what the pool's cache footprint is made of.
 const _: () = assert!(std::mem::size_of::<Packet>() == 36);
 
+/// A first-in first-out queue of packets, linked through the pool that
+/// holds them: eight bytes in its owner and no allocation of its own, so
+/// that a port's queues share a cache line with its serializing state and
+/// finding the next packet to send is not a miss of its own.
+#[derive(Clone, Copy, Debug)]
+pub struct PacketQueue {
+    head: u32,
+    tail: u32,
+}
+
+/// No packet: the end of a `PacketQueue`.
+const NO_PACKET: u32 = u32::MAX;
+
+impl Default for PacketQueue {
+    fn default() -> Self {
+        PacketQueue { head: NO_PACKET, tail: NO_PACKET }
+    }
+}
+
+impl PacketQueue {
+    pub fn front(&self) -> Option<PacketId> {
+        (self.head != NO_PACKET).then_some(PacketId(self.head))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head == NO_PACKET
+    }
+}
+
 /// The uSIDs of a packet's SRv6 outer destination address after its
 /// locator block: each switch on the path shifts its own out (uN).
 pub type Usids = [u16; USIDS];
@@ -148,6 +177,8 @@ pub type Usids = [u16; USIDS];
 #[derive(Default)]
 pub struct PacketPool {
     slots: Vec<Packet>,
+    /// Each slot's successor in the queue that holds it (`PacketQueue`).
+    next: Vec<u32>,
     /// The uSIDs of each slot's packet, when packets are source-routed.
     usids: Vec<Usids>,
     source_routed: bool,
@@ -179,6 +210,7 @@ impl PacketPool {
             PacketId(i)
         } else {
             self.slots.push(packet);
+            self.next.push(NO_PACKET);
             if self.source_routed {
                 self.usids.push(usids);
             }
@@ -207,6 +239,36 @@ impl PacketPool {
 
     pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
         &mut self.slots[id.0 as usize]
+    }
+
+    /// Appends packet `id` to `queue`.
+    #[inline]
+    pub fn push_back(&mut self, queue: &mut PacketQueue, id: PacketId) {
+        self.next[id.0 as usize] = NO_PACKET;
+        match queue.tail {
+            NO_PACKET => queue.head = id.0,
+            tail => self.next[tail as usize] = id.0,
+        }
+        queue.tail = id.0;
+    }
+
+    /// Takes the packet at the front of `queue`.
+    #[inline]
+    pub fn pop_front(&mut self, queue: &mut PacketQueue) -> Option<PacketId> {
+        let id = queue.front()?;
+        queue.head = self.next[id.0 as usize];
+        if queue.head == NO_PACKET {
+            queue.tail = NO_PACKET;
+        }
+        Some(id)
+    }
+
+    /// The packets of `queue`, front first.
+    pub fn queued(&self, queue: PacketQueue) -> impl Iterator<Item = PacketId> + '_ {
+        std::iter::successors(queue.front(), |id| {
+            let next = self.next[id.0 as usize];
+            (next != NO_PACKET).then_some(PacketId(next))
+        })
     }
 
     /// Packets currently allocated.

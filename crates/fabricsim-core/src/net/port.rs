@@ -8,9 +8,7 @@
 //! port needs an event when serialization ends only if another packet is
 //! waiting for it.
 
-use std::collections::VecDeque;
-
-use super::packet::{PacketId, CLASSES};
+use super::packet::{PacketId, PacketPool, PacketQueue, CLASSES};
 use crate::topology::NodeId;
 pub use crate::topology::PortId;
 use crate::units::{Rate, Time};
@@ -75,12 +73,12 @@ pub struct PortCounters {
 
 /// One direction of a link, at its sending end. A run is bound by cache
 /// misses on ports, so the layout is fixed and cache-line aligned, hottest
-/// first: line 0 the egress queues; line 1 what serializing reads and the
-/// port's state; line 2 the ingress accounting of a switch port and the
-/// per-packet counters (`HOT_LINES` covers the three); the rest after.
+/// first: line 0 the egress queues and what serializing and sending read;
+/// line 1 the port's state, the ingress accounting of a switch port and
+/// the per-packet counters (`HOT_LINES` covers the two); the rest after.
 #[repr(C, align(64))]
 pub struct Port {
-    pub queues: [VecDeque<PacketId>; CLASSES],
+    pub queues: [PacketQueue; CLASSES],
     pub queue_bytes: [u64; CLASSES],
     /// The link is serializing until this time.
     pub busy_until: Time,
@@ -88,7 +86,8 @@ pub struct Port {
     pub delay: Time,
     /// Picoseconds per byte when the rate divides 8e12 exactly (every
     /// standard Ethernet speed does): serialization without a division.
-    byte_time: Option<u64>,
+    /// Zero when it does not.
+    byte_time: u64,
     /// Random loss probability of this direction.
     pub loss: f64,
     pub node: NodeId,
@@ -114,11 +113,11 @@ pub struct Port {
 }
 
 /// Cache lines of a port that handling a packet touches.
-pub const HOT_LINES: usize = 3;
+pub const HOT_LINES: usize = 2;
 
-// The layout above, kept honest: serializing's fields and the port state
-// fill line 1, and the per-packet counters end within the hot lines.
-const _: () = assert!(std::mem::offset_of!(Port, faces_nic) < 2 * 64);
+// The layout above, kept honest: the queues and serializing's fields fill
+// line 0, and the per-packet counters end within the hot lines.
+const _: () = assert!(std::mem::offset_of!(Port, loss) + 8 <= 64);
 const _: () = assert!(std::mem::offset_of!(Port, counters) + 4 * 8 <= HOT_LINES * 64);
 
 impl Port {
@@ -127,7 +126,7 @@ impl Port {
         Port {
             node,
             rate,
-            byte_time: ps_per_s_bits.is_multiple_of(rate.0).then(|| ps_per_s_bits / rate.0),
+            byte_time: if ps_per_s_bits.is_multiple_of(rate.0) { ps_per_s_bits / rate.0 } else { 0 },
             delay,
             up: true,
             loss: 0.0,
@@ -149,14 +148,15 @@ impl Port {
     /// Time to serialize `wire` bytes.
     pub fn tx_time(&self, wire: u32) -> Time {
         match self.byte_time {
-            Some(ps) => Time(ps * wire as u64),
-            None => self.rate.tx_time(wire as u64),
+            0 => self.rate.tx_time(wire as u64),
+            ps => Time(ps * wire as u64),
         }
     }
 
+    /// Queues packet `id` of `pool` in `class`.
     #[inline]
-    pub fn enqueue(&mut self, class: usize, id: PacketId, wire: u32) {
-        self.queues[class].push_back(id);
+    pub fn enqueue(&mut self, class: usize, id: PacketId, wire: u32, pool: &mut PacketPool) {
+        pool.push_back(&mut self.queues[class], id);
         self.queue_bytes[class] += wire as u64;
         let total = self.total_queue_bytes();
         self.counters.max_queue_bytes = self.counters.max_queue_bytes.max(total);
@@ -167,8 +167,9 @@ impl Port {
         (0..CLASSES).find(|&c| !self.paused[c] && !self.queues[c].is_empty())
     }
 
-    pub fn dequeue(&mut self, class: usize, wire: u32) -> Option<PacketId> {
-        let id = self.queues[class].pop_front()?;
+    /// Takes the packet at the front of `class`, of `wire` bytes.
+    pub fn dequeue(&mut self, class: usize, wire: u32, pool: &mut PacketPool) -> Option<PacketId> {
+        let id = pool.pop_front(&mut self.queues[class])?;
         self.queue_bytes[class] -= wire as u64;
         Some(id)
     }

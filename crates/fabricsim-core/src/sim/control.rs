@@ -67,9 +67,9 @@ impl Simulation {
         let p = port.0 as usize;
         let is_switch = self.switches[self.ports[p].node.0 as usize].is_some();
         for class in 0..self.ports[p].queues.len() {
-            while let Some(&id) = self.ports[p].queues[class].front() {
+            while let Some(id) = self.ports[p].queues[class].front() {
                 let wire = self.pool.get(id).wire();
-                self.ports[p].dequeue(class, wire);
+                self.ports[p].dequeue(class, wire, &mut self.pool);
                 if is_switch {
                     self.release_switch_buffer(port, id, class);
                 }

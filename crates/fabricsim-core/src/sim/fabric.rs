@@ -32,9 +32,9 @@ impl Simulation {
             None if !is_switch && self.next_data_packet(port).is_some() => CLASS_DATA,
             None => return,
         };
-        let Some(id) = self.ports[p].queues[class].front().copied() else { return };
+        let Some(id) = self.ports[p].queues[class].front() else { return };
         let wire = self.pool.get(id).wire();
-        self.ports[p].dequeue(class, wire);
+        self.ports[p].dequeue(class, wire, &mut self.pool);
         if is_switch {
             self.on_switch_dequeue(port, id, class);
         }
@@ -231,7 +231,7 @@ impl Simulation {
         if self.ports[ingress.0 as usize].buffered_from(class, wire, lossless, threshold) {
             self.send_pfc(ingress, class, true);
         }
-        self.ports[o].enqueue(class, id, wire as u32);
+        self.ports[o].enqueue(class, id, wire as u32, &mut self.pool);
         self.try_transmit(out);
     }
 

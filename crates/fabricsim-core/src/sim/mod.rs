@@ -354,7 +354,7 @@ impl Simulation {
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
                 prefetch_lines(at, 0..HOT_LINES);
-                if let Some(&id) = at.queues[CLASS_DATA].front() {
+                if let Some(id) = at.queues[CLASS_DATA].front() {
                     prefetch(self.pool.get(id));
                 }
             }

@@ -45,7 +45,7 @@ impl Simulation {
                 if let Some(limit) = qp.rate_limit {
                     qp.next_send = qp.next_send.max(now + limit.tx_time(wire as u64));
                 }
-                self.ports[p].enqueue(CLASS_DATA, id, wire);
+                self.ports[p].enqueue(CLASS_DATA, id, wire, &mut self.pool);
                 Some(id)
             }
             Pick::Wait(earliest) => {
@@ -334,7 +334,7 @@ impl Simulation {
     pub(super) fn send_control_packet(&mut self, port: PortId, packet: Packet, usids: Usids) {
         let (wire, class) = (packet.wire(), packet.class as usize);
         let id = self.pool.alloc_routed(packet, usids);
-        self.ports[port.0 as usize].enqueue(class, id, wire);
+        self.ports[port.0 as usize].enqueue(class, id, wire, &mut self.pool);
         self.try_transmit(port);
     }
 

@@ -291,12 +291,12 @@ impl Simulation {
 
     /// Payload still in queues or on wires.
     fn in_flight_payload(&self) -> u64 {
-        let queued = self.ports.iter().flat_map(|p| p.queues.iter().flatten());
+        let queued = self.ports.iter().flat_map(|p| p.queues.iter().flat_map(|&q| self.pool.queued(q)));
         let on_wires = self.events.pending().filter_map(|e| match e {
-            Event::Arrive(id) => Some(id),
+            Event::Arrive(id) => Some(*id),
             _ => None,
         });
-        queued.chain(on_wires).map(|&id| self.pool.get(id).payload() as u64).sum()
+        queued.chain(on_wires).map(|id| self.pool.get(id).payload() as u64).sum()
     }
 
     /// Collective runs, job iterations, transfers (if asked for) and the
