@@ -95,7 +95,7 @@ pub struct Port {
     pub index: u16,
     /// Direction state: packets sent while down are lost.
     pub up: bool,
-    /// Faces a NIC (the last hop) or is a NIC port.
+    /// Faces a NIC: a switch port of the last hop.
     pub faces_nic: bool,
     /// Bytes held in this switch that arrived through this port, per class.
     pub ingress_bytes: [u64; CLASSES],
@@ -105,6 +105,9 @@ pub struct Port {
     pub paused: [bool; CLASSES],
     /// Whether this switch has paused the peer's class.
     pub xoff_sent: [bool; CLASSES],
+    /// The port is a NIC's (else a switch's): what sending from it asks
+    /// for, known without a look at its node.
+    pub of_nic: bool,
     pub counters: PortCounters,
     pub rate: Rate,
     pub paused_since: [Time; CLASSES],
@@ -121,7 +124,7 @@ const _: () = assert!(std::mem::offset_of!(Port, loss) + 8 <= 64);
 const _: () = assert!(std::mem::offset_of!(Port, counters) + 4 * 8 <= HOT_LINES * 64);
 
 impl Port {
-    pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool) -> Port {
+    pub fn new(node: NodeId, index: u16, rate: Rate, delay: Time, faces_nic: bool, of_nic: bool) -> Port {
         let ps_per_s_bits = 8 * crate::units::PS_PER_S;
         Port {
             node,
@@ -131,6 +134,7 @@ impl Port {
             up: true,
             loss: 0.0,
             faces_nic,
+            of_nic,
             index,
             queues: Default::default(),
             queue_bytes: [0; CLASSES],

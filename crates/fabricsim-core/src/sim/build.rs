@@ -221,7 +221,7 @@ pub(super) fn build(
     for link in &topo.links {
         for (from, to) in [(link.a, link.b), (link.b, link.a)] {
             let delay = link.delay + topo.node(to).latency;
-            ports.push(Port::new(from, 0, link.rate, delay, topo.is_nic(to)));
+            ports.push(Port::new(from, 0, link.rate, delay, topo.is_nic(to), topo.is_nic(from)));
         }
     }
     for list in &node_ports {

@@ -125,7 +125,7 @@ mod tests {
     fn ports(depths: &[u64]) -> Vec<Port> {
         (0..8)
             .map(|i| {
-                let mut p = Port::new(NodeId(0), i as u16, Rate::from_gbps(400), Time::ZERO, false);
+                let mut p = Port::new(NodeId(0), i as u16, Rate::from_gbps(400), Time::ZERO, false, false);
                 p.queue_bytes[CLASS_DATA] = depths.get(i).copied().unwrap_or(0);
                 p
             })
