@@ -72,8 +72,8 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 LIMIT_STOPS = ("time_limit", "livelock", "stalled", "memory_limit")
 
 # The built-in cases of `fabricsim bench`: the flow reference scenario of
-# issue 2, the collective case of issue 3 and the MRC case of issue 4, all
-# fixed; docs/PERFORMANCE.md compares runs of them over time.
+# issue 2, the collective case of issue 3, the MRC case of issue 4 and the
+# Spectrum-X case of issue 12, all fixed; docs/PERFORMANCE.md compares runs of them over time.
 BENCH_CASES = {"flows": "bench", "collective": "bench_collective", "mrc": "bench_mrc", "spx": "bench_spx"}
 
 
@@ -257,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
         "--case",
         choices=(*BENCH_CASES, "all"),
         help="built-in case: flows (the 1,024-host permutation), collective (a 256-rank 8MB ring all-reduce), "
-        "mrc (the permutation over MRC), or all (default; each in a fresh process, so that each peak memory is "
+        "mrc (the permutation over MRC), spx (the permutation over four planes, adaptive routing and Spectrum-X "
+        "NICs), or all (default; each in a fresh process, so that each peak memory is "
         "its own)",
     )
     _add_overrides(bench)
