@@ -137,6 +137,19 @@ def spx() -> dict[str, Any]:
     return scenario
 
 
+def balancers() -> dict[str, Any]:
+    """Switches balancing by DRILL's sampled queues, a rate-limited permutation and a LetFlow-ready config."""
+    scenario = tiny()
+    scenario["name"] = "balancers"
+    scenario["switch"] = {
+        "forwarding": "drill",
+        "drill": {"samples": 2, "memory": 1},
+        "letflow": {"flowlet_timeout": "50us"},
+    }
+    scenario["traffic"] = [{"kind": "permutation", "bytes": "64KiB", "rate": "50Gbps"}]
+    return scenario
+
+
 def job() -> dict[str, Any]:
     """A job of 4 ranks on hosts of 2 GPUs: compute, then an all-reduce of 64 KiB, for 2 iterations."""
     scenario = tiny()
@@ -279,7 +292,7 @@ def traffic_kinds() -> dict[str, Any]:
 
 BASES = {
     f.__name__: f
-    for f in (tiny, mrc, spx, job, all_to_allv, faults, mrc_faults, clustermapper, explicit, traffic_kinds)
+    for f in (tiny, mrc, spx, balancers, job, all_to_allv, faults, mrc_faults, clustermapper, explicit, traffic_kinds)
 }
 
 

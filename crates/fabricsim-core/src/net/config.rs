@@ -24,12 +24,18 @@ pub struct SwitchConfig {
     /// micro-SID source routes chosen by the sender's entropy value
     /// (mrc-srv6-multiplane.txt s2.2), which failures never change, or
     /// `adaptive`: per packet, to one of the least-loaded shortest-path
-    /// next hops (spectrum-x.txt s4.1).
+    /// next hops (spectrum-x.txt s4.1), `drill`: per packet, to the
+    /// shortest of a few sampled queues (DRILL, SIGCOMM 2017), or
+    /// `letflow`: per flowlet, to a random next hop (LetFlow, NSDI 2017).
     pub forwarding: Forwarding,
     /// ECMP hashing.
     pub ecmp: EcmpConfig,
     /// Adaptive routing, when `forwarding` is `adaptive`.
     pub adaptive: AdaptiveConfig,
+    /// DRILL, when `forwarding` is `drill`.
+    pub drill: DrillConfig,
+    /// LetFlow, when `forwarding` is `letflow`.
+    pub letflow: LetflowConfig,
     /// Time from a link or switch failure (or recovery) until every switch
     /// forwards on the new routes: a BGP-like control plane. Until then
     /// packets routed to a dead link are lost.
@@ -47,6 +53,8 @@ impl Default for SwitchConfig {
             forwarding: Forwarding::Ecmp,
             ecmp: EcmpConfig::default(),
             adaptive: AdaptiveConfig::default(),
+            drill: DrillConfig::default(),
+            letflow: LetflowConfig::default(),
             // BGP with BFD converges in tens of milliseconds in practice; a
             // scenario studying failures should set its own value.
             reconvergence_delay: Time::from_ms(1),
@@ -141,6 +149,47 @@ pub enum Forwarding {
     Ecmp,
     Srv6,
     Adaptive,
+    Drill,
+    Letflow,
+}
+
+/// DRILL (Ghorbani et al., SIGCOMM 2017), a switch's per-packet micro load
+/// balancing: each packet goes to the least occupied of `samples` next hops
+/// drawn at random and the `memory` best of the switch's last choice among
+/// the same next hops.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct DrillConfig {
+    /// Ports sampled at random per packet (DRILL's d). Default 2, the
+    /// paper's DRILL(2,1) and ConWeave's ns-3 model (pro-deterministic-lb.txt
+    /// s6 runs it so). At most the widest group of next hops.
+    pub samples: u32,
+    /// Best ports remembered from the last decision (DRILL's m). Default 1.
+    pub memory: u32,
+}
+
+impl Default for DrillConfig {
+    fn default() -> Self {
+        DrillConfig { samples: 2, memory: 1 }
+    }
+}
+
+/// LetFlow (Vanini et al., NSDI 2017): flowlet switching, each new flowlet
+/// of a flow on a next hop drawn at random.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct LetflowConfig {
+    /// A packet that follows its flow's previous one by more than this
+    /// starts a new flowlet. Default 100us, ConWeave's ns-3 LetFlow model
+    /// for RDMA (conweave-ns3, letflow-routing.cc), which PRO's evaluation
+    /// uses (pro-deterministic-lb.txt s6).
+    pub flowlet_timeout: Time,
+}
+
+impl Default for LetflowConfig {
+    fn default() -> Self {
+        LetflowConfig { flowlet_timeout: Time::from_us(100) }
+    }
 }
 
 /// Per-packet adaptive routing, a quantized join-shortest-queue

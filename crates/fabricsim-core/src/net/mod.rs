@@ -13,7 +13,9 @@ mod pfc;
 mod port;
 
 pub use buffer::{ecn_mark_probability, Admission, SharedBuffer};
-pub use config::{AdaptiveConfig, EcmpConfig, EcnConfig, Forwarding, PfcConfig, SwitchConfig, TrimConfig};
+pub use config::{
+    AdaptiveConfig, DrillConfig, EcmpConfig, EcnConfig, Forwarding, LetflowConfig, PfcConfig, SwitchConfig, TrimConfig,
+};
 pub use ev::{Ev, PathSpace, MAX_PLANES};
 pub use headers::IpVersion;
 pub use packet::{

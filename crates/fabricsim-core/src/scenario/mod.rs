@@ -153,6 +153,7 @@ impl Scenario {
             ));
         }
         self.validate_adaptive()?;
+        self.validate_drill()?;
         if self.nic.mtu.0 == 0 || self.nic.mtu.0 > 9000 {
             return Err(ScenarioError::new("nic.mtu", format!("{}: between 1B and 9000B", self.nic.mtu)));
         }
@@ -195,6 +196,23 @@ impl Scenario {
         }
         if let Some(w) = ar.bands.windows(2).find(|w| w[1] <= w[0]) {
             return invalid("switch.adaptive.bands", format!("{} after {}: band edges must increase", w[1], w[0]));
+        }
+        Ok(())
+    }
+
+    /// Refuses DRILL settings no forwarding engine has, whatever the
+    /// forwarding (the sample count against the topology's groups is the
+    /// build's check).
+    fn validate_drill(&self) -> Result<(), ScenarioError> {
+        let drill = &self.switch.drill;
+        if drill.samples == 0 {
+            return invalid("switch.drill.samples", "0: DRILL compares at least one sampled port");
+        }
+        if drill.memory > MAX_DRILL_MEMORY {
+            return invalid(
+                "switch.drill.memory",
+                format!("{}: at most {MAX_DRILL_MEMORY} remembered ports (DRILL's m is a few registers)", drill.memory),
+            );
         }
         Ok(())
     }
@@ -413,6 +431,9 @@ fn validate_rc(qps: u32, ack_every: u32, timeout_exponent: Option<u8>, retry_cou
     }
     Ok(())
 }
+
+/// Most ports DRILL remembers per decision: the paper's m is 1 to a few.
+const MAX_DRILL_MEMORY: u32 = 16;
 
 /// Most band edges of adaptive routing: 16 bands, a 4-bit port grade.
 const MAX_AR_BANDS: usize = 15;

@@ -15,7 +15,7 @@ use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
-use crate::switch::{AdaptiveRouting, Routes, Srv6};
+use crate::switch::{AdaptiveRouting, Balancer, Drill, Letflow, Routes, Srv6};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{
     CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
@@ -84,7 +84,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         [link.a, link.b][p.side() as usize]
     };
     let srv6 = match scenario.switch.forwarding {
-        Forwarding::Ecmp | Forwarding::Adaptive => None,
+        Forwarding::Ecmp | Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
     if scenario.transport.sprays() {
@@ -260,16 +260,34 @@ pub(super) fn build(
         return Ok(None);
     }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
-    let adaptive = match scenario.switch.forwarding {
-        Forwarding::Adaptive if routes.widest_group() < 2 => {
-            return invalid(
-                "switch.forwarding",
-                "adaptive: no switch of this topology has two shortest-path next hops toward any NIC, so adaptive \
-                 routing has nothing to choose between",
-            );
-        }
-        Forwarding::Adaptive => Some(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
-        Forwarding::Ecmp | Forwarding::Srv6 => None,
+    let chooses = matches!(scenario.switch.forwarding, Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow);
+    if chooses && routes.widest_group() < 2 {
+        let name = serde_json::to_value(scenario.switch.forwarding).expect("a forwarding mode serializes");
+        return invalid(
+            "switch.forwarding",
+            format!(
+                "{}: no switch of this topology has two shortest-path next hops toward any NIC, so there is \
+                 nothing to choose between",
+                name.as_str().unwrap_or_default()
+            ),
+        );
+    }
+    let drill = &scenario.switch.drill;
+    if scenario.switch.forwarding == Forwarding::Drill && drill.samples as usize > routes.widest_group() {
+        return invalid(
+            "switch.drill.samples",
+            format!(
+                "{}: more than the {} next hops of this topology's widest group; DRILL samples among a group",
+                drill.samples,
+                routes.widest_group()
+            ),
+        );
+    }
+    let balancer = match scenario.switch.forwarding {
+        Forwarding::Adaptive => Balancer::Adaptive(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
+        Forwarding::Drill => Balancer::Drill(Drill::new(drill, routes.group_count(), seed)),
+        Forwarding::Letflow => Balancer::Letflow(Letflow::new(&scenario.switch.letflow, seed)),
+        Forwarding::Ecmp | Forwarding::Srv6 => Balancer::Hash,
     };
     let framing = Framing { ip: scenario.nic.ip, encap: if srv6.is_some() { headers::SRV6_OUTER } else { 0 } };
 
@@ -396,7 +414,7 @@ pub(super) fn build(
         nic_ports_up: vec![0; n_nodes],
         nic_rx_payload: vec![0; n_nodes],
         routes,
-        adaptive,
+        balancer,
         srv6,
         framing,
         work_left: flows.len() + jobs.program.jobs.len(),

@@ -4,7 +4,7 @@
 use super::{Event, Simulation};
 use crate::faults::FaultAction;
 use crate::net::{DropCause, PortId};
-use crate::switch::Routes;
+use crate::switch::{Balancer, Routes};
 
 impl Simulation {
     pub(super) fn on_fault(&mut self, i: u32) {
@@ -88,7 +88,7 @@ impl Simulation {
         let switches = &self.switches;
         let usable = |p: PortId| ports[p.0 as usize].up && ports[p.peer().0 as usize].up;
         let alive = |n: crate::topology::NodeId| switches[n.0 as usize].as_ref().is_none_or(|s| s.advertised);
-        let weighted = self.adaptive.is_some()
+        let weighted = matches!(self.balancer, Balancer::Adaptive(_))
             && self.scenario.switch.adaptive.weighted
             && (ports.iter().any(|p| !p.up) || switches.iter().flatten().any(|s| !s.advertised));
         // Mb/s: a pebibit link still fits, a kilobit one still counts.
@@ -101,5 +101,8 @@ impl Simulation {
             alive,
             weighted.then_some(&capacity as &dyn Fn(PortId) -> u32),
         );
+        if let Balancer::Drill(drill) = &mut self.balancer {
+            drill.routes_changed(self.routes.group_count());
+        }
     }
 }

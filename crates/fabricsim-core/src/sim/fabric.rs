@@ -7,7 +7,7 @@ use crate::ids::QpId;
 use crate::net::capture::Hop;
 use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::switch::admission::{self, Verdict};
-use crate::switch::{ecmp_pick, ecn, srv6};
+use crate::switch::{ecmp_pick, ecn, srv6, Balancer};
 use crate::topology::NodeId;
 use crate::transport::Transport;
 use crate::units::Time;
@@ -108,7 +108,7 @@ impl Simulation {
     /// (unless adaptive routing marked on exhaustion as it routed).
     fn on_switch_dequeue(&mut self, port: PortId, id: PacketId, class: usize) {
         self.release_switch_buffer(port, id, class);
-        if self.adaptive.is_some() && self.scenario.switch.adaptive.mark_on_exhaustion {
+        if matches!(self.balancer, Balancer::Adaptive(_)) && self.scenario.switch.adaptive.mark_on_exhaustion {
             return;
         }
         let p = port.0 as usize;
@@ -174,16 +174,24 @@ impl Simulation {
             return;
         }
         let mut group_depth = None;
-        let out = match (self.srv6.as_ref(), self.adaptive.as_mut()) {
+        let pkt = self.pool.get(id);
+        let out = match (self.srv6.as_ref(), &mut self.balancer) {
             (Some(srv6), _) => srv6.forward(switch, self.pool.usids_mut(id)),
-            (None, Some(adaptive)) => {
-                let (hops, weights) = self.routes.weighted_next_hops(switch, self.pool.get(id).dst);
+            (None, Balancer::Adaptive(adaptive)) => {
+                let (hops, weights) = self.routes.weighted_next_hops(switch, pkt.dst);
                 let (hop, shallowest) = adaptive.route(hops, weights, &self.ports, self.events.now()).unzip();
                 group_depth = shallowest;
                 hop
             }
-            (None, None) => {
-                let pkt = self.pool.get(id);
+            (None, Balancer::Drill(drill)) => {
+                let (group, hops) = self.routes.next_hop_group(switch, pkt.dst);
+                drill.pick(group, hops, &self.ports)
+            }
+            (None, Balancer::Letflow(letflow)) => {
+                let flow = (pkt.src, pkt.dst, pkt.entropy);
+                letflow.pick(switch, flow, self.routes.next_hops(switch, pkt.dst), &self.ports, self.events.now())
+            }
+            (None, Balancer::Hash) => {
                 ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
             }
         };

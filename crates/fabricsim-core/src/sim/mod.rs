@@ -28,7 +28,7 @@ use crate::metrics::{RunOutput, StopReason};
 use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
-use crate::switch::{AdaptiveRouting, Routes, Srv6};
+use crate::switch::{Balancer, Routes, Srv6};
 use crate::topology::{NodeId, Topology};
 use crate::transport::{Action, CustomTransport, Framing, Timer};
 use crate::units::{Rate, Time};
@@ -178,8 +178,8 @@ pub struct Simulation {
     nic_ports_up: Vec<u8>,
     nic_rx_payload: Vec<u64>,
     routes: Routes,
-    /// Adaptive routing's samples and draws, when switches route adaptively.
-    adaptive: Option<AdaptiveRouting>,
+    /// How switches choose among equal-cost next hops, and its state.
+    balancer: Balancer,
     /// Static SRv6 routes, when switches forward by SRv6.
     srv6: Option<Srv6>,
     /// How NICs frame packets (IP version, SRv6 encapsulation).

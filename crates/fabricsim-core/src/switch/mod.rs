@@ -1,17 +1,34 @@
 //! What a switch decides, each as a function of the packet and the switch's
-//! own state that returns a verdict: where to forward (shortest-path routes
-//! and ECMP over equal-cost next hops, adaptive routing over them by sampled
-//! queue depth, or static SRv6 micro-SID source routes), whether to buffer or trim (`admission`), whether to mark ECN
-//! (`ecn`). PFC's verdicts are the ingress port's (`net::pfc`).
+//! own state that returns a verdict: where to forward (shortest-path routes,
+//! and over their equal-cost next hops ECMP's hash, adaptive routing by
+//! sampled queue depth, DRILL's sampled queues or LetFlow's flowlets: the
+//! `Balancer`; or static SRv6 micro-SID source routes), whether to buffer
+//! or trim (`admission`), whether to mark ECN (`ecn`). PFC's verdicts are
+//! the ingress port's (`net::pfc`).
 
 pub mod adaptive;
 pub mod admission;
+mod drill;
 mod ecmp;
 pub mod ecn;
+mod letflow;
 mod routes;
 pub mod srv6;
 
 pub use adaptive::AdaptiveRouting;
+pub use drill::Drill;
 pub use ecmp::{ecmp_hash, ecmp_pick};
+pub use letflow::Letflow;
 pub use routes::{Routes, MAX_TABLE_ENTRIES};
 pub use srv6::Srv6;
+
+/// How switches choose among equal-cost next hops, with the state they keep
+/// for it (`switch.forwarding`).
+pub enum Balancer {
+    /// By a hash of the packet's flow (ECMP), or not at all: the sender's
+    /// source route decides (SRv6).
+    Hash,
+    Adaptive(AdaptiveRouting),
+    Drill(Drill),
+    Letflow(Letflow),
+}

@@ -238,9 +238,15 @@ impl Routes {
         self.groups.iter().map(|&(_, len)| len as usize).max().unwrap_or(0)
     }
 
-    /// The group of next hops from `switch` toward NIC `dst`, if any.
+    /// Groups of next hops (their ids run below this).
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The group of next hops from `switch` toward NIC `dst`, if any: its
+    /// id and its range of `hops`.
     #[inline]
-    fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, usize)> {
+    fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, usize, usize)> {
         let s = self.switch_slot[switch.0 as usize];
         let d = self.nic_slot[dst.0 as usize] as usize;
         let at = s as usize * self.columns + self.nic_column[d] as usize;
@@ -258,7 +264,7 @@ impl Routes {
             g => g as usize,
         };
         let (start, len) = self.groups[group];
-        Some((start as usize, (start + len) as usize))
+        Some((group, start as usize, (start + len) as usize))
     }
 
     /// The group of switch slot `s` toward NIC number `d`, attached to it.
@@ -271,7 +277,14 @@ impl Routes {
     /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
     #[inline]
     pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
-        self.group(switch, dst).map_or(&[], |(start, end)| &self.hops[start..end])
+        self.group(switch, dst).map_or(&[], |(_, start, end)| &self.hops[start..end])
+    }
+
+    /// `next_hops` with the id of their group (`group_count` ids): what a
+    /// switch keeps state per group of next hops by.
+    #[inline]
+    pub fn next_hop_group(&self, switch: NodeId, dst: NodeId) -> (usize, &[PortId]) {
+        self.group(switch, dst).map_or((0, &[]), |(g, start, end)| (g, &self.hops[start..end]))
     }
 
     /// `next_hops` with their weights (Mb/s behind each), or with an empty
@@ -280,8 +293,8 @@ impl Routes {
     pub fn weighted_next_hops(&self, switch: NodeId, dst: NodeId) -> (&[PortId], &[u32]) {
         match self.group(switch, dst) {
             None => (&[], &[]),
-            Some((start, end)) if self.weights.is_empty() => (&self.hops[start..end], &[]),
-            Some((start, end)) => (&self.hops[start..end], &self.weights[start..end]),
+            Some((_, start, end)) if self.weights.is_empty() => (&self.hops[start..end], &[]),
+            Some((_, start, end)) => (&self.hops[start..end], &self.weights[start..end]),
         }
     }
 }

@@ -1,0 +1,75 @@
+//! The switch-side load balancers PRO is measured against (pro-deterministic-lb.txt
+//! s6): DRILL spreads a burst over the uplinks by queue occupancy, packet by
+//! packet; LetFlow keeps a flow on one uplink while it sends back to back and
+//! moves it when a gap starts a new flowlet. Both against ECMP, which pins a
+//! flow to one uplink whatever happens.
+
+mod common;
+
+use common::{ints, run, texts};
+use fabricsim_core::RunOutput;
+use serde_json::{json, Value};
+
+/// Bytes each uplink of ToR `t0.p0.0` sent (its ports toward tier 1).
+fn uplink_bytes(out: &RunOutput) -> Vec<u64> {
+    let (nodes, peers, bytes) = (texts(&out.ports, "node"), texts(&out.ports, "peer"), ints(&out.ports, "tx_bytes"));
+    (0..nodes.len()).filter(|&i| nodes[i] == "t0.p0.0" && peers[i].starts_with("t1.")).map(|i| bytes[i]).collect()
+}
+
+/// A 2-tier Clos of 8 ToRs with 4 uplinks each, at 100G.
+fn scenario(forwarding: &str, traffic: Value, jobs: Value) -> Value {
+    json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "link_delay": "1us"},
+        "switch": {"forwarding": forwarding},
+        "transport": {"kind": "rocev2", "direct_placement": true},
+        "traffic": traffic,
+        "jobs": jobs,
+    })
+}
+
+#[test]
+fn drill_spreads_one_flow_over_every_uplink_by_queue_where_ecmp_pins_it() {
+    // Four NICs of ToR 0 send to four of ToR 7: ECMP puts each QP on one
+    // uplink (collisions likely); DRILL spreads every flow over all four.
+    let traffic = json!([{"kind": "racks_to_racks", "src_racks": [0], "dst_racks": [7], "bytes": "4MB"}]);
+    let ecmp = uplink_bytes(&run(scenario("ecmp", traffic.clone(), json!([]))));
+    let drill = uplink_bytes(&run(scenario("drill", traffic, json!([]))));
+    assert_eq!(drill.len(), 4);
+    let (max, min) = (*drill.iter().max().unwrap() as f64, *drill.iter().min().unwrap() as f64);
+    assert!(max / min < 1.05, "DRILL: {drill:?}");
+    // ECMP: every uplink carries whole flows (4,099,670 wire bytes each).
+    let flow = 4_099_670;
+    assert!(ecmp.iter().all(|&b| b % flow < 1_000), "ECMP: {ecmp:?}");
+    let total: u64 = drill.iter().sum();
+    assert!(total >= 16_000_000, "every byte of the four flows crossed: {drill:?}");
+}
+
+#[test]
+fn letflow_moves_a_flow_only_at_gaps() {
+    // One QP sends 64 KB messages back to back (one flowlet: one uplink),
+    // or with 200 us of compute between them (each a new flowlet).
+    let job = |gap: &str| {
+        let mut phases =
+            vec![json!({"name": "send", "collective": {"op": "broadcast", "bytes": "64KB", "channels": 1}})];
+        if gap != "0us" {
+            phases.push(json!({"name": "compute", "compute": gap}));
+        }
+        json!([{"name": "j", "ranks": 2, "placement": {"explicit": [0, 31]}, "iterations": 24, "phases": phases}])
+    };
+    let used = |out: &RunOutput| uplink_bytes(out).iter().filter(|&&b| b > 32_000).count();
+    let back_to_back = run(scenario("letflow", json!([]), job("0us")));
+    assert_eq!(used(&back_to_back), 1, "{:?}", uplink_bytes(&back_to_back));
+    let gapped = run(scenario("letflow", json!([]), job("200us")));
+    assert!(used(&gapped) >= 3, "new flowlets draw new uplinks: {:?}", uplink_bytes(&gapped));
+    let ecmp = run(scenario("ecmp", json!([]), job("200us")));
+    assert_eq!(used(&ecmp), 1, "{:?}", uplink_bytes(&ecmp));
+}
+
+#[test]
+fn drill_samples_more_than_a_group_has_is_refused() {
+    let mut s = scenario("drill", json!([{"kind": "flow", "src": 0, "dst": 31, "bytes": "1MB"}]), json!([]));
+    s["switch"]["drill"] = json!({"samples": 5});
+    let scenario = fabricsim_core::Scenario::from_json(&s.to_string()).expect("valid on its own");
+    let err = fabricsim_core::Simulation::new(scenario).err().expect("refused at build");
+    assert_eq!(err.field, "switch.drill.samples", "{err}");
+}
