@@ -61,6 +61,10 @@ fn letflow_moves_a_flow_only_at_gaps() {
     assert_eq!(used(&back_to_back), 1, "{:?}", uplink_bytes(&back_to_back));
     let gapped = run(scenario("letflow", json!([]), job("200us")));
     assert!(used(&gapped) >= 3, "new flowlets draw new uplinks: {:?}", uplink_bytes(&gapped));
+    // Counted: at least one flowlet per message per switch on its path.
+    let started = |out: &RunOutput| out.summary["flowlets_started"].as_u64().expect("counted under letflow");
+    assert!(started(&gapped) >= 24 * 3, "{}", started(&gapped));
+    assert!(started(&back_to_back) < started(&gapped) / 4, "{}", started(&back_to_back));
     let ecmp = run(scenario("ecmp", json!([]), job("200us")));
     assert_eq!(used(&ecmp), 1, "{:?}", uplink_bytes(&ecmp));
 }

@@ -8,6 +8,7 @@ use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
 use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
 use crate::net::{PortId, DROP_CAUSES};
 use crate::transport::{QpStats, Transport};
+use crate::switch::Balancer;
 use crate::units::Time;
 
 /// Sampled time series in long format.
@@ -237,6 +238,9 @@ impl Simulation {
         let histograms = self.recorder.take_histograms(now);
         if let Some(mapper) = &self.mapper {
             summary["clustermapper_probes"] = json!(mapper.sent);
+        }
+        if let Balancer::Letflow(letflow) = &self.balancer {
+            summary["flowlets_started"] = json!(letflow.flowlets_started());
         }
         RunOutput {
             stop,
