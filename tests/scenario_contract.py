@@ -150,6 +150,17 @@ def balancers() -> dict[str, Any]:
     return scenario
 
 
+def pro() -> dict[str, Any]:
+    """PRO's load balancing: NICs stamp orchestrated PathIDs, switches forward by them."""
+    scenario = tiny()
+    scenario["name"] = "pro"
+    scenario["switch"] = {"forwarding": "path_id", "reconvergence_delay": "5us"}
+    scenario["nic"] = {"path_selection": "orchestrated", "batch": 2}
+    scenario["transport"] = {"kind": "rocev2", "direct_placement": True}
+    scenario["faults"] = [{"kind": "link_down", "at": "2us", "port": "t0.p0.0:2"}]
+    return scenario
+
+
 def job() -> dict[str, Any]:
     """A job of 4 ranks on hosts of 2 GPUs: compute, then an all-reduce of 64 KiB, for 2 iterations."""
     scenario = tiny()
@@ -292,7 +303,20 @@ def traffic_kinds() -> dict[str, Any]:
 
 BASES = {
     f.__name__: f
-    for f in (tiny, mrc, spx, balancers, job, all_to_allv, faults, mrc_faults, clustermapper, explicit, traffic_kinds)
+    for f in (
+        tiny,
+        mrc,
+        spx,
+        balancers,
+        pro,
+        job,
+        all_to_allv,
+        faults,
+        mrc_faults,
+        clustermapper,
+        explicit,
+        traffic_kinds,
+    )
 }
 
 

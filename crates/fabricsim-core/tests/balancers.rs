@@ -77,3 +77,55 @@ fn drill_samples_more_than_a_group_has_is_refused() {
     let err = fabricsim_core::Simulation::new(scenario).err().expect("refused at build");
     assert_eq!(err.field, "switch.drill.samples", "{err}");
 }
+
+/// Packets each uplink of ToR `t0.p0.0` sent.
+fn uplink_packets(out: &RunOutput) -> Vec<u64> {
+    let (nodes, peers, packets) =
+        (texts(&out.ports, "node"), texts(&out.ports, "peer"), ints(&out.ports, "tx_packets"));
+    (0..nodes.len()).filter(|&i| nodes[i] == "t0.p0.0" && peers[i].starts_with("t1.")).map(|i| packets[i]).collect()
+}
+
+fn pro(traffic: Value, faults: Value) -> Value {
+    json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "link_delay": "1us"},
+        "switch": {"forwarding": "path_id", "reconvergence_delay": "20us"},
+        "nic": {"path_selection": "orchestrated"},
+        "transport": {"kind": "rocev2", "direct_placement": true, "timeout_exponent": 4},
+        "traffic": traffic,
+        "faults": faults,
+    })
+}
+
+#[test]
+fn path_id_forwarding_follows_the_orchestrated_round_robin_exactly() {
+    // One QP from ToR 0 to ToR 7: its PathIDs walk the 4 uplinks in turn,
+    // so each carries a quarter of its 1,024 packets, to the packet.
+    let out = run(pro(json!([{"kind": "flow", "src": 0, "dst": 31, "bytes": "4MiB"}]), json!([])));
+    assert_eq!(uplink_packets(&out), [256, 256, 256, 256]);
+    // The same QP hashed by ECMP: one uplink carries all of it.
+    let mut ecmp = pro(json!([{"kind": "flow", "src": 0, "dst": 31, "bytes": "4MiB"}]), json!([]));
+    ecmp["switch"]["forwarding"] = json!("ecmp");
+    ecmp["nic"]["path_selection"] = json!("transport");
+    let mut hashed = uplink_packets(&run(ecmp));
+    hashed.sort();
+    assert_eq!(hashed, [0, 0, 0, 1024]);
+}
+
+#[test]
+fn after_a_failure_and_convergence_path_ids_of_the_dead_port_go_adaptive() {
+    // Four QPs from ToR 0 to ToR 7; one uplink fails at 50 us. Until the
+    // routes converge (20 us later) the packets whose PathID names it are
+    // lost; then they are routed adaptively over the three left, and every
+    // flow completes.
+    let traffic = json!([{"kind": "racks_to_racks", "src_racks": [0], "dst_racks": [7], "bytes": "8MiB"}]);
+    let faults = json!([{"kind": "link_down", "at": "50us", "port": "t0.p0.0:4"}]);
+    let out = run(pro(traffic, faults));
+    let lost = out.summary["drops_by_cause"]["link_down"].as_u64().unwrap();
+    assert!(lost > 0, "the PathIDs of the dead port lose packets until convergence");
+    // 20us at 100G is about 60 packets per uplink: the loss ends with convergence.
+    assert!(lost < 200, "{lost} packets lost");
+    assert_eq!(out.summary["flows_completed"].as_u64(), Some(4), "{}", out.summary);
+    let packets = uplink_packets(&out);
+    let after: u64 = packets.iter().sum::<u64>() - packets[0];
+    assert!(after > 3 * 2048, "the three live uplinks carry the rest: {packets:?}");
+}

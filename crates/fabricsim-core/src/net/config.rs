@@ -26,7 +26,11 @@ pub struct SwitchConfig {
     /// `adaptive`: per packet, to one of the least-loaded shortest-path
     /// next hops (spectrum-x.txt s4.1), `drill`: per packet, to the
     /// shortest of a few sampled queues (DRILL, SIGCOMM 2017), or
-    /// `letflow`: per flowlet, to a random next hop (LetFlow, NSDI 2017).
+    /// `letflow`: per flowlet, to a random next hop (LetFlow, NSDI 2017),
+    /// or `path_id`: where the PathID in the UDP source port's low 12 bits
+    /// says (PRO, pro-deterministic-lb.txt s5), with adaptive routing (as
+    /// `switch.adaptive` sets it) for ports that left their group after a
+    /// failure.
     pub forwarding: Forwarding,
     /// ECMP hashing.
     pub ecmp: EcmpConfig,
@@ -151,6 +155,7 @@ pub enum Forwarding {
     Adaptive,
     Drill,
     Letflow,
+    PathId,
 }
 
 /// DRILL (Ghorbani et al., SIGCOMM 2017), a switch's per-packet micro load

@@ -1,9 +1,11 @@
 //! The NIC below its transports: its parameters, the record it keeps of
 //! each QP (`qp`), and which QP sends next on each port (`scheduler`).
 
+mod orchestrator;
 mod qp;
 mod scheduler;
 
+pub(crate) use orchestrator::Orchestrator;
 pub(crate) use qp::Qp;
 pub(crate) use scheduler::{Pick, PortScheduler};
 
@@ -27,10 +29,31 @@ pub struct NicConfig {
     /// it. Zero remaps at once; CX-8 MRC takes a noticeable time to remap
     /// every QP's EVs, a glitch in throughput (mrc-srv6-multiplane.txt s3).
     pub remap_delay: Time,
+    /// Who picks a data packet's path: `transport` (the UDP source port the
+    /// transport gives it: one per RoCE QP, an EV under MRC), or
+    /// `orchestrated`: PRO's orchestrated round robin writes a PathID into
+    /// its low 12 bits (pro-deterministic-lb.txt s3.A), for switches that
+    /// forward by it (`switch.forwarding: path_id`; under hashing it is
+    /// per-packet spraying).
+    pub path_selection: PathSelection,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PathSelection {
+    #[default]
+    Transport,
+    Orchestrated,
 }
 
 impl Default for NicConfig {
     fn default() -> Self {
-        NicConfig { mtu: Bytes(4096), ip: IpVersion::Ipv6, batch: 1, remap_delay: Time::ZERO }
+        NicConfig {
+            mtu: Bytes(4096),
+            ip: IpVersion::Ipv6,
+            batch: 1,
+            remap_delay: Time::ZERO,
+            path_selection: PathSelection::Transport,
+        }
     }
 }

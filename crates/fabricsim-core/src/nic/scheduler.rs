@@ -26,8 +26,8 @@ pub(crate) struct PortScheduler {
 
 /// What the port sends next.
 pub(crate) enum Pick<T> {
-    /// QP `qp` gave this packet.
-    Packet(QpId, T),
+    /// QP `qp` gave this packet, the `k`-th of its turn (from 0).
+    Packet(QpId, T, u32),
     /// Nothing now; the earliest time a paced QP may send, if any.
     Wait(Option<Time>),
 }
@@ -65,6 +65,7 @@ impl PortScheduler {
                 self.leave(qp, bit);
                 continue;
             };
+            let k = self.batch_used;
             self.batch_used += 1;
             if !qp.transport.has_data() {
                 // Nothing more for now (all sent, or the window closed):
@@ -74,7 +75,7 @@ impl PortScheduler {
             } else if self.batch_used >= batch {
                 self.next_turn();
             }
-            return Pick::Packet(q, packet);
+            return Pick::Packet(q, packet, k);
         }
         Pick::Wait(earliest)
     }

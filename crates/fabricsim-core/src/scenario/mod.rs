@@ -12,7 +12,7 @@ use crate::error::{invalid, ScenarioError};
 use crate::faults::FaultSpec;
 use crate::metrics::TelemetryConfig;
 use crate::net::{Forwarding, SwitchConfig};
-use crate::nic::NicConfig;
+use crate::nic::{NicConfig, PathSelection};
 use crate::tagged::nest;
 use crate::topology::TopologySpec;
 use crate::transport::TransportSpec;
@@ -389,6 +389,14 @@ impl Scenario {
                     format!("{}: keep at least 64B", pcap.snaplen),
                 ));
             }
+        }
+        if self.nic.path_selection == PathSelection::Orchestrated && !matches!(self.transport, TransportSpec::Rocev2(_))
+        {
+            return invalid(
+                "nic.path_selection",
+                "orchestrated: this transport picks its packets' paths itself (EVs, planes); PRO's orchestration \
+                 stamps paths on QPs of one path each (transport.kind: rocev2)",
+            );
         }
         if !self.transport.denylist().is_empty() && !srv6 {
             return Err(ScenarioError::new(

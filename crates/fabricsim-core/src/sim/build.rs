@@ -13,9 +13,9 @@ use crate::metrics::BandwidthHistograms;
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
-use crate::nic::{PortScheduler, Qp};
+use crate::nic::{Orchestrator, PathSelection, PortScheduler, Qp};
 use crate::scenario::Scenario;
-use crate::switch::{AdaptiveRouting, Balancer, Drill, Letflow, Routes, Srv6};
+use crate::switch::{path_id, AdaptiveRouting, Balancer, Drill, Letflow, PathIdForwarding, Routes, Srv6};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{
     CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
@@ -84,7 +84,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         [link.a, link.b][p.side() as usize]
     };
     let srv6 = match scenario.switch.forwarding {
-        Forwarding::Ecmp | Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow => None,
+        Forwarding::Ecmp | Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::PathId => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
     if scenario.transport.sprays() {
@@ -260,7 +260,10 @@ pub(super) fn build(
         return Ok(None);
     }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
-    let chooses = matches!(scenario.switch.forwarding, Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow);
+    let chooses = matches!(
+        scenario.switch.forwarding,
+        Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::PathId
+    );
     if chooses && routes.widest_group() < 2 {
         let name = serde_json::to_value(scenario.switch.forwarding).expect("a forwarding mode serializes");
         return invalid(
@@ -287,6 +290,17 @@ pub(super) fn build(
         Forwarding::Adaptive => Balancer::Adaptive(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
         Forwarding::Drill => Balancer::Drill(Drill::new(drill, routes.group_count(), seed)),
         Forwarding::Letflow => Balancer::Letflow(Letflow::new(&scenario.switch.letflow, seed)),
+        Forwarding::PathId => {
+            let switches = topo.nodes.iter().enumerate().filter_map(|(n, node)| match node.role {
+                NodeRole::Switch { tier, .. } => Some((NodeId(n as u32), tier)),
+                NodeRole::Nic { .. } => None,
+            });
+            if let Some(why) = path_id::misfit(&routes, switches, &topo.nics()) {
+                return invalid("switch.forwarding", format!("path_id: {why}"));
+            }
+            let fallback = AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed);
+            Balancer::PathId(Box::new(PathIdForwarding::new(routes.clone(), fallback)))
+        }
         Forwarding::Ecmp | Forwarding::Srv6 => Balancer::Hash,
     };
     let framing = Framing { ip: scenario.nic.ip, encap: if srv6.is_some() { headers::SRV6_OUTER } else { 0 } };
@@ -367,6 +381,8 @@ pub(super) fn build(
         transfer_conn.push(Some(conn));
     }
     links.pair_directions();
+    let orchestrator = (scenario.nic.path_selection == PathSelection::Orchestrated)
+        .then(|| orchestrate(&links.qps, &ports, &routes, &topo, scenario.nic.batch));
     check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
@@ -415,6 +431,7 @@ pub(super) fn build(
         nic_rx_payload: vec![0; n_nodes],
         routes,
         balancer,
+        orchestrator,
         srv6,
         framing,
         work_left: flows.len() + jobs.program.jobs.len(),
@@ -475,6 +492,28 @@ pub(super) fn build(
     }
     sim.apply_denylist();
     Ok(Some(sim))
+}
+
+/// PRO's path sets: each QP's, from its NIC port to its destination's ToR,
+/// with the next hops its packets choose among at the source ToR and at the
+/// aggregation switch after it (one where there is no choice).
+fn orchestrate(qps: &Arena<QpId, Qp>, ports: &[Port], routes: &Routes, topo: &Topology, batch: u32) -> Orchestrator {
+    let mut orchestrator = Orchestrator::new(batch);
+    let mut index = crate::engine::FastMap::default();
+    let switch_after = |port: PortId| ports[port.peer().0 as usize].node;
+    for (q, qp) in qps.enumerate() {
+        let (tor, dst_tor) = (switch_after(qp.src_port), switch_after(qp.dst_port));
+        let at_tor = routes.next_hops(tor, qp.dst);
+        let aggregation = match at_tor.first().map(|&p| switch_after(p)) {
+            Some(next) if matches!(topo.node(next).role, NodeRole::Switch { tier: 1, .. }) => {
+                routes.next_hops(next, qp.dst).len()
+            }
+            _ => 1,
+        };
+        let key = (qp.src_port.0, dst_tor.0);
+        orchestrator.add_qp(q, key, at_tor.len().max(1) as u32, aggregation.max(1) as u32, &mut index);
+    }
+    orchestrator
 }
 
 /// A QP numbers its packets with 31-bit PSNs over its whole life (a

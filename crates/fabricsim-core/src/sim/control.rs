@@ -101,8 +101,10 @@ impl Simulation {
             alive,
             weighted.then_some(&capacity as &dyn Fn(PortId) -> u32),
         );
-        if let Balancer::Drill(drill) = &mut self.balancer {
-            drill.routes_changed(self.routes.group_count());
+        match &mut self.balancer {
+            Balancer::Drill(drill) => drill.routes_changed(self.routes.group_count()),
+            Balancer::PathId(pro) => pro.routes_changed(),
+            Balancer::Hash | Balancer::Adaptive(_) | Balancer::Letflow(_) => {}
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::net::capture::Hop;
 use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::switch::admission::{self, Verdict};
 use crate::switch::{ecmp_pick, ecn, srv6, Balancer};
-use crate::topology::NodeId;
+use crate::topology::{NodeId, NodeRole};
 use crate::transport::Transport;
 use crate::units::Time;
 
@@ -190,6 +190,13 @@ impl Simulation {
             (None, Balancer::Letflow(letflow)) => {
                 let flow = (pkt.src, pkt.dst, pkt.entropy);
                 letflow.pick(switch, flow, self.routes.next_hops(switch, pkt.dst), &self.ports, self.events.now())
+            }
+            (None, Balancer::PathId(pro)) => {
+                let tier = match self.topo.node(switch).role {
+                    NodeRole::Switch { tier, .. } => tier,
+                    NodeRole::Nic { .. } => 0,
+                };
+                pro.forward(switch, tier, pkt.dst, pkt.entropy, &self.routes, &self.ports, self.events.now())
             }
             (None, Balancer::Hash) => {
                 ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)

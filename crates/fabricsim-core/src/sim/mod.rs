@@ -26,7 +26,7 @@ use crate::faults::FaultAction;
 use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, PhaseId, QpId, TransferId};
 use crate::metrics::{RunOutput, StopReason};
 use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
-use crate::nic::{PortScheduler, Qp};
+use crate::nic::{Orchestrator, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Balancer, Routes, Srv6};
 use crate::topology::{NodeId, Topology};
@@ -180,6 +180,8 @@ pub struct Simulation {
     routes: Routes,
     /// How switches choose among equal-cost next hops, and its state.
     balancer: Balancer,
+    /// PRO's orchestrated round robin, when NICs pick paths by it.
+    orchestrator: Option<Orchestrator>,
     /// Static SRv6 routes, when switches forward by SRv6.
     srv6: Option<Srv6>,
     /// How NICs frame packets (IP version, SRv6 encapsulation).

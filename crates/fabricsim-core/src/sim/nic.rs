@@ -33,7 +33,13 @@ impl Simulation {
             qp.transport.next_packet(index, now, actions)
         });
         match pick {
-            Pick::Packet(q, out) => {
+            Pick::Packet(q, mut out, k) => {
+                if let Some(pro) = &mut self.orchestrator {
+                    out.entropy = pro.stamp(q, k, out.entropy);
+                    if !self.qps[q].transport.has_data() {
+                        pro.idle(q);
+                    }
+                }
                 self.qps[q].next_send = out.not_before;
                 self.carry_out(q, first);
                 if self.recorder.counts_per_ev() && self.qps[q].sprays {

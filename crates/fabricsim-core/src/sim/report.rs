@@ -7,8 +7,8 @@ use super::{Event, Simulation};
 use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
 use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
 use crate::net::{PortId, DROP_CAUSES};
-use crate::transport::{QpStats, Transport};
 use crate::switch::Balancer;
+use crate::transport::{QpStats, Transport};
 use crate::units::Time;
 
 /// Sampled time series in long format.

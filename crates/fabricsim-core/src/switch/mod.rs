@@ -2,7 +2,7 @@
 //! own state that returns a verdict: where to forward (shortest-path routes,
 //! and over their equal-cost next hops ECMP's hash, adaptive routing by
 //! sampled queue depth, DRILL's sampled queues or LetFlow's flowlets: the
-//! `Balancer`; or static SRv6 micro-SID source routes), whether to buffer
+//! `Balancer`, which may also follow a PathID the sender wrote; or static SRv6 micro-SID source routes), whether to buffer
 //! or trim (`admission`), whether to mark ECN (`ecn`). PFC's verdicts are
 //! the ingress port's (`net::pfc`).
 
@@ -12,6 +12,7 @@ mod drill;
 mod ecmp;
 pub mod ecn;
 mod letflow;
+pub mod path_id;
 mod routes;
 pub mod srv6;
 
@@ -19,6 +20,7 @@ pub use adaptive::AdaptiveRouting;
 pub use drill::Drill;
 pub use ecmp::{ecmp_hash, ecmp_pick};
 pub use letflow::Letflow;
+pub use path_id::PathIdForwarding;
 pub use routes::{Routes, MAX_TABLE_ENTRIES};
 pub use srv6::Srv6;
 
@@ -31,4 +33,5 @@ pub enum Balancer {
     Adaptive(AdaptiveRouting),
     Drill(Drill),
     Letflow(Letflow),
+    PathId(Box<PathIdForwarding>),
 }

@@ -23,6 +23,7 @@ const NO_ROUTE: u32 = u32::MAX;
 /// Group indices per (switch, destination). 16 bits when the groups allow,
 /// which keeps the table small enough to stay in cache: it is read for every
 /// packet at every switch. The maximum value means "no route".
+#[derive(Clone)]
 enum Table {
     Narrow(Vec<u16>),
     Wide(Vec<u32>),
@@ -36,6 +37,7 @@ pub const MAX_TABLE_ENTRIES: u64 = 128 << 20;
 /// itself; its group is in `Routes::direct`.
 const DIRECT: u32 = u32::MAX - 1;
 
+#[derive(Clone)]
 pub struct Routes {
     /// Columns of the table: classes of NICs that every switch not attached
     /// to them routes alike.

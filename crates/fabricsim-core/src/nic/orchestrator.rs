@@ -1,0 +1,210 @@
+//! PRO's orchestrated round robin (pro-deterministic-lb.txt s3.A, Algorithm
+//! 1): the NIC picks each data packet's path, a PathID it writes into the
+//! low 12 bits of the UDP source port (`switch::path_id`). A NIC keeps, per
+//! destination ToR, the set of the M equal-cost paths to it and a counter C
+//! shared by its QPs to that ToR. Every packet of a QP steps its path by the
+//! QP's span, the number P of the NIC's active QPs to that ToR made odd, so
+//! that a QP visits all M paths in M packets (the paper's M is a power of
+//! two; for other M the span grows by 2 until it is coprime with M) and the
+//! QPs, each starting where the last one chose (C), stay staggered: in a
+//! round of the NIC's QP scheduler they take consecutive paths. Under batch
+//! scheduling (`nic.batch` n > 1) the paths are M/n blocks of n, a batch
+//! takes one block and C advances by a block (the paper's C <- path + n).
+//!
+//! A path is numbered ToR egress first: path p leaves the source ToR by
+//! its (p mod n_t)-th next hop and the aggregation switch by its
+//! (p div n_t)-th (n_t next hops at the ToR, n_a at the aggregation).
+
+use crate::engine::FastMap;
+use crate::ids::QpId;
+
+/// The paths from a NIC port to one destination ToR.
+#[derive(Clone, Copy, Debug)]
+struct PathSet {
+    /// Next hops at the source ToR and at the aggregation switch.
+    tor: u32,
+    aggregation: u32,
+    /// C: where the next QP to start takes its first block.
+    next: u32,
+    /// P: QPs sending to this ToR.
+    active: u32,
+}
+
+impl PathSet {
+    fn paths(&self) -> u32 {
+        self.tor * self.aggregation
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct QpPath {
+    set: u32,
+    /// The block of the QP's current batch; None before its first packet.
+    block: Option<u32>,
+    active: bool,
+}
+
+pub(crate) struct Orchestrator {
+    sets: Vec<PathSet>,
+    qps: FastMap<QpId, QpPath>,
+    batch: u32,
+}
+
+/// Greatest common divisor.
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+impl Orchestrator {
+    pub fn new(batch: u32) -> Orchestrator {
+        Orchestrator { sets: Vec::new(), qps: FastMap::default(), batch: batch.max(1) }
+    }
+
+    /// Registers QP `q`, whose paths from its NIC port to its destination
+    /// ToR are `key`'s, with `tor` x `aggregation` of them.
+    pub fn add_qp(
+        &mut self,
+        q: QpId,
+        key: (u32, u32),
+        tor: u32,
+        aggregation: u32,
+        index: &mut FastMap<(u32, u32), u32>,
+    ) {
+        let set = *index.entry(key).or_insert_with(|| {
+            self.sets.push(PathSet { tor: tor.max(1), aggregation: aggregation.max(1), next: 0, active: 0 });
+            self.sets.len() as u32 - 1
+        });
+        self.qps.insert(q, QpPath { set, block: None, active: false });
+    }
+
+    /// The PathID of QP `q`'s next packet, the `k`-th of its batch, as the
+    /// low 12 bits of `entropy`.
+    pub fn stamp(&mut self, q: QpId, k: u32, entropy: u16) -> u16 {
+        let Some(qp) = self.qps.get_mut(&q) else { return entropy };
+        let set = &mut self.sets[qp.set as usize];
+        if !qp.active {
+            qp.active = true;
+            set.active += 1;
+        }
+        let m = set.paths();
+        let batch = self.batch.min(m);
+        let blocks = (m / batch).max(1);
+        let k = k % batch;
+        if k == 0 || qp.block.is_none() {
+            let block = match qp.block {
+                Some(b) => {
+                    // The span: P, odd, coprime with the number of blocks.
+                    let mut span = set.active | 1;
+                    while gcd(span % blocks, blocks) != 1 && blocks > 1 {
+                        span += 2;
+                    }
+                    (b + span) % blocks
+                }
+                None => set.next % blocks,
+            };
+            qp.block = Some(block);
+            set.next = (block + 1) % blocks;
+        }
+        let path = (qp.block.expect("set above") * batch + k) % m;
+        let (low, high) = (path % set.tor, path / set.tor);
+        (entropy & !0x0FFF) | ((high as u16) << 6) | low as u16
+    }
+
+    /// QP `q` has nothing more to send for now: it leaves P.
+    pub fn idle(&mut self, q: QpId) {
+        if let Some(qp) = self.qps.get_mut(&q) {
+            if qp.active {
+                qp.active = false;
+                self.sets[qp.set as usize].active -= 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::switch::path_id::path_id_field;
+
+    /// The path number of a stamped PathID, with `tor` next hops at the ToR.
+    fn path(entropy: u16, tor: u32) -> u32 {
+        path_id_field(entropy, 0) as u32 + tor * path_id_field(entropy, 1) as u32
+    }
+
+    fn orchestrator(qps: u32, tor: u32, aggregation: u32, batch: u32) -> Orchestrator {
+        let mut o = Orchestrator::new(batch);
+        let mut index = FastMap::default();
+        for q in 0..qps {
+            o.add_qp(QpId(q), (0, 9), tor, aggregation, &mut index);
+        }
+        o
+    }
+
+    #[test]
+    fn every_qp_covers_all_m_paths_in_m_packets() {
+        for qps in [1, 2, 3, 4, 5] {
+            let mut o = orchestrator(qps, 8, 2, 1);
+            let mut seen: Vec<Vec<u32>> = vec![Vec::new(); qps as usize];
+            // The NIC's scheduler takes the QPs in turn, one packet each.
+            for _ in 0..16 {
+                for q in 0..qps {
+                    seen[q as usize].push(path(o.stamp(QpId(q), 0, 0xC000), 8));
+                }
+            }
+            for (q, paths) in seen.iter().enumerate() {
+                let mut sorted = paths.clone();
+                sorted.sort();
+                assert_eq!(sorted, (0..16).collect::<Vec<_>>(), "{qps} QPs, QP {q}: {paths:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn staggered_qps_never_pick_the_same_path_in_the_same_round() {
+        // P odd or even, fewer QPs than paths or as many: each round's
+        // paths differ.
+        for (qps, tor) in [(3, 16), (4, 16), (8, 8), (5, 8)] {
+            let mut o = orchestrator(qps, tor, 1, 1);
+            for round in 0..64 {
+                let picks: Vec<u32> = (0..qps).map(|q| path(o.stamp(QpId(q), 0, 0), tor)).collect();
+                let mut distinct = picks.clone();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(distinct.len(), picks.len(), "{qps} QPs on {tor} paths, round {round}: {picks:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_qp_starts_after_the_last_path_taken_and_idle_qps_leave_the_span() {
+        let mut o = orchestrator(2, 8, 1, 1);
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 0);
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 1, "alone, QP 0 steps by 1");
+        assert_eq!(path(o.stamp(QpId(1), 0, 0), 8), 2, "QP 1 starts at C, after QP 0's last path");
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 4, "two active: span 3 (2 made odd)");
+        o.idle(QpId(1));
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 5, "one active again: span 1");
+    }
+
+    #[test]
+    fn a_batch_takes_a_block_of_consecutive_paths() {
+        let mut o = orchestrator(2, 8, 1, 4);
+        let a: Vec<u32> = (0..4).map(|k| path(o.stamp(QpId(0), k, 0), 8)).collect();
+        let b: Vec<u32> = (0..4).map(|k| path(o.stamp(QpId(1), k, 0), 8)).collect();
+        assert_eq!(a, [0, 1, 2, 3]);
+        assert_eq!(b, [4, 5, 6, 7], "the next block: the batches of the two QPs are disjoint");
+    }
+
+    #[test]
+    fn the_pathid_keeps_the_high_bits_of_the_source_port() {
+        let mut o = orchestrator(1, 4, 4, 1);
+        let stamped: Vec<u16> = (0..16).map(|_| o.stamp(QpId(0), 0, 0xC000)).collect();
+        assert!(stamped.iter().all(|e| e & 0xF000 == 0xC000));
+        assert_eq!(path_id_field(stamped[5], 0), 1);
+        assert_eq!(path_id_field(stamped[5], 1), 1);
+    }
+}
