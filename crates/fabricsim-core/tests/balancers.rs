@@ -129,3 +129,27 @@ fn after_a_failure_and_convergence_path_ids_of_the_dead_port_go_adaptive() {
     let after: u64 = packets.iter().sum::<u64>() - packets[0];
     assert!(after > 3 * 2048, "the three live uplinks carry the rest: {packets:?}");
 }
+
+#[test]
+fn pros_window_recovers_a_failure_by_nacks_instead_of_timeouts() {
+    // The failure of after_a_failure...: with PRO's loss recovery the
+    // packets lost before convergence are NACKed once they fall out of the
+    // window and resent alone; without it every loss waits for a timeout.
+    let traffic = json!([{"kind": "racks_to_racks", "src_racks": [0], "dst_racks": [7], "bytes": "8MiB"}]);
+    let faults = json!([{"kind": "link_down", "at": "50us", "port": "t0.p0.0:4"}]);
+    let mut scenario = pro(traffic, faults);
+    scenario["transport"] =
+        json!({"kind": "rocev2", "direct_placement": true, "ooo_window": true, "retransmit_timeout": "80us"});
+    let with_window = run(scenario.clone());
+    scenario["transport"]["ooo_window"] = json!(false);
+    let without = run(scenario);
+    let get = |out: &RunOutput, key: &str| out.summary[key].as_u64().unwrap();
+    assert_eq!(get(&with_window, "flows_completed"), 4);
+    let lost = with_window.summary["drops_by_cause"]["link_down"].as_u64().unwrap();
+    assert!(lost > 0);
+    // Every lost packet resent once, by NACK, none by timeout.
+    assert_eq!(get(&with_window, "retransmitted_packets"), lost, "{}", with_window.summary);
+    assert!(get(&with_window, "timeouts") < get(&without, "timeouts"), "{} / {}", with_window.summary, without.summary);
+    let fct = |out: &RunOutput| out.summary["fct_max_us"].as_f64().unwrap();
+    assert!(fct(&with_window) < fct(&without), "{} vs {}", fct(&with_window), fct(&without));
+}

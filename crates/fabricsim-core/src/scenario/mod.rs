@@ -226,6 +226,24 @@ impl Scenario {
         match &self.transport {
             TransportSpec::Rocev2(c) => {
                 validate_rc(c.qps, c.ack_every, c.timeout_exponent, c.retry_count)?;
+                if c.ooo_window && !c.direct_placement {
+                    return invalid(
+                        field("ooo_window"),
+                        "true: PRO's window waits for reordered packets, which needs direct_placement: true",
+                    );
+                }
+                if c.ooo_window_initial == Some(0) {
+                    return invalid(field("ooo_window_initial"), "0: the window holds at least one packet");
+                }
+                if let Some(t) = c.retransmit_timeout {
+                    if c.timeout_exponent.is_some() {
+                        return invalid(
+                            field("retransmit_timeout"),
+                            "set either retransmit_timeout or timeout_exponent, not both",
+                        );
+                    }
+                    nic_timer(&field("retransmit_timeout"), t)?;
+                }
                 let d = &c.dcqcn;
                 fraction(&field("dcqcn.g"), d.g)?;
                 fraction(&field("dcqcn.min_decrease_factor"), d.min_decrease_factor)?;

@@ -14,6 +14,7 @@
 //! `QpTransport::Custom` (`Simulation::with_transport`).
 
 pub mod mrc;
+mod ooo_window;
 pub mod placement;
 pub mod rocev2;
 pub mod spx;

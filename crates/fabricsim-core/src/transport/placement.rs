@@ -71,6 +71,20 @@ impl Placement {
         out
     }
 
+    /// Whether `psn` has arrived.
+    pub fn arrived(&self, psn: u32) -> bool {
+        match psn.checked_sub(self.base) {
+            None => true,
+            Some(i) => self.received.get(i as usize) == Some(&true),
+        }
+    }
+
+    /// One past the highest PSN that has arrived (the cumulative PSN when
+    /// nothing arrived past it).
+    pub fn tail(&self) -> u32 {
+        self.base + self.received.len() as u32
+    }
+
     /// A later PSN has arrived while the next expected one has not.
     pub fn has_gap(&self) -> bool {
         !self.received.is_empty()

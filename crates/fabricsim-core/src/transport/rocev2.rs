@@ -13,17 +13,22 @@
 //! With `direct_placement` the responder instead places packets in any
 //! order and acknowledges cumulatively without a NAK, as Spectrum-X NICs do
 //! under per-packet adaptive routing (spectrum-x.txt s3); the requester
-//! then goes back only on its timeout. Either way the responder counts the
-//! packets that arrive out of order.
+//! then goes back only on its timeout. With `ooo_window` as well, PRO's loss
+//! recovery (pro-deterministic-lb.txt s3.B, `ooo_window.rs`): the responder
+//! NACKs a PSN missing beyond an adaptive window, the requester resends
+//! just that PSN, and on its timeout just the oldest unacknowledged one.
+//! Either way the responder counts the packets that arrive out of order.
 //!
 //! PSNs are kept as u32 counters; the 24-bit wrap of the wire format is not
 //! modelled because no simulated QP sends 2^24 packets.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::ooo_window::OooWindow;
 use super::placement::Placement;
 use super::writes::PostedWrites;
 use super::{Action, Control, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
@@ -55,6 +60,21 @@ pub struct RoceConfig {
     /// Spectrum-X NICs do, so that per-packet adaptive routing does not
     /// make go-back-N resend (spectrum-x.txt s3). Default off, standard RC.
     pub direct_placement: bool,
+    /// PRO's loss recovery (pro-deterministic-lb.txt s3.B, Algorithm 2),
+    /// with `direct_placement`: the responder NACKs a PSN still missing more
+    /// than an adaptive out-of-order window behind the highest arrived one;
+    /// the requester resends only NACKed PSNs, and on its timeout only the
+    /// oldest unacknowledged one. Default off.
+    pub ooo_window: bool,
+    /// The window's initial size in packets. Unset: PRO's BDP/MTU, the line
+    /// rate over a 10us round trip (the 2-tier fabric of 1us links PRO
+    /// evaluates on: 8 link crossings and the serializations) in MTUs.
+    pub ooo_window_initial: Option<u32>,
+    /// A retransmission timeout set directly, instead of by
+    /// `timeout_exponent`: PRO's NIC resends a tail loss after 80us (s6).
+    /// Under `ooo_window` the responder also halves its window when a gap
+    /// outlives it.
+    pub retransmit_timeout: Option<Time>,
     pub dcqcn: DcqcnConfig,
 }
 
@@ -66,6 +86,9 @@ impl Default for RoceConfig {
             timeout_exponent: None,
             retry_count: 7,
             direct_placement: false,
+            ooo_window: false,
+            ooo_window_initial: None,
+            retransmit_timeout: None,
             dcqcn: DcqcnConfig::default(),
         }
     }
@@ -85,7 +108,14 @@ impl RoceConfig {
 
     /// The retransmission timeout of a job's QP (`job`) or a flow's.
     pub fn retransmit_timeout(&self, job: bool) -> Time {
-        local_ack_timeout(self.timeout_exponent_for(job))
+        self.retransmit_timeout.unwrap_or_else(|| local_ack_timeout(self.timeout_exponent_for(job)))
+    }
+
+    /// The out-of-order window a QP at `line` starts with, in packets.
+    pub fn initial_window(&self, line: Rate, mtu: u32) -> u32 {
+        self.ooo_window_initial
+            .unwrap_or_else(|| (line.bytes_in(Time::from_us(10)) / f64::from(mtu.max(1))).ceil() as u32)
+            .max(1)
     }
 }
 
@@ -108,9 +138,19 @@ pub(super) struct RoceSender {
     pub(super) rto_deadline: Option<Time>,
     pub(super) retransmitted_packets: u64,
     pub(super) timeouts: u64,
+    /// Under selective retransmission, PSNs to resend before new ones.
+    resend: VecDeque<u32>,
+    /// Retransmits selectively (PRO) instead of going back N.
+    selective: bool,
 }
 
 impl RoceSender {
+    /// A requester that resends only what is NACKed, and on its timeout
+    /// only the oldest unacknowledged packet.
+    pub fn selective() -> RoceSender {
+        RoceSender { selective: true, ..RoceSender::default() }
+    }
+
     /// Posts an RDMA WRITE (with immediate when `imm`) of `bytes` (at least
     /// one byte) cut at `mtu`; returns its first PSN and its packets.
     pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) -> (u32, u32) {
@@ -123,7 +163,7 @@ impl RoceSender {
     }
 
     pub fn has_data(&self) -> bool {
-        !self.failed && self.snd_nxt < self.writes.end()
+        !self.failed && (self.snd_nxt < self.writes.end() || !self.resend.is_empty())
     }
 
     pub fn outstanding(&self) -> bool {
@@ -138,6 +178,15 @@ impl RoceSender {
     /// Takes the next packet to send and advances the send pointer.
     pub fn next_packet(&mut self) -> Option<DataPacket> {
         if !self.has_data() {
+            return None;
+        }
+        while let Some(psn) = self.resend.pop_front() {
+            if psn >= self.snd_una {
+                self.retransmitted_packets += 1;
+                return Some(DataPacket { retransmission: true, ..self.writes.packet(psn)? });
+            }
+        }
+        if self.snd_nxt >= self.writes.end() {
             return None;
         }
         let psn = self.snd_nxt;
@@ -162,8 +211,15 @@ impl RoceSender {
         true
     }
 
-    /// NAK (PSN sequence error): go back to `expected`.
+    /// NAK (PSN sequence error): go back to `expected`; a selective
+    /// requester resends just that PSN (PRO's NACK names a lost packet).
     pub fn on_nak(&mut self, expected: u32) {
+        if self.selective {
+            if expected >= self.snd_una && expected < self.high_water && !self.resend.contains(&expected) {
+                self.resend.push_back(expected);
+            }
+            return;
+        }
         self.on_ack(expected);
         self.snd_nxt = self.snd_una;
     }
@@ -205,6 +261,13 @@ impl RoceSender {
         if self.retries > retry_count {
             self.failed = true;
         }
+        if self.selective {
+            // A tail loss: the oldest unacknowledged packet, first.
+            if self.snd_una < self.high_water && self.resend.front() != Some(&self.snd_una) {
+                self.resend.push_front(self.snd_una);
+            }
+            return;
+        }
         self.snd_nxt = self.snd_una;
     }
 }
@@ -218,6 +281,8 @@ pub(super) struct RxReply {
     pub messages: u32,
     /// An ACK or NAK to send, with the expected PSN.
     pub reply: Option<(PacketKind, u32)>,
+    /// A lost PSN to NACK as well (PRO's out-of-order window).
+    pub nack: Option<u32>,
     /// Payload discarded: out of order or duplicate.
     pub discarded: u32,
 }
@@ -234,11 +299,21 @@ pub(super) struct RoceReceiver {
     /// In order: packets that arrived past a gap, and the widest gap.
     out_of_order: u64,
     max_distance: u32,
+    /// PRO's loss detection, with direct placement.
+    window: Option<OooWindow>,
+    /// The first missing PSN when the responder's gap timer was armed.
+    gap_head: Option<u32>,
 }
 
 impl RoceReceiver {
     pub(super) fn new(direct_placement: bool) -> RoceReceiver {
         RoceReceiver { placement: direct_placement.then(Placement::default), ..RoceReceiver::default() }
+    }
+
+    /// A responder with direct placement and PRO's out-of-order window of
+    /// `initial` packets.
+    pub(super) fn with_window(initial: u32) -> RoceReceiver {
+        RoceReceiver { window: Some(OooWindow::new(initial)), ..RoceReceiver::new(true) }
     }
 
     /// A data packet with `psn` arrived. A trimmed packet carries no payload
@@ -248,7 +323,13 @@ impl RoceReceiver {
             if let Some(placement) = self.placement.as_mut() {
                 let placed = placement.on_data(psn, payload);
                 self.expected = placement.cumulative();
-                return self.placed(placed, payload, ack_every);
+                let nack = self.window.as_mut().and_then(|w| {
+                    if placed.duplicate {
+                        w.on_duplicate();
+                    }
+                    w.check(placement)
+                });
+                return RxReply { nack, ..self.placed(placed, payload, ack_every) };
             }
         }
         let mut out = RxReply::default();
@@ -315,6 +396,28 @@ impl RoceReceiver {
         self.placement.as_ref().is_some_and(Placement::has_gap)
     }
 
+    /// Under PRO's window, whether the responder's gap timer should be
+    /// armed now: a gap is open and no timer watches it.
+    fn arm_gap_timer(&mut self) -> bool {
+        if self.window.is_none() || !self.has_gap() || self.gap_head.is_some() {
+            return false;
+        }
+        self.gap_head = Some(self.expected);
+        true
+    }
+
+    /// The responder's gap timer fired: if the gap's head has not moved,
+    /// the window halves (QP_TIMEOUT). Returns the PSN to NACK, and whether
+    /// to arm the timer again (a gap is still open).
+    fn on_gap_timer(&mut self) -> (Option<u32>, bool) {
+        let (Some(window), Some(placement)) = (self.window.as_mut(), self.placement.as_ref()) else {
+            return (None, false);
+        };
+        let stuck = self.gap_head.take() == Some(placement.cumulative()) && placement.has_gap();
+        let nack = if stuck { window.on_timeout(placement) } else { None };
+        (nack, self.arm_gap_timer())
+    }
+
     /// Packets that arrived out of order, and the furthest ahead one came.
     pub(super) fn reordering(&self) -> (u64, u32) {
         match &self.placement {
@@ -337,20 +440,27 @@ pub struct RoceQp {
     entropy: u16,
     /// Local ACK timeout (`timeout_exponent`).
     timeout: Time,
+    /// The port data arrives on at the responder: where its NACKs leave.
+    rx_port: u8,
 }
 
 impl RoceQp {
     pub fn new(cfg: Arc<RoceConfig>, setup: &QpSetup) -> RoceQp {
         RoceQp {
             timeout: cfg.retransmit_timeout(setup.job),
-            receiver: RoceReceiver::new(cfg.direct_placement),
+            receiver: if cfg.ooo_window {
+                RoceReceiver::with_window(cfg.initial_window(setup.line_rate, setup.mtu))
+            } else {
+                RoceReceiver::new(cfg.direct_placement)
+            },
+            sender: if cfg.ooo_window { RoceSender::selective() } else { RoceSender::default() },
             cfg,
-            sender: RoceSender::default(),
             cc: Dcqcn::new(setup.line_rate),
             framing: setup.framing,
             mtu: setup.mtu,
             line: setup.line_rate,
             entropy: setup.entropy,
+            rx_port: 0,
         }
     }
 
@@ -365,8 +475,19 @@ impl RoceQp {
         let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
         out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
         let port = port as u8;
+        self.rx_port = port;
         if let Some((kind, psn)) = reply.reply {
             out.push(Action::Send { end: End::Responder, port, control: Control::new(kind, psn, self.entropy) });
+        }
+        if let Some(psn) = reply.nack {
+            out.push(Action::Send {
+                end: End::Responder,
+                port,
+                control: Control::new(PacketKind::Nak, psn, self.entropy),
+            });
+        }
+        if self.receiver.arm_gap_timer() {
+            out.push(Action::Arm { timer: Timer::Reorder, at: now + self.timeout });
         }
         let dcqcn = &self.cfg.dcqcn;
         if dcqcn.enabled && pkt.has(flag::CE) && self.receiver.last_cnp.is_none_or(|t| now - t >= dcqcn.cnp_interval) {
@@ -453,7 +574,17 @@ impl Transport for RoceQp {
                     out.push(Action::Arm { timer, at });
                 }
             }
-            Timer::Probe | Timer::Reorder | Timer::Wake => {}
+            Timer::Reorder => {
+                let (nack, again) = self.receiver.on_gap_timer();
+                if let Some(psn) = nack {
+                    let control = Control::new(PacketKind::Nak, psn, self.entropy);
+                    out.push(Action::Send { end: End::Responder, port: self.rx_port, control });
+                }
+                if again {
+                    out.push(Action::Arm { timer, at: now + self.timeout });
+                }
+            }
+            Timer::Probe | Timer::Wake => {}
         }
     }
 
@@ -492,6 +623,24 @@ mod tests {
         let again = tx.next_packet().unwrap();
         assert_eq!((again.psn, again.retransmission), (1, true));
         assert_eq!(rx.on_data(1, 1000, false, false, 1).delivered, 1000);
+    }
+
+    #[test]
+    fn a_selective_requester_resends_only_the_nacked_psn_and_on_timeout_the_oldest() {
+        let mut tx = RoceSender::selective();
+        tx.post(8 * 1000, 1000, false);
+        let sent: Vec<u32> = (0..6).map(|_| tx.next_packet().unwrap().psn).collect();
+        assert_eq!(sent, [0, 1, 2, 3, 4, 5]);
+        tx.on_ack(1);
+        tx.on_nak(3);
+        tx.on_nak(3);
+        let again = tx.next_packet().unwrap();
+        assert_eq!((again.psn, again.retransmission), (3, true), "the NACKed PSN, once");
+        assert_eq!(tx.next_packet().unwrap().psn, 6, "then new data, no going back");
+        tx.on_timeout(7);
+        assert_eq!(tx.next_packet().unwrap().psn, 1, "a timeout resends the oldest unacknowledged");
+        assert_eq!(tx.next_packet().unwrap().psn, 7);
+        assert_eq!(tx.retransmitted_packets, 2);
     }
 
     #[test]
