@@ -156,7 +156,13 @@ def pro() -> dict[str, Any]:
     scenario["name"] = "pro"
     scenario["switch"] = {"forwarding": "path_id", "reconvergence_delay": "5us"}
     scenario["nic"] = {"path_selection": "orchestrated", "batch": 2}
-    scenario["transport"] = {"kind": "rocev2", "direct_placement": True}
+    scenario["transport"] = {
+        "kind": "rocev2",
+        "direct_placement": True,
+        "ooo_window": True,
+        "ooo_window_initial": 8,
+        "retransmit_timeout": "80us",
+    }
     scenario["faults"] = [{"kind": "link_down", "at": "2us", "port": "t0.p0.0:2"}]
     return scenario
 
