@@ -11,11 +11,16 @@
 //! scheduling (`nic.batch` n > 1) the paths are M/n blocks of n, a batch
 //! takes one block and C advances by a block (the paper's C <- path + n).
 //!
+//! Each path set's C starts at a random block: the NICs under one ToR pick
+//! their initial states uniformly and independently, as the paper's proof
+//! of bounded queues assumes (s4.B, Lemma 4); were they all to start at
+//! path 0, the first packets of every NIC would take the same uplink.
+//!
 //! A path is numbered ToR egress first: path p leaves the source ToR by
 //! its (p mod n_t)-th next hop and the aggregation switch by its
 //! (p div n_t)-th (n_t next hops at the ToR, n_a at the aggregation).
 
-use crate::engine::FastMap;
+use crate::engine::{FastMap, Rng};
 use crate::ids::QpId;
 
 /// The paths from a NIC port to one destination ToR.
@@ -48,6 +53,8 @@ pub(crate) struct Orchestrator {
     sets: Vec<PathSet>,
     qps: FastMap<QpId, QpPath>,
     batch: u32,
+    /// Draws each set's initial C.
+    rng: Rng,
 }
 
 /// Greatest common divisor.
@@ -60,8 +67,13 @@ fn gcd(a: u32, b: u32) -> u32 {
 }
 
 impl Orchestrator {
-    pub fn new(batch: u32) -> Orchestrator {
-        Orchestrator { sets: Vec::new(), qps: FastMap::default(), batch: batch.max(1) }
+    pub fn new(batch: u32, seed: u64) -> Orchestrator {
+        Orchestrator {
+            sets: Vec::new(),
+            qps: FastMap::default(),
+            batch: batch.max(1),
+            rng: Rng::stream(seed, &[0x0C4E_5742]),
+        }
     }
 
     /// Registers QP `q`, whose paths from its NIC port to its destination
@@ -75,7 +87,10 @@ impl Orchestrator {
         index: &mut FastMap<(u32, u32), u32>,
     ) {
         let set = *index.entry(key).or_insert_with(|| {
-            self.sets.push(PathSet { tor: tor.max(1), aggregation: aggregation.max(1), next: 0, active: 0 });
+            let (tor, aggregation) = (tor.max(1), aggregation.max(1));
+            let blocks = (tor * aggregation / self.batch.min(tor * aggregation)).max(1);
+            let next = self.rng.below(u64::from(blocks)) as u32;
+            self.sets.push(PathSet { tor, aggregation, next, active: 0 });
             self.sets.len() as u32 - 1
         });
         self.qps.insert(q, QpPath { set, block: None, active: false });
@@ -136,7 +151,7 @@ mod tests {
     }
 
     fn orchestrator(qps: u32, tor: u32, aggregation: u32, batch: u32) -> Orchestrator {
-        let mut o = Orchestrator::new(batch);
+        let mut o = Orchestrator::new(batch, 1);
         let mut index = FastMap::default();
         for q in 0..qps {
             o.add_qp(QpId(q), (0, 9), tor, aggregation, &mut index);
@@ -182,12 +197,20 @@ mod tests {
     #[test]
     fn a_new_qp_starts_after_the_last_path_taken_and_idle_qps_leave_the_span() {
         let mut o = orchestrator(2, 8, 1, 1);
-        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 0);
-        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 1, "alone, QP 0 steps by 1");
-        assert_eq!(path(o.stamp(QpId(1), 0, 0), 8), 2, "QP 1 starts at C, after QP 0's last path");
-        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 4, "two active: span 3 (2 made odd)");
+        let start = path(o.stamp(QpId(0), 0, 0), 8);
+        let at = |k: u32| (start + k) % 8;
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), at(1), "alone, QP 0 steps by 1");
+        assert_eq!(path(o.stamp(QpId(1), 0, 0), 8), at(2), "QP 1 starts at C, after QP 0's last path");
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), at(4), "two active: span 3 (2 made odd)");
         o.idle(QpId(1));
-        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), 5, "one active again: span 1");
+        assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), at(5), "one active again: span 1");
+    }
+
+    #[test]
+    fn nics_start_their_sets_at_random_paths() {
+        let starts: std::collections::BTreeSet<u32> =
+            (0..32).map(|seed| path(Orchestrator::new(1, seed).tap_first(), 8)).collect();
+        assert!(starts.len() >= 6, "{starts:?}");
     }
 
     #[test]
@@ -195,8 +218,9 @@ mod tests {
         let mut o = orchestrator(2, 8, 1, 4);
         let a: Vec<u32> = (0..4).map(|k| path(o.stamp(QpId(0), k, 0), 8)).collect();
         let b: Vec<u32> = (0..4).map(|k| path(o.stamp(QpId(1), k, 0), 8)).collect();
-        assert_eq!(a, [0, 1, 2, 3]);
-        assert_eq!(b, [4, 5, 6, 7], "the next block: the batches of the two QPs are disjoint");
+        let block = |first: u32| (first..first + 4).collect::<Vec<_>>();
+        assert!(a[0].is_multiple_of(4) && a == block(a[0]), "{a:?}");
+        assert_eq!(b, block((a[0] + 4) % 8), "the next block: the batches of the two QPs are disjoint");
     }
 
     #[test]
@@ -204,7 +228,16 @@ mod tests {
         let mut o = orchestrator(1, 4, 4, 1);
         let stamped: Vec<u16> = (0..16).map(|_| o.stamp(QpId(0), 0, 0xC000)).collect();
         assert!(stamped.iter().all(|e| e & 0xF000 == 0xC000));
-        assert_eq!(path_id_field(stamped[5], 0), 1);
-        assert_eq!(path_id_field(stamped[5], 1), 1);
+        // Path p: ToR field p mod 4, aggregation field p div 4.
+        let p = path(stamped[5], 4);
+        assert_eq!((path_id_field(stamped[5], 0) as u32, path_id_field(stamped[5], 1) as u32), (p % 4, p / 4));
+    }
+
+    impl Orchestrator {
+        /// The first PathID of a lone QP to a set of 8 paths.
+        fn tap_first(mut self) -> u16 {
+            self.add_qp(QpId(0), (0, 0), 8, 1, &mut FastMap::default());
+            self.stamp(QpId(0), 0, 0)
+        }
     }
 }

@@ -382,7 +382,7 @@ pub(super) fn build(
     }
     links.pair_directions();
     let orchestrator = (scenario.nic.path_selection == PathSelection::Orchestrated)
-        .then(|| orchestrate(&links.qps, &ports, &routes, &topo, scenario.nic.batch));
+        .then(|| orchestrate(&links.qps, &ports, &routes, &topo, scenario.nic.batch, seed));
     check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
@@ -497,8 +497,15 @@ pub(super) fn build(
 /// PRO's path sets: each QP's, from its NIC port to its destination's ToR,
 /// with the next hops its packets choose among at the source ToR and at the
 /// aggregation switch after it (one where there is no choice).
-fn orchestrate(qps: &Arena<QpId, Qp>, ports: &[Port], routes: &Routes, topo: &Topology, batch: u32) -> Orchestrator {
-    let mut orchestrator = Orchestrator::new(batch);
+fn orchestrate(
+    qps: &Arena<QpId, Qp>,
+    ports: &[Port],
+    routes: &Routes,
+    topo: &Topology,
+    batch: u32,
+    seed: u64,
+) -> Orchestrator {
+    let mut orchestrator = Orchestrator::new(batch, seed);
     let mut index = crate::engine::FastMap::default();
     let switch_after = |port: PortId| ports[port.peer().0 as usize].node;
     for (q, qp) in qps.enumerate() {
