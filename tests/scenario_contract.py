@@ -145,6 +145,7 @@ def balancers() -> dict[str, Any]:
         "forwarding": "drill",
         "drill": {"samples": 2, "memory": 1},
         "letflow": {"flowlet_timeout": "50us"},
+        "tomahawk_ar": {"update_interval": "1us", "load_weight": 50, "queue_max": "400KB", "ewma_exponent": 2},
     }
     scenario["traffic"] = [{"kind": "permutation", "bytes": "64KiB", "rate": "50Gbps"}]
     return scenario

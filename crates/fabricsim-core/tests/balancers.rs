@@ -45,6 +45,16 @@ fn drill_spreads_one_flow_over_every_uplink_by_queue_where_ecmp_pins_it() {
 }
 
 #[test]
+fn tomahawk_ar_spreads_flows_by_port_quality() {
+    // Four flows from ToR 0: graded by load and queue once a microsecond,
+    // the uplinks share them almost evenly; ECMP left one idle (above).
+    let traffic = json!([{"kind": "racks_to_racks", "src_racks": [0], "dst_racks": [7], "bytes": "4MB"}]);
+    let ar = uplink_bytes(&run(scenario("ar_tomahawk", traffic, json!([]))));
+    let (max, min) = (*ar.iter().max().unwrap() as f64, *ar.iter().min().unwrap() as f64);
+    assert!(min > 0.0 && max / min < 1.3, "AR: {ar:?}");
+}
+
+#[test]
 fn letflow_moves_a_flow_only_at_gaps() {
     // One QP sends 64 KB messages back to back (one flowlet: one uplink),
     // or with 200 us of compute between them (each a new flowlet).

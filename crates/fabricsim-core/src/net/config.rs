@@ -27,6 +27,8 @@ pub struct SwitchConfig {
     /// next hops (spectrum-x.txt s4.1), `drill`: per packet, to the
     /// shortest of a few sampled queues (DRILL, SIGCOMM 2017), or
     /// `letflow`: per flowlet, to a random next hop (LetFlow, NSDI 2017),
+    /// `ar_tomahawk`: per packet, to the next hop of best load-and-queue
+    /// quality (Broadcom Tomahawk's adaptive routing as PRO models it),
     /// or `path_id`: where the PathID in the UDP source port's low 12 bits
     /// says (PRO, pro-deterministic-lb.txt s5), with adaptive routing (as
     /// `switch.adaptive` sets it) for ports that left their group after a
@@ -40,6 +42,8 @@ pub struct SwitchConfig {
     pub drill: DrillConfig,
     /// LetFlow, when `forwarding` is `letflow`.
     pub letflow: LetflowConfig,
+    /// Tomahawk's adaptive routing, when `forwarding` is `ar_tomahawk`.
+    pub tomahawk_ar: TomahawkArConfig,
     /// Time from a link or switch failure (or recovery) until every switch
     /// forwards on the new routes: a BGP-like control plane. Until then
     /// packets routed to a dead link are lost.
@@ -59,6 +63,7 @@ impl Default for SwitchConfig {
             adaptive: AdaptiveConfig::default(),
             drill: DrillConfig::default(),
             letflow: LetflowConfig::default(),
+            tomahawk_ar: TomahawkArConfig::default(),
             // BGP with BFD converges in tens of milliseconds in practice; a
             // scenario studying failures should set its own value.
             reconvergence_delay: Time::from_ms(1),
@@ -156,6 +161,40 @@ pub enum Forwarding {
     Drill,
     Letflow,
     PathId,
+    ArTomahawk,
+}
+
+/// Broadcom Tomahawk's per-packet adaptive routing (`forwarding:
+/// ar_tomahawk`): every next hop graded by its transmit load and queue
+/// depth, refreshed once per update interval, the best grade chosen.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TomahawkArConfig {
+    /// How often a port's quality is refreshed. Default 1us, as PRO's
+    /// evaluation models Tomahawk 4 (pro-deterministic-lb.txt s6).
+    pub update_interval: Time,
+    /// Percent of the quality that comes from transmit load, the rest from
+    /// queued bytes. Default 50: Broadcom-based switches weigh the two
+    /// equally by default (Juniper's DLB documentation, protocols.md s6.3;
+    /// OpenBCM's TH2 driver defaults to load only, 100).
+    pub load_weight: u8,
+    /// Queued bytes at which the queue metric reaches its worst of 8 equal
+    /// bands. Default 400KB, the ECN `kmax` default.
+    pub queue_max: Bytes,
+    /// The load EWMA's gain per update is 2^-exponent. Default 2 (OpenBCM's
+    /// examples use 2-3).
+    pub ewma_exponent: u8,
+}
+
+impl Default for TomahawkArConfig {
+    fn default() -> Self {
+        TomahawkArConfig {
+            update_interval: Time::from_us(1),
+            load_weight: 50,
+            queue_max: Bytes(400_000),
+            ewma_exponent: 2,
+        }
+    }
 }
 
 /// DRILL (Ghorbani et al., SIGCOMM 2017), a switch's per-packet micro load

@@ -200,13 +200,26 @@ impl Scenario {
         Ok(())
     }
 
-    /// Refuses DRILL settings no forwarding engine has, whatever the
-    /// forwarding (the sample count against the topology's groups is the
-    /// build's check).
+    /// Refuses DRILL and Tomahawk settings no switch has, whatever the
+    /// forwarding (DRILL's sample count against the topology's groups is
+    /// the build's check).
     fn validate_drill(&self) -> Result<(), ScenarioError> {
         let drill = &self.switch.drill;
         if drill.samples == 0 {
             return invalid("switch.drill.samples", "0: DRILL compares at least one sampled port");
+        }
+        let ar = &self.switch.tomahawk_ar;
+        if ar.load_weight > 100 {
+            return invalid("switch.tomahawk_ar.load_weight", format!("{}: a percentage, 0 to 100", ar.load_weight));
+        }
+        if ar.update_interval < Time::from_ns(1) {
+            return invalid("switch.tomahawk_ar.update_interval", format!("{}: at least 1ns", ar.update_interval));
+        }
+        if ar.queue_max.0 < 8 {
+            return invalid("switch.tomahawk_ar.queue_max", format!("{}: at least 8B, one per band", ar.queue_max));
+        }
+        if ar.ewma_exponent > 16 {
+            return invalid("switch.tomahawk_ar.ewma_exponent", format!("{}: at most 16", ar.ewma_exponent));
         }
         if drill.memory > MAX_DRILL_MEMORY {
             return invalid(

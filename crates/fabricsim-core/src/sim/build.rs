@@ -15,7 +15,7 @@ use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
 use crate::nic::{Orchestrator, PathSelection, PortScheduler, Qp};
 use crate::scenario::Scenario;
-use crate::switch::{path_id, AdaptiveRouting, Balancer, Drill, Letflow, PathIdForwarding, Routes, Srv6};
+use crate::switch::{path_id, AdaptiveRouting, Balancer, Drill, Letflow, PathIdForwarding, Routes, Srv6, TomahawkAr};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{
     CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
@@ -84,7 +84,12 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         [link.a, link.b][p.side() as usize]
     };
     let srv6 = match scenario.switch.forwarding {
-        Forwarding::Ecmp | Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::PathId => None,
+        Forwarding::Ecmp
+        | Forwarding::Adaptive
+        | Forwarding::Drill
+        | Forwarding::Letflow
+        | Forwarding::PathId
+        | Forwarding::ArTomahawk => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
     if scenario.transport.sprays() {
@@ -262,7 +267,7 @@ pub(super) fn build(
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
     let chooses = matches!(
         scenario.switch.forwarding,
-        Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::PathId
+        Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::PathId | Forwarding::ArTomahawk
     );
     if chooses && routes.widest_group() < 2 {
         let name = serde_json::to_value(scenario.switch.forwarding).expect("a forwarding mode serializes");
@@ -290,6 +295,9 @@ pub(super) fn build(
         Forwarding::Adaptive => Balancer::Adaptive(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
         Forwarding::Drill => Balancer::Drill(Drill::new(drill, routes.group_count(), seed)),
         Forwarding::Letflow => Balancer::Letflow(Letflow::new(&scenario.switch.letflow, seed)),
+        Forwarding::ArTomahawk => {
+            Balancer::ArTomahawk(TomahawkAr::new(&scenario.switch.tomahawk_ar, ports.len(), seed))
+        }
         Forwarding::PathId => {
             let switches = topo.nodes.iter().enumerate().filter_map(|(n, node)| match node.role {
                 NodeRole::Switch { tier, .. } => Some((NodeId(n as u32), tier)),

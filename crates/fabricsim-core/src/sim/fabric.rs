@@ -191,6 +191,9 @@ impl Simulation {
                 let flow = (pkt.src, pkt.dst, pkt.entropy);
                 letflow.pick(switch, flow, self.routes.next_hops(switch, pkt.dst), &self.ports, self.events.now())
             }
+            (None, Balancer::ArTomahawk(ar)) => {
+                ar.pick(self.routes.next_hops(switch, pkt.dst), &self.ports, self.events.now())
+            }
             (None, Balancer::PathId(pro)) => {
                 let tier = match self.topo.node(switch).role {
                     NodeRole::Switch { tier, .. } => tier,

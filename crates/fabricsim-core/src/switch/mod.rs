@@ -1,7 +1,8 @@
 //! What a switch decides, each as a function of the packet and the switch's
 //! own state that returns a verdict: where to forward (shortest-path routes,
 //! and over their equal-cost next hops ECMP's hash, adaptive routing by
-//! sampled queue depth, DRILL's sampled queues or LetFlow's flowlets: the
+//! sampled queue depth, Tomahawk's port quality, DRILL's sampled queues or
+//! LetFlow's flowlets: the
 //! `Balancer`, which may also follow a PathID the sender wrote; or static SRv6 micro-SID source routes), whether to buffer
 //! or trim (`admission`), whether to mark ECN (`ecn`). PFC's verdicts are
 //! the ingress port's (`net::pfc`).
@@ -15,6 +16,7 @@ mod letflow;
 pub mod path_id;
 mod routes;
 pub mod srv6;
+mod tomahawk;
 
 pub use adaptive::AdaptiveRouting;
 pub use drill::Drill;
@@ -23,6 +25,7 @@ pub use letflow::Letflow;
 pub use path_id::PathIdForwarding;
 pub use routes::{Routes, MAX_TABLE_ENTRIES};
 pub use srv6::Srv6;
+pub use tomahawk::TomahawkAr;
 
 /// How switches choose among equal-cost next hops, with the state they keep
 /// for it (`switch.forwarding`).
@@ -34,4 +37,5 @@ pub enum Balancer {
     Drill(Drill),
     Letflow(Letflow),
     PathId(Box<PathIdForwarding>),
+    ArTomahawk(TomahawkAr),
 }
