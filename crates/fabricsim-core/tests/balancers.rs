@@ -163,3 +163,25 @@ fn pros_window_recovers_a_failure_by_nacks_instead_of_timeouts() {
     let fct = |out: &RunOutput| out.summary["fct_max_us"].as_f64().unwrap();
     assert!(fct(&with_window) < fct(&without), "{} vs {}", fct(&with_window), fct(&without));
 }
+
+#[test]
+fn reordering_is_measured_per_packet_and_ecn_marks_per_tier() {
+    // An incast of 6 onto one NIC behind racks of 4: queues and marks at
+    // the last hop (tier 0) and, under spraying, packets out of order.
+    let traffic = json!([{"kind": "incast", "receiver": 31, "senders": [0, 1, 2, 3, 8, 9], "bytes": "2MB"}]);
+    for forwarding in ["ecmp", "drill"] {
+        let out = run(scenario(forwarding, traffic.clone(), json!([])));
+        let by_tier = out.summary["ecn_marks_by_tier"].as_object().unwrap();
+        let sum: u64 = by_tier.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(sum, out.summary["ecn_marks"].as_u64().unwrap(), "{by_tier:?}");
+        assert!(by_tier.contains_key("tier0"), "{forwarding}: the incast's last hop marks: {by_tier:?}");
+        let degree = &out.summary["ooo_degree"];
+        assert_eq!(degree["packets"].as_u64(), Some(6 * 489), "{forwarding}: every packet placed once: {degree}");
+        let max = degree["max"].as_u64().unwrap();
+        if forwarding == "ecmp" {
+            assert_eq!(max, 0, "one path per QP: always in order");
+        } else {
+            assert!(max > 0, "sprayed: some packets overtake others");
+        }
+    }
+}

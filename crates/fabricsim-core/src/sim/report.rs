@@ -239,6 +239,31 @@ impl Simulation {
         if let Some(mapper) = &self.mapper {
             summary["clustermapper_probes"] = json!(mapper.sent);
         }
+        let mut degrees = crate::transport::DegreeHistogram::default();
+        for qp in self.qps.iter() {
+            if let Some(d) = qp.transport.ooo_degrees() {
+                degrees.merge(d);
+            }
+        }
+        if degrees.packets() > 0 {
+            summary["ooo_degree"] = json!({
+                "packets": degrees.packets(),
+                "p50": degrees.quantile(0.5),
+                "p99": degrees.quantile(0.99),
+                "p999": degrees.quantile(0.999),
+                "max": degrees.quantile(1.0),
+            });
+        }
+        // ECN marks by where they were made (PRO's Table II counts them per tier).
+        let mut marks_by_tier = std::collections::BTreeMap::<String, u64>::new();
+        for port in self.ports.iter().filter(|p| p.counters.ecn_marks > 0) {
+            let tier = match self.topo.node(port.node).role {
+                crate::topology::NodeRole::Switch { tier, .. } => format!("tier{tier}"),
+                crate::topology::NodeRole::Nic { .. } => "nic".to_string(),
+            };
+            *marks_by_tier.entry(tier).or_default() += port.counters.ecn_marks;
+        }
+        summary["ecn_marks_by_tier"] = json!(marks_by_tier);
         if let Balancer::Letflow(letflow) = &self.balancer {
             summary["flowlets_started"] = json!(letflow.flowlets_started());
         }

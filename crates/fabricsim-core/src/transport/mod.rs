@@ -30,6 +30,7 @@ use crate::net::{headers, Ev, IpVersion, Packet, PacketKind};
 use crate::units::{Rate, Time};
 
 pub use mrc::{EvChange, EvSet, EvState, MrcConfig, MrcQp};
+pub use placement::DegreeHistogram;
 pub use rocev2::{RoceConfig, RoceQp};
 pub use spx::{PlaneLb, SpxConfig, SpxQp};
 
@@ -272,6 +273,12 @@ pub trait Transport {
 
     fn stats(&self) -> QpStats;
 
+    /// The out-of-order degrees of the data its responder placed directly
+    /// (none when it places only in order).
+    fn ooo_degrees(&self) -> Option<&DegreeHistogram> {
+        None
+    }
+
     /// Starts reporting EV changes, beginning with every EV's state now.
     fn log_evs(&mut self, _out: &mut Vec<Action>) {}
 
@@ -368,6 +375,9 @@ impl Transport for QpTransport {
     #[inline]
     fn stats(&self) -> QpStats {
         dispatch!(self, t => t.stats())
+    }
+    fn ooo_degrees(&self) -> Option<&DegreeHistogram> {
+        dispatch!(self, t => t.ooo_degrees())
     }
     fn log_evs(&mut self, out: &mut Vec<Action>) {
         dispatch!(self, t => t.log_evs(out))

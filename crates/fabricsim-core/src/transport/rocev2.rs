@@ -418,6 +418,11 @@ impl RoceReceiver {
         (nack, self.arm_gap_timer())
     }
 
+    /// The degrees of the packets placed directly.
+    pub(super) fn degrees(&self) -> Option<&super::DegreeHistogram> {
+        self.placement.as_ref().map(Placement::degrees)
+    }
+
     /// Packets that arrived out of order, and the furthest ahead one came.
     pub(super) fn reordering(&self) -> (u64, u32) {
         match &self.placement {
@@ -601,6 +606,10 @@ impl Transport for RoceQp {
             max_reorder_distance: self.receiver.reordering().1 as u64,
             ..QpStats::default()
         }
+    }
+
+    fn ooo_degrees(&self) -> Option<&super::DegreeHistogram> {
+        self.receiver.degrees()
     }
 }
 

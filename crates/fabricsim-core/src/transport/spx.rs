@@ -654,4 +654,8 @@ impl Transport for SpxQp {
             ..QpStats::default()
         }
     }
+
+    fn ooo_degrees(&self) -> Option<&super::DegreeHistogram> {
+        self.receiver.degrees()
+    }
 }

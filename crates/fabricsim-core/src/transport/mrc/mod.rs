@@ -506,6 +506,10 @@ impl Transport for MrcQp {
         }
     }
 
+    fn ooo_degrees(&self) -> Option<&crate::transport::DegreeHistogram> {
+        Some(self.receiver.placement.degrees())
+    }
+
     fn log_evs(&mut self, out: &mut Vec<Action>) {
         self.sender.log_evs();
         out.extend(self.sender.take_ev_changes().into_iter().map(Action::EvChanged));
