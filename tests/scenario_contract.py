@@ -165,6 +165,13 @@ def pro() -> dict[str, Any]:
         "retransmit_timeout": "80us",
     }
     scenario["faults"] = [{"kind": "link_down", "at": "2us", "port": "t0.p0.0:2"}]
+    scenario["telemetry"] = {
+        "imbalance": {
+            "groups": [{"tier": 0, "facing": "up"}, {"tier": 1, "facing": "down"}],
+            "queue_interval": "100ns",
+            "load_interval": "10us",
+        }
+    }
     return scenario
 
 

@@ -54,6 +54,7 @@ TABLES = (
     "ev_log",
     "clustermapper",
     "histograms",
+    "imbalance",
 )
 
 
@@ -184,6 +185,11 @@ class Results:
     def histograms(self) -> pl.DataFrame:
         """Per-microsecond bandwidth histograms of ports, when `telemetry.histograms` asks: port, band, share."""
         return self._table("histograms")
+
+    @property
+    def imbalance(self) -> pl.DataFrame:
+        """Queue and load imbalance per port group, when `telemetry.imbalance` asks: samples and quantiles."""
+        return self._table("imbalance")
 
     def _table(self, name: str) -> pl.DataFrame:
         # A table the core did not return (a run without jobs, or without

@@ -185,3 +185,36 @@ fn reordering_is_measured_per_packet_and_ecn_marks_per_tier() {
         }
     }
 }
+
+/// The imbalance table's row for `group` and `metric`: (samples, p50, p99).
+fn imbalance(out: &RunOutput, group: &str, metric: &str) -> (u64, f64, f64) {
+    let (groups, metrics) = (texts(&out.imbalance, "group"), texts(&out.imbalance, "metric"));
+    let row = (0..groups.len()).find(|&i| groups[i] == group && metrics[i] == metric).expect("a row");
+    let q = |name: &str| common::floats(&out.imbalance, name)[row].unwrap();
+    (ints(&out.imbalance, "samples")[row], q("p50"), q("p99"))
+}
+
+#[test]
+fn imbalance_telemetry_sees_ecmp_collisions_that_pro_avoids() {
+    // Four QPs each way between ToRs 0 and 7: ECMP collides some on one
+    // uplink and leaves another idle, PRO spreads every QP over all four
+    // (the ACKs, one path per QP, are a few percent of the bytes).
+    let traffic = json!([{"kind": "racks_to_racks", "src_racks": [0, 7], "dst_racks": [7, 0], "bytes": "4MB"}]);
+    let telemetry = json!({"imbalance": {"groups": [{"tier": 0, "facing": "up"}, {"tier": 1, "facing": "down"}]}});
+    let mut ecmp = scenario("ecmp", traffic.clone(), json!([]));
+    ecmp["telemetry"] = telemetry.clone();
+    let mut pro = pro(traffic, json!([]));
+    pro["telemetry"] = telemetry;
+    let (ecmp, pro) = (run(ecmp), run(pro));
+    let (samples, ecmp_p50, _) = imbalance(&ecmp, "tier0_up", "load_max_over_mean");
+    assert!(samples > 10, "a sample per switch per 10us window with traffic");
+    let (_, pro_p50, pro_p99) = imbalance(&pro, "tier0_up", "load_max_over_mean");
+    // An idle uplink and a doubled one: the busiest carries twice the mean or more.
+    assert!(ecmp_p50 >= 1.9, "ECMP {ecmp_p50}");
+    assert!(pro_p50 < 1.1 && pro_p99 < 1.3, "PRO {pro_p50} / {pro_p99}");
+    // Where ECMP put two QPs on one uplink its queue stands above the others'.
+    let (queue_samples, _, pro_queue) = imbalance(&pro, "tier0_up", "queue_max_minus_mean_bytes");
+    assert!(queue_samples > 1000, "one per switch every 0.1us");
+    let (_, _, ecmp_queue) = imbalance(&ecmp, "tier0_up", "queue_max_minus_mean_bytes");
+    assert!(pro_queue < ecmp_queue, "PRO {pro_queue} ECMP {ecmp_queue}");
+}

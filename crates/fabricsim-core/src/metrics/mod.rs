@@ -3,6 +3,7 @@
 //! scenario chooses what is sampled; models only raise counters.
 
 mod histogram;
+mod imbalance;
 mod output;
 
 use schemars::JsonSchema;
@@ -12,6 +13,7 @@ use crate::topology::NicRef;
 use crate::units::{Bytes, Time};
 
 pub use histogram::BandwidthHistograms;
+pub use imbalance::{Imbalance, PortGroup};
 pub use output::{percentile, Column, RunOutput, StopReason, Table};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -41,6 +43,47 @@ pub struct TelemetryConfig {
     /// Bandwidth histograms of some ports in the `histograms` table
     /// (spectrum-x.txt s5.2-s5.3, Fig 7a).
     pub histograms: Option<HistogramConfig>,
+    /// Queue-length and link-load imbalance over groups of each switch's
+    /// ports, PRO's load-balance measures (pro-deterministic-lb.txt s6, Fig
+    /// 9), in the `imbalance` table.
+    pub imbalance: Option<ImbalanceConfig>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImbalanceConfig {
+    /// The port groups: per switch of a tier, its ports toward the tier
+    /// above (`up`) or below (`down`, NICs included).
+    pub groups: Vec<ImbalanceGroup>,
+    /// How often queues are compared. Default 100ns, PRO's 0.1us.
+    #[serde(default = "default_queue_interval")]
+    pub queue_interval: Time,
+    /// The window over which link loads are compared. Default 10us, PRO's.
+    #[serde(default = "default_load_interval")]
+    pub load_interval: Time,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImbalanceGroup {
+    /// The switches' tier (0: ToRs).
+    pub tier: u8,
+    pub facing: Facing,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Facing {
+    Up,
+    Down,
+}
+
+fn default_queue_interval() -> Time {
+    Time::from_ns(100)
+}
+
+fn default_load_interval() -> Time {
+    Time::from_us(10)
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

@@ -108,13 +108,15 @@ pub struct RunOutput {
     pub clustermapper: Table,
     /// Bandwidth histograms of ports, when telemetry asks for them.
     pub histograms: Table,
+    /// Queue and load imbalance per port group, when telemetry asks.
+    pub imbalance: Table,
     /// A pcap file of the captured ports, when telemetry asks for one.
     pub pcap: Option<Vec<u8>>,
 }
 
 impl RunOutput {
     /// The tables by name, in output order.
-    pub fn tables(&self) -> [(&'static str, &Table); 9] {
+    pub fn tables(&self) -> [(&'static str, &Table); 10] {
         [
             ("flows", &self.flows),
             ("ports", &self.ports),
@@ -125,6 +127,7 @@ impl RunOutput {
             ("ev_log", &self.ev_log),
             ("clustermapper", &self.clustermapper),
             ("histograms", &self.histograms),
+            ("imbalance", &self.imbalance),
         ]
     }
 

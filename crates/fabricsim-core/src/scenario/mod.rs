@@ -413,6 +413,21 @@ impl Scenario {
                 return invalid("telemetry.histograms.bands", format!("{}: 1 to 1000 bands", h.bands));
             }
         }
+        if let Some(imbalance) = &telemetry.imbalance {
+            for (name, t) in [("queue_interval", imbalance.queue_interval), ("load_interval", imbalance.load_interval)]
+            {
+                if t < Time::from_ns(1) {
+                    return invalid(format!("telemetry.imbalance.{name}"), format!("{t}: at least 1ns"));
+                }
+            }
+            // Two tiers' ups and downs for each of 8 tiers at most.
+            if imbalance.groups.len() > 16 {
+                return invalid(
+                    "telemetry.imbalance.groups",
+                    format!("{} groups: at most 16 (a tier and a direction each)", imbalance.groups.len()),
+                );
+            }
+        }
         if let Some(pcap) = &telemetry.pcap {
             if pcap.snaplen.0 < 64 {
                 return Err(ScenarioError::new(

@@ -9,7 +9,7 @@ use crate::engine::{EventQueue, FastMap, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::{self, FaultAction};
 use crate::ids::{Arena, CollectiveId, ConnectionId, FlowId, JobId, QpId, TransferId};
-use crate::metrics::BandwidthHistograms;
+use crate::metrics::{BandwidthHistograms, Facing, Imbalance, ImbalanceConfig, PortGroup};
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
@@ -412,6 +412,15 @@ pub(super) fn build(
     if scenario.telemetry.sample_interval.is_some() {
         events.schedule(Time::ZERO, Event::Sample);
     }
+    let imbalance = match &scenario.telemetry.imbalance {
+        Some(cfg) => {
+            let groups = imbalance_groups(cfg, &topo, &ports, &node_ports)?;
+            events.schedule(cfg.queue_interval, Event::ImbalanceQueues);
+            events.schedule(cfg.load_interval, Event::ImbalanceLoads);
+            Some(Imbalance::new(groups, &ports))
+        }
+        None => None,
+    };
 
     let n_ports = ports.len();
     let n_nodes = topo.nodes.len();
@@ -457,6 +466,7 @@ pub(super) fn build(
         telemetry_ports,
         telemetry_hosts,
         recorder,
+        imbalance,
         ev_loss: Vec::new(),
         mapper,
         denied_links,
@@ -500,6 +510,47 @@ pub(super) fn build(
     }
     sim.apply_denylist();
     Ok(Some(sim))
+}
+
+/// The port groups of imbalance telemetry: per switch of each group's tier,
+/// its ports toward the tier above or below.
+fn imbalance_groups(
+    cfg: &ImbalanceConfig,
+    topo: &Topology,
+    ports: &[Port],
+    node_ports: &[Vec<PortId>],
+) -> Result<Vec<PortGroup>, ScenarioError> {
+    let tier_of = |n: NodeId| match topo.node(n).role {
+        NodeRole::Switch { tier, .. } => Some(tier),
+        NodeRole::Nic { .. } => None,
+    };
+    let mut groups = Vec::new();
+    for (i, g) in cfg.groups.iter().enumerate() {
+        let facing = |p: &PortId| {
+            let peer = ports[p.peer().0 as usize].node;
+            match (g.facing, tier_of(peer)) {
+                (Facing::Up, Some(t)) => t > g.tier,
+                (Facing::Down, Some(t)) => t < g.tier,
+                (Facing::Down, None) => true,
+                (Facing::Up, None) => false,
+            }
+        };
+        let switches: Vec<Vec<PortId>> = (0..topo.nodes.len())
+            .filter(|&n| tier_of(NodeId(n as u32)) == Some(g.tier))
+            .map(|n| node_ports[n].iter().copied().filter(facing).collect::<Vec<_>>())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if switches.is_empty() {
+            let facing = if g.facing == Facing::Up { "up" } else { "down" };
+            return invalid(
+                format!("telemetry.imbalance.groups[{i}]"),
+                format!("no switch of tier {} has ports facing {facing}", g.tier),
+            );
+        }
+        let name = format!("tier{}_{}", g.tier, if g.facing == Facing::Up { "up" } else { "down" });
+        groups.push(PortGroup { name, switches });
+    }
+    Ok(groups)
 }
 
 /// PRO's path sets: each QP's, from its NIC port to its destination's ToR,

@@ -70,6 +70,9 @@ enum Event {
     Fault(u32),
     Reconverge,
     Sample,
+    /// Imbalance telemetry compares the groups' queues, or their loads.
+    ImbalanceQueues,
+    ImbalanceLoads,
 }
 
 struct SwitchState {
@@ -205,6 +208,8 @@ pub struct Simulation {
     samples: report::Samples,
     /// What telemetry asked to record as the run goes.
     recorder: recorder::Recorder,
+    /// Imbalance telemetry, when asked for.
+    imbalance: Option<crate::metrics::Imbalance>,
     /// Injected per-EV loss: (NIC port, EV, probability).
     ev_loss: Vec<(PortId, u16, f64)>,
     /// Links (by index) on the MRC denylist; empty when there is none.
@@ -384,6 +389,8 @@ impl Simulation {
             Event::Fault(i) => self.on_fault(i),
             Event::Reconverge => self.reconverge(),
             Event::Sample => self.on_sample(),
+            Event::ImbalanceQueues => self.on_imbalance(false),
+            Event::ImbalanceLoads => self.on_imbalance(true),
         }
     }
 }

@@ -102,6 +102,24 @@ impl Simulation {
         }
     }
 
+    /// Imbalance telemetry's queue or load sample, and the next one while
+    /// the run goes on.
+    pub(super) fn on_imbalance(&mut self, loads: bool) {
+        let Some(imbalance) = self.imbalance.as_mut() else { return };
+        let cfg = self.scenario.telemetry.imbalance.as_ref().expect("imbalance telemetry is on");
+        let (interval, event) = if loads {
+            imbalance.sample_loads(&self.ports);
+            (cfg.load_interval, Event::ImbalanceLoads)
+        } else {
+            imbalance.sample_queues(&self.ports);
+            (cfg.queue_interval, Event::ImbalanceQueues)
+        };
+        let now = self.now();
+        if self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d) {
+            self.events.schedule_in(interval, event);
+        }
+    }
+
     pub(super) fn report(&mut self, stop: StopReason) -> RunOutput {
         let now = self.now();
         let complete = stop.is_complete();
@@ -280,6 +298,7 @@ impl Simulation {
             ev_log,
             clustermapper,
             histograms,
+            imbalance: self.imbalance.as_ref().map_or_else(Table::default, |i| i.table()),
             pcap,
         }
     }
