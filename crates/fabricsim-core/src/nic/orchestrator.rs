@@ -233,6 +233,64 @@ mod tests {
         assert_eq!((path_id_field(stamped[5], 0) as u32, path_id_field(stamped[5], 1) as u32), (p % 4, p / 4));
     }
 
+    /// Theorem 1 (s4): under orchestrated round robin the queues of the
+    /// ToR's uplinks stay bounded at full load. The theorem's model: time in
+    /// slots, each of B_in NICs under one ToR sends one packet per slot (its
+    /// scheduler takes its P QPs in turn, every QP to the same destination
+    /// ToR), each uplink sends one per slot, B_in <= B_e. Over random B_e,
+    /// B_in, P and NIC seeds, the longest queue of the steady state (the
+    /// second half of the run) is no longer than while the QPs started, so
+    /// it does not grow, and for odd P, the case the proof takes, it is at
+    /// most B_in: each NIC's path then steps by exactly one per slot (Eq. 2).
+    /// For even P the span P + 1 adds a step per round of the QPs, and the
+    /// bound is looser (2 B_in here). Random spraying queues more.
+    #[test]
+    fn theorem_1_tor_uplink_queues_stay_bounded_at_full_load() {
+        let mut rng = crate::engine::Rng::stream(17, &[1]);
+        let mut worse = 0;
+        for case in 0..200 {
+            let uplinks = [4u32, 8, 16][rng.below(3) as usize];
+            let nics = 1 + rng.below(u64::from(uplinks)) as u32;
+            let qps = 1 + rng.below(8) as u32;
+            let mut orchestrators: Vec<Orchestrator> =
+                (0..nics).map(|n| orchestrator_seeded(qps, uplinks, u64::from(case * 64 + n))).collect();
+            let (mut queues, mut random_queues) = (vec![0u32; uplinks as usize], vec![0u32; uplinks as usize]);
+            let (mut first_half, mut second_half, mut random_max) = (0, 0, 0);
+            let slots = 4000;
+            for slot in 0..slots {
+                for (n, o) in orchestrators.iter_mut().enumerate() {
+                    let q = QpId((slot + n as u32) % qps);
+                    queues[path(o.stamp(q, 0, 0), uplinks) as usize % uplinks as usize] += 1;
+                    random_queues[rng.below(u64::from(uplinks)) as usize] += 1;
+                }
+                let longest = *queues.iter().max().unwrap();
+                if slot < slots / 2 {
+                    first_half = first_half.max(longest);
+                } else {
+                    second_half = second_half.max(longest);
+                }
+                random_max = random_max.max(*random_queues.iter().max().unwrap());
+                for q in queues.iter_mut().chain(random_queues.iter_mut()) {
+                    *q = q.saturating_sub(1);
+                }
+            }
+            let label = format!("case {case}: {nics} NICs, {uplinks} uplinks, {qps} QPs");
+            let bound = if qps % 2 == 1 { nics } else { 2 * nics };
+            assert!(second_half <= bound && second_half <= first_half, "{label}: {first_half} then {second_half}");
+            worse += u32::from(random_max > first_half);
+        }
+        assert!(worse > 150, "random spraying queues more in most cases: {worse} of 200");
+    }
+
+    fn orchestrator_seeded(qps: u32, tor: u32, seed: u64) -> Orchestrator {
+        let mut o = Orchestrator::new(1, seed);
+        let mut index = FastMap::default();
+        for q in 0..qps {
+            o.add_qp(QpId(q), (0, 9), tor, 1, &mut index);
+        }
+        o
+    }
+
     impl Orchestrator {
         /// The first PathID of a lone QP to a set of 8 paths.
         fn tap_first(mut self) -> u16 {
