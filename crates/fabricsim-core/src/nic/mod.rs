@@ -36,6 +36,26 @@ pub struct NicConfig {
     /// forward by it (`switch.forwarding: path_id`; under hashing it is
     /// per-packet spraying).
     pub path_selection: PathSelection,
+    /// What the orchestration coordinates, for PRO's ablations (Fig 11).
+    pub orchestration: OrchestrationConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrchestrationConfig {
+    /// One path set per destination ToR (true), or one per NIC port for
+    /// every destination (Fig 11a's "RR without destination-aware").
+    pub destination_aware: bool,
+    /// QPs staggered by the shared counter and a span of the active QPs
+    /// (true), or each QP stepping by one from the same start, in lockstep
+    /// with the others (Fig 11b's "RR without inter-QP orchestration").
+    pub inter_qp: bool,
+}
+
+impl Default for OrchestrationConfig {
+    fn default() -> Self {
+        OrchestrationConfig { destination_aware: true, inter_qp: true }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -54,6 +74,7 @@ impl Default for NicConfig {
             batch: 1,
             remap_delay: Time::ZERO,
             path_selection: PathSelection::Transport,
+            orchestration: OrchestrationConfig::default(),
         }
     }
 }

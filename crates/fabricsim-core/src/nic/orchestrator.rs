@@ -53,6 +53,9 @@ pub(crate) struct Orchestrator {
     sets: Vec<PathSet>,
     qps: FastMap<QpId, QpPath>,
     batch: u32,
+    /// Staggering across QPs (off: every QP steps by one from its set's
+    /// initial block, in lockstep; PRO's Fig 11b ablation).
+    inter_qp: bool,
     /// Draws each set's initial C.
     rng: Rng,
 }
@@ -72,12 +75,20 @@ impl Orchestrator {
             sets: Vec::new(),
             qps: FastMap::default(),
             batch: batch.max(1),
+            inter_qp: true,
             rng: Rng::stream(seed, &[0x0C4E_5742]),
         }
     }
 
+    /// Without inter-QP staggering (PRO's ablation).
+    pub fn without_inter_qp(self) -> Orchestrator {
+        Orchestrator { inter_qp: false, ..self }
+    }
+
     /// Registers QP `q`, whose paths from its NIC port to its destination
-    /// ToR are `key`'s, with `tor` x `aggregation` of them.
+    /// ToR are `key`'s, with `tor` x `aggregation` of them. QPs of one key
+    /// with different fan-outs (one set for every destination, the
+    /// ablation) share the widest.
     pub fn add_qp(
         &mut self,
         q: QpId,
@@ -93,6 +104,9 @@ impl Orchestrator {
             self.sets.push(PathSet { tor, aggregation, next, active: 0 });
             self.sets.len() as u32 - 1
         });
+        let shared = &mut self.sets[set as usize];
+        shared.tor = shared.tor.max(tor);
+        shared.aggregation = shared.aggregation.max(aggregation);
         self.qps.insert(q, QpPath { set, block: None, active: false });
     }
 
@@ -111,6 +125,8 @@ impl Orchestrator {
         let k = k % batch;
         if k == 0 || qp.block.is_none() {
             let block = match qp.block {
+                Some(b) if !self.inter_qp => (b + 1) % blocks,
+                None if !self.inter_qp => set.next % blocks,
                 Some(b) => {
                     // The span: P, odd, coprime with the number of blocks.
                     let mut span = set.active | 1;
@@ -122,7 +138,9 @@ impl Orchestrator {
                 None => set.next % blocks,
             };
             qp.block = Some(block);
-            set.next = (block + 1) % blocks;
+            if self.inter_qp {
+                set.next = (block + 1) % blocks;
+            }
         }
         let path = (qp.block.expect("set above") * batch + k) % m;
         let (low, high) = (path % set.tor, path / set.tor);
@@ -204,6 +222,15 @@ mod tests {
         assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), at(4), "two active: span 3 (2 made odd)");
         o.idle(QpId(1));
         assert_eq!(path(o.stamp(QpId(0), 0, 0), 8), at(5), "one active again: span 1");
+    }
+
+    #[test]
+    fn without_inter_qp_orchestration_the_qps_move_in_lockstep() {
+        let mut o = orchestrator(3, 8, 1, 1).without_inter_qp();
+        for _ in 0..8 {
+            let picks: Vec<u32> = (0..3).map(|q| path(o.stamp(QpId(q), 0, 0), 8)).collect();
+            assert!(picks.iter().all(|&p| p == picks[0]), "{picks:?}");
+        }
     }
 
     #[test]

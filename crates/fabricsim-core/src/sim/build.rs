@@ -13,7 +13,7 @@ use crate::metrics::{BandwidthHistograms, Facing, Imbalance, ImbalanceConfig, Po
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
-use crate::nic::{Orchestrator, PathSelection, PortScheduler, Qp};
+use crate::nic::{NicConfig, Orchestrator, PathSelection, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{path_id, AdaptiveRouting, Balancer, Drill, Letflow, PathIdForwarding, Routes, Srv6, TomahawkAr};
 use crate::topology::{NodeId, NodeRole, Topology};
@@ -390,7 +390,7 @@ pub(super) fn build(
     }
     links.pair_directions();
     let orchestrator = (scenario.nic.path_selection == PathSelection::Orchestrated)
-        .then(|| orchestrate(&links.qps, &ports, &routes, &topo, scenario.nic.batch, seed));
+        .then(|| orchestrate(&links.qps, &ports, &routes, &topo, &scenario.nic, seed));
     check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
@@ -561,10 +561,13 @@ fn orchestrate(
     ports: &[Port],
     routes: &Routes,
     topo: &Topology,
-    batch: u32,
+    cfg: &NicConfig,
     seed: u64,
 ) -> Orchestrator {
-    let mut orchestrator = Orchestrator::new(batch, seed);
+    let mut orchestrator = Orchestrator::new(cfg.batch, seed);
+    if !cfg.orchestration.inter_qp {
+        orchestrator = orchestrator.without_inter_qp();
+    }
     let mut index = crate::engine::FastMap::default();
     let switch_after = |port: PortId| ports[port.peer().0 as usize].node;
     for (q, qp) in qps.enumerate() {
@@ -576,7 +579,7 @@ fn orchestrate(
             }
             _ => 1,
         };
-        let key = (qp.src_port.0, dst_tor.0);
+        let key = (qp.src_port.0, if cfg.orchestration.destination_aware { dst_tor.0 } else { 0 });
         orchestrator.add_qp(q, key, at_tor.len().max(1) as u32, aggregation.max(1) as u32, &mut index);
     }
     orchestrator
