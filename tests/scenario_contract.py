@@ -156,7 +156,11 @@ def pro() -> dict[str, Any]:
     scenario = tiny()
     scenario["name"] = "pro"
     scenario["switch"] = {"forwarding": "path_id", "reconvergence_delay": "5us"}
-    scenario["nic"] = {"path_selection": "orchestrated", "batch": 2}
+    scenario["nic"] = {
+        "path_selection": "orchestrated",
+        "batch": 2,
+        "orchestration": {"destination_aware": True, "inter_qp": True},
+    }
     scenario["transport"] = {
         "kind": "rocev2",
         "direct_placement": True,
