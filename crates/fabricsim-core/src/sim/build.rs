@@ -793,8 +793,8 @@ impl Simulation {
             let packets = share.div_ceil(mtu as u64);
             let last = share - (packets - 1) * mtu as u64;
             let encap = self.framing.encap as u64;
-            // Every sprayed packet carries a RETH; RoCE's first only.
-            let addressed = qp.sprays;
+            // Every sprayed packet carries a RETH (and PRO's); RoCE's first only.
+            let addressed = qp.transport.addresses_every_packet();
             let tail = headers::data_wire(ip, last as u32, packets == 1 || addressed) as u64 + encap;
             let per_qp = (headers::data_wire(ip, mtu, addressed) as u64 + encap) * (packets - 1)
                 + tail

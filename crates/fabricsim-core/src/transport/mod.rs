@@ -236,6 +236,12 @@ pub trait Transport {
     /// sprayed packet may arrive in any order, so every packet is addressed.
     fn sprays(&self) -> bool;
 
+    /// Whether every data packet carries its RDMA address (a RETH), so the
+    /// responder can place it in any order: every sprayed packet does.
+    fn addresses_every_packet(&self) -> bool {
+        self.sprays()
+    }
+
     /// For a QP that sprays: the port its rotation over the planes sends on
     /// next. The NIC offers its free ports in this order, so that when the
     /// window, not the ports, limits the QP, its packets still take the
@@ -339,6 +345,9 @@ impl Transport for QpTransport {
     #[inline]
     fn sprays(&self) -> bool {
         dispatch!(self, t => t.sprays())
+    }
+    fn addresses_every_packet(&self) -> bool {
+        dispatch!(self, t => t.addresses_every_packet())
     }
     #[inline]
     fn next_port(&self) -> usize {

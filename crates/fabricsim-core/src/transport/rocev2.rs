@@ -519,13 +519,20 @@ impl Transport for RoceQp {
         false
     }
 
+    /// PRO's NIC extends every packet's RETH so that it can be placed in
+    /// any order (pro-deterministic-lb.txt s5, Fig 6).
+    fn addresses_every_packet(&self) -> bool {
+        self.cfg.ooo_window
+    }
+
     #[inline]
     fn next_packet(&mut self, _port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
         let data = self.sender.next_packet()?;
+        let data = DataPacket { addressed: self.cfg.ooo_window, ..data };
         let mut not_before = now;
         let dcqcn = &self.cfg.dcqcn;
         if dcqcn.enabled {
-            let wire = self.framing.data_wire(data.payload, data.first, data.imm) as u64;
+            let wire = self.framing.data_wire(data.payload, data.first || data.addressed, data.imm) as u64;
             self.cc.on_sent(dcqcn, wire);
             let rate = self.cc.rate();
             if rate < self.line {
