@@ -35,21 +35,22 @@ from fabricsim.experiments.framework import (
 )
 from fabricsim.experiments.mrc import FIG4, _fig4_analysis, _ms, lost_packets
 from fabricsim.results import Results
-from fabricsim.scenario import is_sweep
+from fabricsim.scenario import is_sweep, load_scenario
 from fabricsim.sweep import SweepResults, prepare
 
 MRC = paper_experiments("mrc")
 SPECTRUM_X = paper_experiments("spectrum-x")
-RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X) for run in exp.runs]
+PRO = paper_experiments("pro")
+RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X, *PRO) for run in exp.runs]
 
 
-@pytest.mark.parametrize("experiments", [MRC, SPECTRUM_X], ids=["mrc", "spectrum-x"])
+@pytest.mark.parametrize("experiments", [MRC, SPECTRUM_X, PRO], ids=["mrc", "spectrum-x", "pro"])
 def test_registry_keys_are_unique(experiments: tuple[Experiment, ...]) -> None:
     keys = [exp.key for exp in experiments]
     assert len(keys) == len(set(keys))
     for exp in experiments:
         assert len({r.key for r in exp.runs}) == len(exp.runs), exp.key
-    assert set(PAPERS) == {"mrc", "spectrum-x"}
+    assert set(PAPERS) == {"mrc", "spectrum-x", "pro"}
 
 
 def test_unknown_paper_is_refused() -> None:
@@ -82,7 +83,9 @@ def test_experiment_scenarios_ship_inside_the_package() -> None:
 
 def test_every_quick_file_is_a_registered_quick_version() -> None:
     registered = {run.quick_scenario for _, run in RUNS if run.quick_scenario}
-    shipped = {f"{d}/{p.name}" for d in ("mrc", "spectrum-x") for p in (scenarios_dir() / d).glob("*_quick.yaml")}
+    shipped = {
+        f"{d}/{p.name}" for d in ("mrc", "spectrum-x", "pro") for p in (scenarios_dir() / d).glob("*_quick.yaml")
+    }
     assert registered == shipped
 
 
@@ -487,3 +490,24 @@ def test_fig8b_probe_latency_is_half_a_round_trip_and_grows_under_ecmp_load() ->
     spx = pair_latency_p99(fabricsim_run(_ping_pong_scenario("75Gbps", "adaptive", "spx")))
     assert eth.max() > idle.max() + 0.5, eth
     assert spx.max() < eth.max(), (spx, eth)
+
+
+def test_pro_jct_slowdown_and_table2_read_a_tiny_ring() -> None:
+    """PRO's JCT slowdown is the last completion over the ideal (every flow starts at 0 with the same size,
+    so it is the largest flow slowdown); the ECN rows read the per-tier counts of every design."""
+    from fabricsim.experiments import pro
+
+    small = {"topology.radix": 4, "traffic.0.bytes": "256KB"}
+    runs = {
+        key: fabricsim_run(load_scenario(scenarios_dir() / f"pro/ring_{key}.yaml", small)) for key, _ in pro.DESIGNS
+    }
+    for key, results in runs.items():
+        slowdown = pro.jct_slowdown(results)
+        assert slowdown is not None and slowdown >= 1.0, key
+        assert slowdown == pytest.approx(float(results.flows["slowdown"].max()), rel=1e-6), key
+    assert "ooo_degree" in runs["pro"].summary
+    exp = next(e for e in PRO if e.key == "table2")
+    rows = {r.metric: r for r in exp.analyse(exp, runs, True)}
+    marks = runs["ecmp"].summary.get("ecn_marks_by_tier") or {}
+    assert rows["ECMP: ECN marks at ToRs / Aggrs"].value == marks.get("tier0", 0) + marks.get("tier1", 0)
+    assert rows["ConWeave: ECN marks"].verdict == NOT_RUN

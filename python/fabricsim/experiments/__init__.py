@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["PAPERS", "paper_experiments"]
 
 # Paper key (the argument of `fabricsim reproduce`) -> the paper's text.
-PAPERS: dict[str, str] = {"mrc": "mrc-srv6-multiplane.txt", "spectrum-x": "spectrum-x.txt"}
+PAPERS: dict[str, str] = {
+    "mrc": "mrc-srv6-multiplane.txt",
+    "spectrum-x": "spectrum-x.txt",
+    "pro": "pro-deterministic-lb.txt",
+}
 
 
 def paper_experiments(paper: str) -> tuple[Experiment, ...]:
