@@ -43,8 +43,10 @@ pub struct NicConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct OrchestrationConfig {
-    /// One path set per destination ToR (true), or one per NIC port for
-    /// every destination (Fig 11a's "RR without destination-aware").
+    /// One path set per destination ToR, walked by each QP with its span
+    /// (true), or one round robin per NIC port over every packet, whatever
+    /// its QP and destination (false: Fig 11a's "RR without
+    /// destination-aware", the QP-unaware NIC-level round robin of Fig 3).
     pub destination_aware: bool,
     /// QPs staggered by the shared counter and a span of the active QPs
     /// (true), or each QP stepping by one from the same start, in lockstep

@@ -56,6 +56,9 @@ pub(crate) struct Orchestrator {
     /// Staggering across QPs (off: every QP steps by one from its set's
     /// initial block, in lockstep; PRO's Fig 11b ablation).
     inter_qp: bool,
+    /// One round robin over every packet of the set, whatever its QP
+    /// (PRO's Fig 11a ablation, with one set per NIC port).
+    packet_level: bool,
     /// Draws each set's initial C.
     rng: Rng,
 }
@@ -76,8 +79,15 @@ impl Orchestrator {
             qps: FastMap::default(),
             batch: batch.max(1),
             inter_qp: true,
+            packet_level: false,
             rng: Rng::stream(seed, &[0x0C4E_5742]),
         }
+    }
+
+    /// Without destination-aware path sets: each packet takes the next
+    /// path of its NIC port's one round robin (PRO's ablation).
+    pub fn packet_level(self) -> Orchestrator {
+        Orchestrator { packet_level: true, ..self }
     }
 
     /// Without inter-QP staggering (PRO's ablation).
@@ -123,7 +133,10 @@ impl Orchestrator {
         let batch = self.batch.min(m);
         let blocks = (m / batch).max(1);
         let k = k % batch;
-        if k == 0 || qp.block.is_none() {
+        if self.packet_level {
+            qp.block = Some(set.next % blocks);
+            set.next = (set.next % blocks + 1) % blocks;
+        } else if k == 0 || qp.block.is_none() {
             let block = match qp.block {
                 Some(b) if !self.inter_qp => (b + 1) % blocks,
                 None if !self.inter_qp => set.next % blocks,
@@ -231,6 +244,17 @@ mod tests {
             let picks: Vec<u32> = (0..3).map(|q| path(o.stamp(QpId(q), 0, 0), 8)).collect();
             assert!(picks.iter().all(|&p| p == picks[0]), "{picks:?}");
         }
+    }
+
+    #[test]
+    fn without_destination_awareness_every_packet_takes_the_next_path_whatever_its_qp() {
+        // Two QPs in turn over 8 paths: the NIC's one round robin gives QP 0
+        // the even paths only and QP 1 the odd (Fig 3's QP-unaware RR).
+        let mut o = orchestrator(2, 8, 1, 1).packet_level();
+        let picks: Vec<u32> = (0..16).map(|i| path(o.stamp(QpId(i % 2), 0, 0), 8)).collect();
+        let of = |q: usize| picks.iter().skip(q).step_by(2).map(|p| p % 2).collect::<std::collections::BTreeSet<_>>();
+        assert_eq!((of(0).len(), of(1).len()), (1, 1), "{picks:?}");
+        assert!(picks.windows(2).all(|w| (w[0] + 1) % 8 == w[1]), "{picks:?}");
     }
 
     #[test]

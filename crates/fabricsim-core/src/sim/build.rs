@@ -568,6 +568,9 @@ fn orchestrate(
     if !cfg.orchestration.inter_qp {
         orchestrator = orchestrator.without_inter_qp();
     }
+    if !cfg.orchestration.destination_aware {
+        orchestrator = orchestrator.packet_level();
+    }
     let mut index = crate::engine::FastMap::default();
     let switch_after = |port: PortId| ports[port.peer().0 as usize].node;
     for (q, qp) in qps.enumerate() {
