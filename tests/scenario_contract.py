@@ -315,6 +315,7 @@ def traffic_kinds() -> dict[str, Any]:
         {"kind": "all_to_all", "bytes": "2KiB"},
         {"kind": "uniform_random", "flows": 6, "bytes": "4KiB", "window": "10us"},
         {"kind": "racks_to_racks", "src_racks": [0], "dst_racks": [1], "bytes": "4KiB"},
+        {"kind": "double_binary_tree", "bytes": "4KiB", "start": "5us", "rate": "50Gbps"},
     ]
     return scenario
 

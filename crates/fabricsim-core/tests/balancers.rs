@@ -241,3 +241,21 @@ fn without_inter_qp_orchestration_a_nics_qps_collide_on_the_uplinks() {
     // (Seed 1: 16,640 B against 8,192 B at p99.)
     assert!(lockstep > 1.5 * staggered.max(1024.0), "lockstep {lockstep} B, staggered {staggered} B");
 }
+
+#[test]
+fn double_binary_tree_traffic_sends_each_nic_to_its_parent_in_both_trees() {
+    // PRO's Tree pattern on 32 NICs: 31 flows per tree; a NIC sends at most
+    // once per tree, receives from at most two children per tree, never
+    // from itself, and a rank inner in one tree is a leaf in the other.
+    let out = run(scenario("ecmp", json!([{"kind": "double_binary_tree", "bytes": "64KB"}]), json!([])));
+    let (src, dst) = (texts(&out.flows, "src"), texts(&out.flows, "dst"));
+    assert_eq!(src.len(), 62);
+    let count = |names: &[String], nic: &str| names.iter().filter(|n| *n == nic).count();
+    for k in 0..32 {
+        let nic = format!("nic{k}");
+        assert!((1..=2).contains(&count(&src, &nic)), "{nic} sends {}", count(&src, &nic));
+        assert!(count(&dst, &nic) <= 4, "{nic} receives {}", count(&dst, &nic));
+    }
+    assert!(src.iter().zip(&dst).all(|(s, d)| s != d));
+    assert_eq!(out.summary["flows_completed"].as_u64(), Some(62));
+}

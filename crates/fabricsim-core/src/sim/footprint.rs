@@ -142,6 +142,8 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
                 let largest = per_rack.values().copied().max().unwrap_or(0);
                 ((r.src_racks.len() as u64).saturating_mul(largest), r.qps, r.bytes)
             }
+            // Every NIC but the root of each of the two trees sends once.
+            TrafficSpec::DoubleBinaryTree(t) => (2 * n.saturating_sub(1), t.qps, t.bytes),
         };
         flows = flows.saturating_add(count);
         packets = packets.saturating_add(count.saturating_mul(bytes.0.div_ceil(mtu)));

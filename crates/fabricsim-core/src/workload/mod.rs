@@ -26,6 +26,7 @@ pub enum TrafficSpec {
     AllToAll(AllToAll),
     UniformRandom(UniformRandom),
     RacksToRacks(RacksToRacks),
+    DoubleBinaryTree(DoubleBinaryTree),
 }
 
 crate::kind_tagged!(TrafficSpec {
@@ -35,6 +36,7 @@ crate::kind_tagged!(TrafficSpec {
     "all_to_all" => AllToAll,
     "uniform_random" => UniformRandom,
     "racks_to_racks" => RacksToRacks,
+    "double_binary_tree" => DoubleBinaryTree,
 });
 
 /// One flow: an RDMA WRITE of `bytes` from `src` to `dst`.
@@ -142,6 +144,24 @@ pub struct UniformRandom {
 pub struct RacksToRacks {
     pub src_racks: Vec<u32>,
     pub dst_racks: Vec<u32>,
+    pub bytes: Bytes,
+    #[serde(default)]
+    pub start: Time,
+    pub qps: Option<u32>,
+    /// Caps the sending rate at the NIC, split evenly over the QPs (the
+    /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
+    /// sets it), counted in bytes on the wire. Default: none.
+    pub rate: Option<Rate>,
+}
+
+/// PRO's Tree traffic (pro-deterministic-lb.txt s6.A): the NICs, in a
+/// random order, take the positions of NCCL's two binary trees (the second
+/// mirrors the first, so a rank inner in one is a leaf in the other), and
+/// every NIC sends `bytes` to its parent in each tree at once: one reduce
+/// step of a double-binary-tree all-reduce.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DoubleBinaryTree {
     pub bytes: Bytes,
     #[serde(default)]
     pub start: Time,
@@ -368,6 +388,29 @@ pub fn expand(
                             ev_set: None,
                             rate: *rate,
                         });
+                    }
+                }
+            }
+            TrafficSpec::DoubleBinaryTree(DoubleBinaryTree { bytes, start, qps, rate }) => {
+                let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                let mut order: Vec<NodeId> = nics.clone();
+                rng.shuffle(&mut order);
+                for second in [false, true] {
+                    let tree = program::binary_tree(order.len(), second);
+                    for (position, parent) in tree.parent.iter().enumerate() {
+                        if let Some(parent) = *parent {
+                            let (src, dst) = (order[position], order[parent]);
+                            flows.push(FlowSpec {
+                                src,
+                                dst,
+                                bytes,
+                                start: *start,
+                                qps,
+                                imm: false,
+                                ev_set: None,
+                                rate: *rate,
+                            });
+                        }
                     }
                 }
             }
