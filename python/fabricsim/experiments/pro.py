@@ -459,6 +459,19 @@ def _fig2_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
     return rows
 
 
+def _ablation_queue_rows(
+    with_: Results, without: Results, group: str, where: str, figure: str, paper: str
+) -> list[Row]:
+    """An ablation's queue-imbalance p99 over `group`, with and without the mechanism, and their ratio."""
+    on, off = _imbalance_p99(with_, group, _QUEUE), _imbalance_p99(without, group, _QUEUE)
+    text = f"with {_fmt(_kb(on), 1)}, without {_fmt(_kb(off), 1)} KB"
+    rows = [Row(f"{where}: queue imbalance p99", figure, text, _kb(off), reason="seeds' spread: without")]
+    if on is not None and off is not None:
+        ratio = off / max(on, 1.0)
+        rows.append(Row(f"{where}: queue imbalance p99, without / with", paper, f"{ratio:.2f}", ratio, (1.0, None)))
+    return rows
+
+
 # --- Fig 11(a): without destination-aware path sets -------------------------------------------------------------
 
 _FIG11A = (("pro", "PRO"), ("unaware", "PRO without destination-aware path sets"))
@@ -468,28 +481,14 @@ def _fig11a_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bo
     runs = _results(outcomes)
     if len(runs) < len(_FIG11A):
         return []
-    with_ = _imbalance_p99(runs["pro"], "tier1_down", _QUEUE)
-    without = _imbalance_p99(runs["unaware"], "tier1_down", _QUEUE)
-    rows = [
-        Row(
-            "Aggr downlinks: queue imbalance p99",
-            "Fig 11(a)",
-            f"with {_fmt(_kb(with_), 1)}, without {_fmt(_kb(without), 1)} KB",
-            _kb(without),
-            reason="seeds' spread: without",
-        )
-    ]
-    if with_ is not None and without is not None:
-        ratio = without / max(with_, 1.0)
-        rows.append(
-            Row(
-                "Aggr downlinks: queue imbalance p99, without / with",
-                'above 1 ("continuous queue length increase" without it)',
-                f"{ratio:.2f}",
-                ratio,
-                (1.0, None),
-            )
-        )
+    rows = _ablation_queue_rows(
+        runs["pro"],
+        runs["unaware"],
+        "tier1_down",
+        "Aggr downlinks",
+        "Fig 11(a)",
+        'above 1 ("continuous queue length increase" without it)',
+    )
     slowdown = {key: jct_slowdown(runs[key]) for key, _ in _FIG11A}
     if slowdown["pro"] and slowdown["unaware"]:
         ratio = slowdown["unaware"] / slowdown["pro"]
@@ -524,14 +523,7 @@ def _fig11b_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bo
             "above 1 (the figure plots the queues from all Aggrs to one ToR; ours: each Aggr's downlinks)",
         ),
     ):
-        with_, without = _imbalance_p99(pro, group, _QUEUE), _imbalance_p99(lockstep, group, _QUEUE)
-        text = f"with {_fmt(_kb(with_), 1)}, without {_fmt(_kb(without), 1)} KB"
-        rows.append(
-            Row(f"{where}: queue imbalance p99", "Fig 11(b)", text, _kb(without), reason="seeds' spread: without")
-        )
-        if with_ is not None and without is not None:
-            ratio = without / max(with_, 1.0)
-            rows.append(Row(f"{where}: queue imbalance p99, without / with", paper, f"{ratio:.2f}", ratio, (1.0, None)))
+        rows += _ablation_queue_rows(pro, lockstep, group, where, "Fig 11(b)", paper)
     load = {key: _imbalance_p99(runs[key], "tier0_up", _LOAD) for key, _ in _FIG11B}
     rows.append(
         Row(

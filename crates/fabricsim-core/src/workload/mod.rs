@@ -193,6 +193,13 @@ pub struct FlowSpec {
     pub rate: Option<Rate>,
 }
 
+impl FlowSpec {
+    /// A plain write (no immediate, no pinned EVs).
+    fn write(src: NodeId, dst: NodeId, bytes: u64, start: Time, qps: u32, rate: Option<Rate>) -> FlowSpec {
+        FlowSpec { src, dst, bytes, start, qps, imm: false, ev_set: None, rate }
+    }
+}
+
 /// The ToR index (plane 0) each NIC's first port attaches to.
 pub(crate) fn racks(topo: &Topology, nics: &[NodeId]) -> Vec<(u32, NodeId)> {
     let adj = topo.adjacency();
@@ -274,16 +281,7 @@ pub fn expand(
                     order.swap(k, j);
                 }
                 for (k, &src) in nics.iter().enumerate() {
-                    flows.push(FlowSpec {
-                        src,
-                        dst: order[k],
-                        bytes,
-                        start: *start,
-                        qps,
-                        imm: false,
-                        ev_set: None,
-                        rate: *rate,
-                    });
+                    flows.push(FlowSpec::write(src, order[k], bytes, *start, qps, *rate));
                 }
             }
             TrafficSpec::Incast(Incast { receiver, senders, count, bytes, start, qps, rate }) => {
@@ -309,31 +307,13 @@ pub fn expand(
                 if let Some(k) = srcs.iter().position(|&s| s == dst) {
                     return invalid(field(&format!("senders[{k}]")), "the receiver cannot send to itself");
                 }
-                flows.extend(srcs.into_iter().map(|src| FlowSpec {
-                    src,
-                    dst,
-                    bytes,
-                    start: *start,
-                    qps,
-                    imm: false,
-                    ev_set: None,
-                    rate: *rate,
-                }));
+                flows.extend(srcs.into_iter().map(|src| FlowSpec::write(src, dst, bytes, *start, qps, *rate)));
             }
             TrafficSpec::AllToAll(AllToAll { bytes, start, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
                 for &src in &nics {
                     for &dst in nics.iter().filter(|&&d| d != src) {
-                        flows.push(FlowSpec {
-                            src,
-                            dst,
-                            bytes,
-                            start: *start,
-                            qps,
-                            imm: false,
-                            ev_set: None,
-                            rate: *rate,
-                        });
+                        flows.push(FlowSpec::write(src, dst, bytes, *start, qps, *rate));
                     }
                 }
             }
@@ -346,16 +326,7 @@ pub fn expand(
                         dst = nics[rng.below(nics.len() as u64) as usize];
                     }
                     let offset = if window.0 > 0 { Time(rng.below(window.0)) } else { Time::ZERO };
-                    flows.push(FlowSpec {
-                        src,
-                        dst,
-                        bytes,
-                        start: *start + offset,
-                        qps,
-                        imm: false,
-                        ev_set: None,
-                        rate: *rate,
-                    });
+                    flows.push(FlowSpec::write(src, dst, bytes, *start + offset, qps, *rate));
                 }
             }
             TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps, rate }) => {
@@ -378,16 +349,7 @@ pub fn expand(
                 for (&a, &b) in src_racks.iter().zip(dst_racks) {
                     let (srcs, dsts) = (members(a, "src_racks")?, members(b, "dst_racks")?);
                     for (&src, &dst) in srcs.iter().zip(&dsts) {
-                        flows.push(FlowSpec {
-                            src,
-                            dst,
-                            bytes,
-                            start: *start,
-                            qps,
-                            imm: false,
-                            ev_set: None,
-                            rate: *rate,
-                        });
+                        flows.push(FlowSpec::write(src, dst, bytes, *start, qps, *rate));
                     }
                 }
             }
@@ -400,16 +362,7 @@ pub fn expand(
                     for (position, parent) in tree.parent.iter().enumerate() {
                         if let Some(parent) = *parent {
                             let (src, dst) = (order[position], order[parent]);
-                            flows.push(FlowSpec {
-                                src,
-                                dst,
-                                bytes,
-                                start: *start,
-                                qps,
-                                imm: false,
-                                ev_set: None,
-                                rate: *rate,
-                            });
+                            flows.push(FlowSpec::write(src, dst, bytes, *start, qps, *rate));
                         }
                     }
                 }
