@@ -1,6 +1,7 @@
 """Every scenario shipped in scenarios/ and in the package is valid: the core
 resolves it (every value of a sweep), or, for the topology calculator's
-files, reports on it."""
+files, reports on it. Files under a `fragments/` directory are pieces that
+scenarios include, not scenarios; they are checked through those."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from fabricsim.scenario import builtin_scenario, is_sweep
 from fabricsim.sweep import prepare
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
-FILES = sorted(SCENARIOS.rglob("*.yaml"))
+FILES = sorted(p for p in SCENARIOS.rglob("*.yaml") if "fragments" not in p.relative_to(SCENARIOS).parts)
+FRAGMENTS = sorted(p for p in SCENARIOS.rglob("fragments/*.yaml"))
 COLLECTIVES = {
     "all_reduce",
     "all_gather",
@@ -51,6 +53,12 @@ def test_scenario_file_is_valid(path: Path) -> None:
     resolved = json.loads(_core.resolve(json.dumps(scenario)))
     # A `_quick` file is the quick version of the file it includes, under that file's name.
     assert resolved["name"] == path.stem.removesuffix("_quick")
+
+
+@pytest.mark.parametrize("path", FRAGMENTS, ids=lambda p: str(p.relative_to(SCENARIOS)))
+def test_every_fragment_is_included_by_a_scenario(path: Path) -> None:
+    includers = [f for f in FILES if f.parent == path.parent.parent and f"fragments/{path.name}" in f.read_text()]
+    assert includers, f"{path} is included by no scenario"
 
 
 @pytest.mark.parametrize("name", ["default", "bench", "bench_collective"])
