@@ -51,7 +51,8 @@ struct QpPath {
 
 pub(crate) struct Orchestrator {
     sets: Vec<PathSet>,
-    qps: FastMap<QpId, QpPath>,
+    /// By QP id (dense): each QP's path state; None for a QP not registered.
+    qps: Vec<Option<QpPath>>,
     batch: u32,
     /// Staggering across QPs (off: every QP steps by one from its set's
     /// initial block, in lockstep; PRO's Fig 11b ablation).
@@ -76,7 +77,7 @@ impl Orchestrator {
     pub fn new(batch: u32, seed: u64) -> Orchestrator {
         Orchestrator {
             sets: Vec::new(),
-            qps: FastMap::default(),
+            qps: Vec::new(),
             batch: batch.max(1),
             inter_qp: true,
             packet_level: false,
@@ -117,13 +118,17 @@ impl Orchestrator {
         let shared = &mut self.sets[set as usize];
         shared.tor = shared.tor.max(tor);
         shared.aggregation = shared.aggregation.max(aggregation);
-        self.qps.insert(q, QpPath { set, block: None, active: false });
+        let slot = q.0 as usize;
+        if self.qps.len() <= slot {
+            self.qps.resize(slot + 1, None);
+        }
+        self.qps[slot] = Some(QpPath { set, block: None, active: false });
     }
 
     /// The PathID of QP `q`'s next packet, the `k`-th of its batch, as the
     /// low 12 bits of `entropy`.
     pub fn stamp(&mut self, q: QpId, k: u32, entropy: u16) -> u16 {
-        let Some(qp) = self.qps.get_mut(&q) else { return entropy };
+        let Some(Some(qp)) = self.qps.get_mut(q.0 as usize) else { return entropy };
         let set = &mut self.sets[qp.set as usize];
         if !qp.active {
             qp.active = true;
@@ -162,7 +167,7 @@ impl Orchestrator {
 
     /// QP `q` has nothing more to send for now: it leaves P.
     pub fn idle(&mut self, q: QpId) {
-        if let Some(qp) = self.qps.get_mut(&q) {
+        if let Some(Some(qp)) = self.qps.get_mut(q.0 as usize) {
             if qp.active {
                 qp.active = false;
                 self.sets[qp.set as usize].active -= 1;
