@@ -151,6 +151,26 @@ def balancers() -> dict[str, Any]:
     return scenario
 
 
+def conweave() -> dict[str, Any]:
+    """ConWeave's ToRs: per-flow paths rerouted on late RTT replies, reordering at the destination ToR, a link down."""
+    scenario = tiny()
+    scenario["name"] = "conweave"
+    scenario["switch"] = {
+        "forwarding": "conweave",
+        "conweave": {
+            "reply_deadline_extra": "4us",
+            "path_pause": "16us",
+            "tx_expiry": "300us",
+            "voq_flush_extra": "16us",
+            "voq_default_wait": "200us",
+        },
+        "reconvergence_delay": "5us",
+    }
+    scenario["traffic"] = [{"kind": "permutation", "bytes": "256KiB"}]
+    scenario["faults"] = [{"kind": "link_down", "at": "3us", "port": "t0.p0.0:2"}]
+    return scenario
+
+
 def pro() -> dict[str, Any]:
     """PRO's load balancing: NICs stamp orchestrated PathIDs, switches forward by them."""
     scenario = tiny()
@@ -327,6 +347,7 @@ BASES = {
         mrc,
         spx,
         balancers,
+        conweave,
         pro,
         job,
         all_to_allv,

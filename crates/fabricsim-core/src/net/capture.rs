@@ -135,10 +135,14 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
             (op, packet.has(flag::LAST))
         }
         // MRC's probe format is not published: probes travel as RoCE
-        // acknowledgements naming the probed EV in the PSN field.
-        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {
-            (opcode::ACKNOWLEDGE, false)
-        }
+        // acknowledgements naming the probed EV in the PSN field; so do
+        // ConWeave's signals (the model's own header is a simulator tag).
+        PacketKind::Ack
+        | PacketKind::Nak
+        | PacketKind::Probe
+        | PacketKind::ProbeReply
+        | PacketKind::MapProbe
+        | PacketKind::Conweave => (opcode::ACKNOWLEDGE, false),
         PacketKind::Cnp => (opcode::CNP, false),
     };
     let payload = packet.payload() as usize;
@@ -167,7 +171,12 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
                 transport.extend_from_slice(&packet.psn.to_be_bytes());
             }
         }
-        PacketKind::Ack | PacketKind::Nak | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {
+        PacketKind::Ack
+        | PacketKind::Nak
+        | PacketKind::Probe
+        | PacketKind::ProbeReply
+        | PacketKind::MapProbe
+        | PacketKind::Conweave => {
             // AETH: syndrome (ACK with unlimited credits, or NAK "PSN
             // sequence error"), MSN.
             transport.push(if packet.kind == PacketKind::Nak { 0x60 } else { 0x1F });

@@ -29,10 +29,13 @@ pub struct SwitchConfig {
     /// `letflow`: per flowlet, to a random next hop (LetFlow, NSDI 2017),
     /// `ar_tomahawk`: per packet, to the next hop of best load-and-queue
     /// quality (Broadcom Tomahawk's adaptive routing as PRO models it),
-    /// or `path_id`: where the PathID in the UDP source port's low 12 bits
+    /// `path_id`: where the PathID in the UDP source port's low 12 bits
     /// says (PRO, pro-deterministic-lb.txt s5), with adaptive routing (as
     /// `switch.adaptive` sets it) for ports that left their group after a
-    /// failure.
+    /// failure, or `conweave`: per flow, source-routed by the source ToR and
+    /// moved to another path when an RTT probe comes back late, with the
+    /// destination ToR putting the flow back in order (ConWeave, SIGCOMM
+    /// 2023).
     pub forwarding: Forwarding,
     /// ECMP hashing.
     pub ecmp: EcmpConfig,
@@ -44,6 +47,8 @@ pub struct SwitchConfig {
     pub letflow: LetflowConfig,
     /// Tomahawk's adaptive routing, when `forwarding` is `ar_tomahawk`.
     pub tomahawk_ar: TomahawkArConfig,
+    /// ConWeave, when `forwarding` is `conweave`.
+    pub conweave: ConweaveConfig,
     /// Time from a link or switch failure (or recovery) until every switch
     /// forwards on the new routes: a BGP-like control plane. Until then
     /// packets routed to a dead link are lost.
@@ -64,6 +69,7 @@ impl Default for SwitchConfig {
             drill: DrillConfig::default(),
             letflow: LetflowConfig::default(),
             tomahawk_ar: TomahawkArConfig::default(),
+            conweave: ConweaveConfig::default(),
             // BGP with BFD converges in tens of milliseconds in practice; a
             // scenario studying failures should set its own value.
             reconvergence_delay: Time::from_ms(1),
@@ -162,6 +168,45 @@ pub enum Forwarding {
     Letflow,
     PathId,
     ArTomahawk,
+    Conweave,
+}
+
+/// ConWeave (Song et al., SIGCOMM 2023), as its authors' ns-3 model runs it
+/// (conweave-ns3, conweave-routing.cc; protocols.md s6.5). Defaults are the
+/// model's leaf-spine settings (run.py); its 3-tier lossless settings are
+/// `voq_flush_extra` 64us, `voq_default_wait` 600us, `tx_expiry` 1ms.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConweaveConfig {
+    /// Added to the base RTT between two ToRs to make the deadline of an
+    /// RTT probe's reply; a late reply means the path is congested and the
+    /// flow moves. Default 4us.
+    pub reply_deadline_extra: Time,
+    /// How long a path stays out of the choice after the destination ToR
+    /// reports an ECN mark on it. Default 16us.
+    pub path_pause: Time,
+    /// A flow idle this long starts a new epoch, free to take a new path
+    /// whatever the state of its reordering. Default 300us.
+    pub tx_expiry: Time,
+    /// Slack added to the destination ToR's estimate of when the old path's
+    /// last packet arrives, before it releases held packets anyway.
+    /// Default 16us.
+    pub voq_flush_extra: Time,
+    /// How long the destination ToR holds packets of a new path when it has
+    /// seen nothing of the old one to estimate from. Default 200us.
+    pub voq_default_wait: Time,
+}
+
+impl Default for ConweaveConfig {
+    fn default() -> Self {
+        ConweaveConfig {
+            reply_deadline_extra: Time::from_us(4),
+            path_pause: Time::from_us(16),
+            tx_expiry: Time::from_us(300),
+            voq_flush_extra: Time::from_us(16),
+            voq_default_wait: Time::from_us(200),
+        }
+    }
 }
 
 /// Broadcom Tomahawk's per-packet adaptive routing (`forwarding:

@@ -14,8 +14,8 @@ mod port;
 
 pub use buffer::{ecn_mark_probability, Admission, SharedBuffer};
 pub use config::{
-    AdaptiveConfig, DrillConfig, EcmpConfig, EcnConfig, Forwarding, LetflowConfig, PfcConfig, SwitchConfig,
-    TomahawkArConfig, TrimConfig,
+    AdaptiveConfig, ConweaveConfig, DrillConfig, EcmpConfig, EcnConfig, Forwarding, LetflowConfig, PfcConfig,
+    SwitchConfig, TomahawkArConfig, TrimConfig,
 };
 pub use ev::{Ev, PathSpace, MAX_PLANES};
 pub use headers::IpVersion;

@@ -32,6 +32,10 @@ pub enum PacketKind {
     /// A Clustermapper probe, source-routed from a NIC port back to itself
     /// (`qp` holds the probe round, `psn` the probe's index << 8 | target).
     MapProbe,
+    /// A ConWeave signal from a flow's destination ToR to its source ToR
+    /// (`switch::conweave::Signal`, in `echo`, `psn` and `ack`), addressed
+    /// from the flow's destination NIC to its source.
+    Conweave,
 }
 
 /// Flag bits of `Packet::flags`.

@@ -15,7 +15,9 @@ use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
 use crate::nic::{NicConfig, Orchestrator, PathSelection, PortScheduler, Qp};
 use crate::scenario::Scenario;
-use crate::switch::{path_id, AdaptiveRouting, Balancer, Drill, Letflow, PathIdForwarding, Routes, Srv6, TomahawkAr};
+use crate::switch::{
+    conweave, path_id, AdaptiveRouting, Balancer, Conweave, Drill, Letflow, PathIdForwarding, Routes, Srv6, TomahawkAr,
+};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{
     CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
@@ -89,7 +91,8 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         | Forwarding::Drill
         | Forwarding::Letflow
         | Forwarding::PathId
-        | Forwarding::ArTomahawk => None,
+        | Forwarding::ArTomahawk
+        | Forwarding::Conweave => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
     if scenario.transport.sprays() {
@@ -267,7 +270,12 @@ pub(super) fn build(
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
     let chooses = matches!(
         scenario.switch.forwarding,
-        Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::PathId | Forwarding::ArTomahawk
+        Forwarding::Adaptive
+            | Forwarding::Drill
+            | Forwarding::Letflow
+            | Forwarding::PathId
+            | Forwarding::ArTomahawk
+            | Forwarding::Conweave
     );
     if chooses && routes.widest_group() < 2 {
         let name = serde_json::to_value(scenario.switch.forwarding).expect("a forwarding mode serializes");
@@ -295,6 +303,20 @@ pub(super) fn build(
         Forwarding::Adaptive => Balancer::Adaptive(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
         Forwarding::Drill => Balancer::Drill(Drill::new(drill, routes.group_count(), seed)),
         Forwarding::Letflow => Balancer::Letflow(Letflow::new(&scenario.switch.letflow, seed)),
+        Forwarding::Conweave => {
+            if routes.widest_group() > conweave::PATH_CHOICES {
+                return invalid(
+                    "switch.forwarding",
+                    format!(
+                        "conweave: a switch of this topology has {} next hops toward a NIC; a ConWeave path names \
+                         one of at most {} per hop",
+                        routes.widest_group(),
+                        conweave::PATH_CHOICES
+                    ),
+                );
+            }
+            Balancer::Conweave(Box::new(Conweave::new(&scenario.switch.conweave, seed)))
+        }
         Forwarding::ArTomahawk => {
             Balancer::ArTomahawk(TomahawkAr::new(&scenario.switch.tomahawk_ar, ports.len(), seed))
         }
@@ -474,6 +496,8 @@ pub(super) fn build(
         limits: RunLimits { end: Time::MAX, events_per_instant: u64::MAX, sample_rows: u64::MAX },
         instant: (Time::MAX, 0),
         halt: None,
+        conweave_signals: Vec::new(),
+        conweave_released: Vec::new(),
         node_ports,
         ports,
         topo,

@@ -104,7 +104,11 @@ impl Simulation {
         match &mut self.balancer {
             Balancer::Drill(drill) => drill.routes_changed(self.routes.group_count()),
             Balancer::PathId(pro) => pro.routes_changed(),
-            Balancer::Hash | Balancer::Adaptive(_) | Balancer::Letflow(_) | Balancer::ArTomahawk(_) => {}
+            Balancer::Hash
+            | Balancer::Adaptive(_)
+            | Balancer::Letflow(_)
+            | Balancer::ArTomahawk(_)
+            | Balancer::Conweave(_) => {}
         }
     }
 }

@@ -173,6 +173,10 @@ impl Simulation {
             self.drop_packet(ingress, id, DropCause::SwitchDown);
             return;
         }
+        if matches!(self.balancer, Balancer::Conweave(_)) {
+            self.conweave_receive(switch, ingress, id);
+            return;
+        }
         let mut group_depth = None;
         let pkt = self.pool.get(id);
         let out = match (self.srv6.as_ref(), &mut self.balancer) {
@@ -201,12 +205,29 @@ impl Simulation {
                 };
                 pro.forward(switch, tier, pkt.dst, pkt.entropy, &self.routes, &self.ports, self.events.now())
             }
-            (None, Balancer::Hash) => {
+            (None, Balancer::Hash | Balancer::Conweave(_)) => {
                 ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
             }
         };
+        self.forward(switch, Some(ingress), id, out, group_depth);
+    }
+
+    /// Queues a packet in `switch` at egress `out` as routed (None: no
+    /// route), if the buffer admits it and the link is up, and accounts it
+    /// to its `ingress` port for PFC (None: the switch made the packet).
+    /// `group_depth`: the shallowest queue of its group, where adaptive
+    /// routing marks on exhaustion.
+    pub(super) fn forward(
+        &mut self,
+        switch: NodeId,
+        ingress: Option<PortId>,
+        id: PacketId,
+        out: Option<PortId>,
+        group_depth: Option<u64>,
+    ) {
         let Some(out) = out else {
-            self.drop_packet(ingress, id, DropCause::NoRoute);
+            let at = ingress.unwrap_or_else(|| self.node_ports[switch.0 as usize][0]);
+            self.drop_packet(at, id, DropCause::NoRoute);
             return;
         };
         let o = out.0 as usize;
@@ -239,17 +260,21 @@ impl Simulation {
             }
         };
         let lossless = admission::lossless(cfg, class);
-        let headroom = self.headroom[ingress.0 as usize];
-        if lossless && !self.ports[ingress.0 as usize].absorb_in_headroom(class, wire, headroom) {
-            self.drop_packet(ingress, id, DropCause::Headroom);
-            return;
+        if let Some(ingress) = ingress {
+            let headroom = self.headroom[ingress.0 as usize];
+            if lossless && !self.ports[ingress.0 as usize].absorb_in_headroom(class, wire, headroom) {
+                self.drop_packet(ingress, id, DropCause::Headroom);
+                return;
+            }
         }
         let sw = self.switches[switch.0 as usize].as_mut().expect("a switch");
         sw.buffer.take(wire);
         let threshold = sw.buffer.xoff_threshold(cfg.pfc.xoff_alpha);
-        self.pool.get_mut(id).port = ingress.0;
-        if self.ports[ingress.0 as usize].buffered_from(class, wire, lossless, threshold) {
-            self.send_pfc(ingress, class, true);
+        self.pool.get_mut(id).port = ingress.map_or(NO_PORT, |p| p.0);
+        if let Some(ingress) = ingress {
+            if self.ports[ingress.0 as usize].buffered_from(class, wire, lossless, threshold) {
+                self.send_pfc(ingress, class, true);
+            }
         }
         self.ports[o].enqueue(class, id, wire as u32, &mut self.pool);
         self.try_transmit(out);

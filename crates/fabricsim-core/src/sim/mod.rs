@@ -13,6 +13,7 @@
 mod build;
 mod clustermapper;
 mod control;
+mod conweave;
 mod fabric;
 mod footprint;
 mod jobs;
@@ -73,6 +74,11 @@ enum Event {
     /// Imbalance telemetry compares the groups' queues, or their loads.
     ImbalanceQueues,
     ImbalanceLoads,
+    /// A ConWeave VOQ's release is due, unless rescheduled since.
+    ConweaveFlush {
+        voq: u32,
+        generation: u32,
+    },
 }
 
 struct SwitchState {
@@ -223,6 +229,9 @@ pub struct Simulation {
     instant: (Time, u64),
     /// Set by a handler that found the run must end (checked with the hook).
     halt: Option<StopReason>,
+    /// ConWeave's scratch lists, kept to spare allocations.
+    conweave_signals: Vec<crate::switch::conweave::Signal>,
+    conweave_released: Vec<PacketId>,
 }
 
 /// When a run ends if its work does not: the scenario's `limits`, or their
@@ -391,6 +400,7 @@ impl Simulation {
             Event::Sample => self.on_sample(),
             Event::ImbalanceQueues => self.on_imbalance(false),
             Event::ImbalanceLoads => self.on_imbalance(true),
+            Event::ConweaveFlush { voq, generation } => self.on_conweave_flush(voq, generation),
         }
     }
 }

@@ -369,6 +369,10 @@ impl Simulation {
             self.mapper_receive(&pkt);
             return;
         }
+        if pkt.kind == PacketKind::Conweave {
+            // Meant for the source ToR; a NIC behind another ToR ignores it.
+            return;
+        }
         let q = QpId(pkt.qp);
         let end = if pkt.dst == self.qps[q].src { End::Requester } else { End::Responder };
         let index = self.ports[port.0 as usize].index as usize;

@@ -285,6 +285,21 @@ impl Simulation {
         if let Balancer::Letflow(letflow) = &self.balancer {
             summary["flowlets_started"] = json!(letflow.flowlets_started());
         }
+        if let Balancer::Conweave(cw) = &self.balancer {
+            let c = cw.counters();
+            summary["conweave"] = json!({
+                "reroutes": c.reroutes,
+                "rtt_replies": c.rtt_replies,
+                "timely_replies": c.timely_replies,
+                "clears": c.clears,
+                "notifies": c.notifies,
+                "held_packets": c.held_packets,
+                "voq_flushes": c.voq_flushes,
+                "flushes_by_tail": c.flushes_by_tail,
+                "max_voq_packets": c.max_voq_packets,
+                "still_held": cw.held(),
+            });
+        }
         RunOutput {
             stop,
             complete,

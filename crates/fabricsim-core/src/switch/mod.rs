@@ -2,13 +2,15 @@
 //! own state that returns a verdict: where to forward (shortest-path routes,
 //! and over their equal-cost next hops ECMP's hash, adaptive routing by
 //! sampled queue depth, Tomahawk's port quality, DRILL's sampled queues or
-//! LetFlow's flowlets: the
-//! `Balancer`, which may also follow a PathID the sender wrote; or static SRv6 micro-SID source routes), whether to buffer
+//! LetFlow's flowlets: the `Balancer`, which may also follow a PathID the
+//! sender wrote, or ConWeave's per-flow paths written by the source ToR;
+//! or static SRv6 micro-SID source routes), whether to buffer
 //! or trim (`admission`), whether to mark ECN (`ecn`). PFC's verdicts are
 //! the ingress port's (`net::pfc`).
 
 pub mod adaptive;
 pub mod admission;
+pub mod conweave;
 mod drill;
 mod ecmp;
 pub mod ecn;
@@ -19,6 +21,7 @@ pub mod srv6;
 mod tomahawk;
 
 pub use adaptive::AdaptiveRouting;
+pub use conweave::Conweave;
 pub use drill::Drill;
 pub use ecmp::{ecmp_hash, ecmp_pick};
 pub use letflow::Letflow;
@@ -38,4 +41,7 @@ pub enum Balancer {
     Letflow(Letflow),
     PathId(Box<PathIdForwarding>),
     ArTomahawk(TomahawkAr),
+    /// ConWeave's ToRs steer flows and put them back in order; other
+    /// switches follow the path a ToR wrote.
+    Conweave(Box<Conweave>),
 }

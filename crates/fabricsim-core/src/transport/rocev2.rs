@@ -571,7 +571,11 @@ impl Transport for RoceQp {
                 out.push(Action::Arm { timer: Timer::Congestion, at });
             }
             // RoCE does not probe.
-            PacketKind::Cnp | PacketKind::Probe | PacketKind::ProbeReply | PacketKind::MapProbe => {}
+            PacketKind::Cnp
+            | PacketKind::Probe
+            | PacketKind::ProbeReply
+            | PacketKind::MapProbe
+            | PacketKind::Conweave => {}
         }
     }
 

@@ -580,7 +580,7 @@ impl Transport for SpxQp {
                 out.push(Action::Send { end: End::Responder, port: port as u8, control: reply });
             }
             PacketKind::ProbeReply => self.on_probe_reply(port, pkt.ack, now, out),
-            PacketKind::MapProbe => {}
+            PacketKind::MapProbe | PacketKind::Conweave => {}
         }
     }
 

@@ -441,7 +441,7 @@ impl Transport for MrcQp {
                     End::Responder => self.receiver.on_probe_reply(probed),
                 }
             }
-            PacketKind::Cnp | PacketKind::MapProbe => {}
+            PacketKind::Cnp | PacketKind::MapProbe | PacketKind::Conweave => {}
         }
     }
 
