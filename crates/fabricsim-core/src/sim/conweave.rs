@@ -58,8 +58,8 @@ impl Simulation {
                     self.send_conweave_signal(switch, &pkt, signal);
                 }
                 self.conweave_signals = signals;
-                if let Some((voq, at, generation)) = arrival.flush {
-                    self.events.schedule(at, Event::ConweaveFlush { voq, generation });
+                if let Some((voq, at)) = arrival.flush {
+                    self.events.schedule(at, Event::ConweaveFlush(voq));
                 }
                 if let Some(voq) = arrival.hold {
                     // Remembered for the release: the port it entered by.
@@ -93,10 +93,11 @@ impl Simulation {
     }
 
     /// A VOQ's flush is due: its packets go on to their NIC, in order.
-    pub(super) fn on_conweave_flush(&mut self, voq: u32, generation: u32) {
+    pub(super) fn on_conweave_flush(&mut self, voq: u32) {
+        let now = self.now();
         let mut released = std::mem::take(&mut self.conweave_released);
         let Balancer::Conweave(cw) = &mut self.balancer else { unreachable!("under ConWeave") };
-        cw.flush(voq, generation, &mut self.pool, &mut released);
+        cw.flush(voq, now, &mut self.pool, &mut released);
         for id in released.drain(..) {
             let ingress = PortId(self.pool.get(id).port);
             let switch = self.ports[ingress.0 as usize].node;

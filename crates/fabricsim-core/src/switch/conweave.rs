@@ -144,6 +144,8 @@ struct Sender {
     epoch: u32,
     phase: u8,
     path: u32,
+    /// Propagation there and back between the two ToRs.
+    base_rtt: Time,
     tail: Time,
 }
 
@@ -183,8 +185,10 @@ struct Voq {
     flow: FlowKey,
     packets: PacketQueue,
     held: u32,
-    /// Bumped at each reschedule: only the flush event of the latest counts.
-    generation: u32,
+    /// When it is to be flushed: of the flush events scheduled for it, the
+    /// one due at this time (the latest schedule) flushes it.
+    flush_at: Time,
+    open: bool,
 }
 
 /// What the destination ToR does with a data packet.
@@ -192,8 +196,8 @@ struct Voq {
 pub struct Arrival {
     /// Hold it in this VOQ (`hold`) instead of delivering it.
     pub hold: Option<u32>,
-    /// (Re)schedule a VOQ's flush: (VOQ, when, generation).
-    pub flush: Option<(u32, Time, u32)>,
+    /// (Re)schedule a VOQ's flush: (VOQ, when).
+    pub flush: Option<(u32, Time)>,
 }
 
 /// Counts of what ConWeave did, for the summary.
@@ -265,37 +269,46 @@ impl Conweave {
         if let Some(tag) = self.tags.get_mut(id.0 as usize) {
             tag.epoch = 0;
         }
-        // Two random candidates, the first not reported congested.
-        let a = sample(self.rng.next_u64() as u32)?;
-        let b = sample(self.rng.next_u64() as u32)?;
-        let avoided = |w: &Walk| self.paused.get(&(switch.0, w.dst_tor.0, w.path)).is_some_and(|&until| until > now);
-        let good = [a, b].into_iter().find(|w| !avoided(w));
         let cfg = &self.cfg;
-        let key = (switch.0, src.0, dst.0, entropy);
-        let fresh = !self.senders.contains_key(&key);
-        let s = self.senders.entry(key).or_insert(Sender {
+        let s = self.senders.entry((switch.0, src.0, dst.0, entropy)).or_insert(Sender {
             stabilized: false,
             active: Time::ZERO,
             reply_due: Time::ZERO,
             epoch: 0,
             phase: 0,
-            path: good.unwrap_or(a).path,
+            path: 0,
+            base_rtt: Time::ZERO,
             tail: Time::ZERO,
         });
+        // A flow's first packet finds epoch 0.
+        let fresh = s.epoch == 0;
         let expired = fresh || s.active + cfg.tx_expiry < now;
-        let stabilized = !expired && s.stabilized;
+        let new_epoch = expired || s.stabilized;
+        let timed_out = !new_epoch && s.reply_due < now;
+        // Where the flow may move: two random candidates, the first not
+        // reported congested (the model draws them for every packet and
+        // reads them only here).
+        let mut good = None;
+        if expired || timed_out {
+            let a = sample(self.rng.next_u64() as u32)?;
+            let b = sample(self.rng.next_u64() as u32)?;
+            let avoided =
+                |w: &Walk| self.paused.get(&(switch.0, w.dst_tor.0, w.path)).is_some_and(|&until| until > now);
+            good = [a, b].into_iter().find(|w| !avoided(w));
+            if fresh {
+                s.path = good.unwrap_or(a).path;
+            }
+            s.base_rtt = a.one_way + a.one_way;
+        }
         s.stabilized = false;
         s.active = now;
-        let new_epoch = expired || stabilized;
-        let mut timed_out = false;
         if new_epoch {
-            s.reply_due = now + a.one_way + a.one_way + cfg.reply_deadline_extra;
+            s.reply_due = now + s.base_rtt + cfg.reply_deadline_extra;
             s.epoch += 1;
             s.phase = 0;
             s.tail = Time::ZERO;
-        } else if s.reply_due < now {
+        } else if timed_out {
             s.reply_due = Time::MAX;
-            timed_out = true;
             s.phase = 1;
             s.tail = now;
         }
@@ -303,11 +316,9 @@ impl Conweave {
         // reply sends this packet, the TAIL, on the old path and the next
         // ones on the new.
         let taken = s.path;
-        if expired || timed_out {
-            if let Some(g) = good.filter(|g| g.path != s.path) {
-                self.counters.reroutes += u64::from(!fresh);
-                s.path = g.path;
-            }
+        if let Some(g) = good.filter(|g| g.path != s.path) {
+            self.counters.reroutes += 1;
+            s.path = g.path;
         }
         let (path, mark, phase) = if timed_out {
             (taken, Mark::Tail, 0)
@@ -439,11 +450,10 @@ impl Conweave {
     }
 
     fn open_voq(&mut self, flow: FlowKey) -> u32 {
-        let voq = Voq { flow, packets: PacketQueue::default(), held: 0, generation: 0 };
+        let voq = Voq { flow, packets: PacketQueue::default(), held: 0, flush_at: Time::MAX, open: true };
         let v = match self.free_voqs.pop() {
             Some(v) => {
-                let generation = self.voqs[v as usize].generation;
-                self.voqs[v as usize] = Voq { generation, ..voq };
+                self.voqs[v as usize] = voq;
                 v
             }
             None => {
@@ -455,10 +465,9 @@ impl Conweave {
         v
     }
 
-    fn reschedule(&mut self, v: u32, at: Time) -> (u32, Time, u32) {
-        let voq = &mut self.voqs[v as usize];
-        voq.generation = voq.generation.wrapping_add(1);
-        (v, at, voq.generation)
+    fn reschedule(&mut self, v: u32, at: Time) -> (u32, Time) {
+        self.voqs[v as usize].flush_at = at;
+        (v, at)
     }
 
     /// Holds packet `id` in VOQ `v`.
@@ -470,21 +479,20 @@ impl Conweave {
         self.counters.max_voq_packets = self.counters.max_voq_packets.max(voq.held);
     }
 
-    /// VOQ `v`'s flush of `generation` is due: unless rescheduled since,
-    /// appends its packets, in order, to `out`, ends the flow's reordering
-    /// and frees the VOQ.
-    pub fn flush(&mut self, v: u32, generation: u32, pool: &mut PacketPool, out: &mut Vec<PacketId>) {
+    /// A flush event of VOQ `v` is due at `now`: if it is the one the VOQ
+    /// waits for (an earlier schedule's event finds the VOQ waiting for a
+    /// later time; a later one's finds it flushed), appends its packets, in
+    /// order, to `out`, ends the flow's reordering and frees the VOQ.
+    pub fn flush(&mut self, v: u32, now: Time, pool: &mut PacketPool, out: &mut Vec<PacketId>) {
         let voq = &mut self.voqs[v as usize];
-        if voq.generation != generation {
+        if !voq.open || now < voq.flush_at {
             return;
         }
         while let Some(id) = pool.pop_front(&mut voq.packets) {
             out.push(id);
         }
         voq.held = 0;
-        // A later event of the same generation must not flush the next
-        // flow to use this VOQ.
-        voq.generation = voq.generation.wrapping_add(1);
+        voq.open = false;
         let flow = voq.flow;
         self.voq_of.remove(&flow);
         self.free_voqs.push(v);
@@ -633,15 +641,15 @@ mod tests {
         stamp(&mut cw, ids[3], 0, Mark::Tail, us(10), us(10));
         let t = cw.on_destination(DST_TOR, FLOW, ids[3], false, us(14), &mut signals);
         assert_eq!(t.hold, None);
-        let (v, at, generation) = t.flush.expect("rescheduled");
+        let (v, at) = t.flush.expect("rescheduled");
         assert_eq!((v, at), (voq, us(14) + Time::from_ns(1)));
         assert_eq!(signals.last(), Some(&Signal::Clear { epoch: 1 }));
         let mut out = Vec::new();
-        // The first schedule is stale now.
-        cw.flush(voq, a.flush.unwrap().2, &mut pool, &mut out);
-        assert!(out.is_empty());
-        cw.flush(voq, generation, &mut pool, &mut out);
+        cw.flush(voq, at, &mut pool, &mut out);
         assert_eq!(out, [ids[1], ids[2]]);
+        // The first schedule's event, later, finds it flushed.
+        cw.flush(voq, us(29), &mut pool, &mut out);
+        assert_eq!(out.len(), 2);
         // In order from now on: phase 1 passes.
         stamp(&mut cw, ids[4], 1, Mark::Data, us(14), us(10));
         assert_eq!(cw.on_destination(DST_TOR, FLOW, ids[4], false, us(15), &mut signals), Arrival::default());
