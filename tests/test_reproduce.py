@@ -36,7 +36,7 @@ from fabricsim.experiments.framework import (
 from fabricsim.experiments.mrc import FIG4, _fig4_analysis, _ms, lost_packets
 from fabricsim.results import Results
 from fabricsim.scenario import is_sweep, load_scenario
-from fabricsim.sweep import SweepResults, prepare
+from fabricsim.sweep import SweepPoint, SweepResults, prepare
 
 MRC = paper_experiments("mrc")
 SPECTRUM_X = paper_experiments("spectrum-x")
@@ -510,4 +510,178 @@ def test_pro_jct_slowdown_and_table2_read_a_tiny_ring() -> None:
     rows = {r.metric: r for r in exp.analyse(exp, runs, True)}
     marks = runs["ecmp"].summary.get("ecn_marks_by_tier") or {}
     assert rows["ECMP: ECN marks at ToRs / Aggrs"].value == marks.get("tier0", 0) + marks.get("tier1", 0)
-    assert rows["ConWeave: ECN marks"].verdict == NOT_RUN
+    cw = runs["conweave"].summary.get("ecn_marks_by_tier") or {}
+    assert rows["ConWeave: ECN marks at ToRs / Aggrs"].value == cw.get("tier0", 0) + cw.get("tier1", 0)
+    # ConWeave reorders in the destination ToR: its NICs, on go-back-N, see every flow in order.
+    assert "conweave" in runs["conweave"].summary
+    assert runs["conweave"].flows["out_of_order_packets"].sum() == 0
+    assert runs["conweave"].summary["conweave"]["still_held"] == 0
+
+
+def _pro_run(
+    marks: tuple[int, int] = (0, 0),
+    slowdown: float = 1.0,
+    load_p50: float = 1.0,
+    load_p99: float = 8.0,
+    queue_p99: float = 1e5,
+) -> Results:
+    """A synthetic Ring run of PRO's figures: per-tier ECN marks, two flows whose JCT slowdown is `slowdown`
+    (ideal 1 ms each, one per NIC), and the imbalance table's quantiles, the same for both groups."""
+    run = Results.__new__(Results)
+    run.scenario = {}
+    run.summary = {"ecn_marks_by_tier": {"tier0": marks[0], "tier1": marks[1]}, "sim_time_s": 1e-3 * slowdown}
+    flows = pl.DataFrame(
+        {
+            "src": [0, 1],
+            "dst": [1, 0],
+            "start_s": [0.0, 0.0],
+            "end_s": [1e-3, 1e-3 * slowdown],
+            "ideal_fct_s": [1e-3, 1e-3],
+        }
+    )
+    imbalance = pl.DataFrame(
+        [
+            (group, metric, 100, p50, p50, p99, p99)
+            for group in ("tier0_up", "tier1_down")
+            for metric, p50, p99 in (
+                ("load_max_over_mean", load_p50, load_p99),
+                ("queue_max_minus_mean_bytes", 0.0, queue_p99),
+            )
+        ],
+        schema=["group", "metric", "samples", "p50", "p90", "p99", "max"],
+        orient="row",
+    )
+    run.frames = {"flows": flows, "imbalance": imbalance}
+    run.complete = True
+    return run
+
+
+def _pro_rows(key: str, outcomes: Mapping[str, Outcome]) -> dict[str, Row]:
+    """The rows of PRO's experiment `key` over three seeds of the same outcomes, merged and judged."""
+    exp = next(e for e in PRO if e.key == key)
+    return {r.metric: r for r in merge_seeds([(seed, exp.analyse(exp, outcomes, False)) for seed in (1, 2, 3)])}
+
+
+def test_pro_designs_add_conweave_except_to_fig12() -> None:
+    from fabricsim.experiments import pro
+
+    assert [key for key, _ in pro.DESIGNS] == ["ecmp", "ar", "drill", "conweave", "pro"]
+    runs = {e.key: [r.key for r in e.runs] for e in PRO}
+    for key in ("fig8", "fig8tree", "table2", "fig9"):
+        assert "conweave" in runs[key], key
+    assert [f"conweave_{n}" in runs["fig10"] for n in (4, 8, 16)] == [True, True, True]
+    assert "conweave" not in runs["fig12"]  # the paper's Fig 12 leaves ConWeave out
+    # ConWeave runs plain RoCEv2, as ECMP: no direct placement, its reordering is in the ToRs.
+    scenario = next(r for r in next(e for e in PRO if e.key == "table2").runs if r.key == "conweave").load()
+    assert scenario["switch"]["forwarding"] == "conweave"
+    assert not scenario.get("transport", {}).get("direct_placement", False)
+
+
+def test_pro_table2_reads_conweave_as_flow_level() -> None:
+    outcomes: dict[str, Outcome] = {
+        "ecmp": _pro_run((1000, 800)),
+        "ar": _pro_run((20, 0)),
+        "drill": _pro_run((0, 30)),
+        "conweave": _pro_run((1200, 300)),
+        "pro": _pro_run((0, 0)),
+    }
+    rows = _pro_rows("table2", outcomes)
+    assert rows["ConWeave: ECN marks at ToRs / Aggrs"].ours.startswith("1,200 / 300")
+    above = rows["ConWeave's marks / the most of AR, DRILL"]
+    assert (above.value, above.verdict) == (50.0, MATCHES)  # 1,500 over DRILL's 30
+    ecmp = rows["ConWeave's marks / ECMP's, both tiers"]
+    assert ecmp.value == pytest.approx(1500 / 1800) and ecmp.verdict == MATCHES  # the paper's 0.80, within 20%
+    assert rows["ConWeave's marks at the ToRs / ECMP's"].value == pytest.approx(1.2)
+    assert rows["ConWeave's marks at the ToRs / ECMP's"].verdict == MATCHES
+    assert rows["PRO's marks / the fewest of ECMP, AR, DRILL, ConWeave"].value == 0.0
+    # A ConWeave that marks like a per-packet design contradicts all three.
+    outcomes["conweave"] = _pro_run((40, 10))
+    rows = _pro_rows("table2", outcomes)
+    for metric in (
+        "ConWeave's marks / the most of AR, DRILL",
+        "ConWeave's marks / ECMP's, both tiers",
+        "ConWeave's marks at the ToRs / ECMP's",
+    ):
+        assert rows[metric].verdict == CONTRADICTS, metric
+    assert not any("not run" in r.ours for r in rows.values())
+
+
+def test_pro_fig9_compares_conweaves_median_link_load_with_the_per_packet_designs() -> None:
+    outcomes: dict[str, Outcome] = {
+        "ecmp": _pro_run(load_p50=4.0),
+        "ar": _pro_run(load_p50=1.2),
+        "drill": _pro_run(load_p50=1.1),
+        "conweave": _pro_run(load_p50=2.4),
+        "pro": _pro_run(load_p50=1.05, queue_p99=5e4),
+    }
+    rows = _pro_rows("fig9", outcomes)
+    for where in ("ToR uplinks", "Aggr downlinks"):
+        row = rows[f"{where}: link-load imbalance p50, ConWeave / the worst of AR, DRILL, PRO"]
+        assert row.value == pytest.approx(2.0) and row.verdict == MATCHES, row  # 2.4 over AR's 1.2
+        assert "ConWeave 2.40" in row.ours
+        assert "ConWeave 100.0" in rows[f"{where}: queue imbalance (max - mean) p99"].ours
+    outcomes["conweave"] = _pro_run(load_p50=1.0)  # balanced as well as the per-packet designs: not worse
+    row = _pro_rows("fig9", outcomes)["ToR uplinks: link-load imbalance p50, ConWeave / the worst of AR, DRILL, PRO"]
+    assert row.verdict == CONTRADICTS
+    assert not any(r.verdict == NOT_RUN for r in _pro_rows("fig9", outcomes).values())
+
+
+def test_pro_fig10_reads_conweave_against_ar_drill_and_ecmp() -> None:
+    slowdowns = {"ecmp": 5.0, "ar": 2.0, "drill": 2.5, "conweave": 2.2, "pro": 1.2}
+    outcomes: dict[str, Outcome] = {f"{k}_{n}": _pro_run(slowdown=v) for k, v in slowdowns.items() for n in (4, 8, 16)}
+    rows = _pro_rows("fig10", outcomes)
+    for n in (4, 8, 16):
+        assert rows[f"{n} links down: JCT slowdown"].ours.startswith("ECMP 5.00, AR 2.00, DRILL 2.50, ConWeave 2.20")
+        worst = rows[f"{n} links down: ECMP / the worst of AR, DRILL, ConWeave"]
+        assert worst.value == pytest.approx(2.0) and worst.verdict == MATCHES  # 5.0 over DRILL's 2.5
+        similar = rows[f"{n} links down: ConWeave / the nearer of AR, DRILL"]
+        assert similar.value == pytest.approx(1.1) and similar.verdict == MATCHES  # AR's 2.0 is nearer than 2.5
+        assert rows[f"{n} links down: best other / PRO"].value == pytest.approx(2.0 / 1.2)
+    # A ConWeave far from AR and DRILL, and worse than ECMP: both claims fail.
+    for n in (4, 8, 16):
+        outcomes[f"conweave_{n}"] = _pro_run(slowdown=6.0)
+    rows = _pro_rows("fig10", outcomes)
+    assert rows["16 links down: ECMP / the worst of AR, DRILL, ConWeave"].verdict == CONTRADICTS
+    assert rows["16 links down: ConWeave / the nearer of AR, DRILL"].value == pytest.approx(6.0 / 2.5)
+    assert rows["16 links down: ConWeave / the nearer of AR, DRILL"].verdict == CONTRADICTS
+    # Without ConWeave's runs the failure counts have no rows (as for any missing design).
+    partial = {k: v for k, v in outcomes.items() if not k.startswith("conweave")}
+    assert _pro_rows("fig10", partial) == {}
+
+
+def test_pro_fig8_counts_conweave_in_the_reductions() -> None:
+    def sweep(*slowdowns: float) -> SweepResults:
+        points = [SweepPoint(i, size, {}) for i, size in enumerate(("4MB", "16MB"))]
+        return SweepResults("traffic.0.bytes", points, [_pro_run(slowdown=v) for v in slowdowns])
+
+    outcomes: dict[str, Outcome] = {
+        "ecmp": sweep(5.0, 6.0),
+        "ar": sweep(2.0, 2.0),
+        "drill": sweep(1.5, 1.5),
+        "conweave": sweep(3.0, 4.0),
+        "pro": sweep(1.0, 1.0),
+    }
+    rows = _pro_rows("fig8", outcomes)
+    assert "ConWeave 3.00" in rows["JCT slowdown @ 4MB"].ours
+    cut = rows["PRO's JCT slowdown reduction vs ConWeave, every size"]
+    assert cut.value == pytest.approx(1 - 1 / 3) and cut.verdict == MATCHES
+    assert cut.ours.startswith("4MB: 66.7%, 16MB: 75.0%")
+    assert rows["largest reduction over designs and sizes"].value == pytest.approx(1 - 1 / 6)
+    assert "ConWeave" not in {r.metric for r in rows.values()}  # the old `not run` row is gone
+
+
+def test_pro_fig13_reads_the_cut_against_mprdmas_bitmap() -> None:
+    outcomes: dict[str, Outcome] = {}
+    for n in (4, 8, 16):
+        outcomes[f"pro_{n}"] = _pro_run(slowdown=1.2)
+        outcomes[f"bitmap_{n}"] = _pro_run(slowdown=10.0)
+    rows = _pro_rows("fig13", outcomes)
+    for n in (4, 8, 16):
+        cut = rows[f"{n} links fail: PRO's JCT slowdown reduction vs MPRDMA's bitmap"]
+        assert cut.value == pytest.approx(0.88) and cut.verdict == MATCHES
+        assert rows[f"{n} links fail: JCT slowdown"].ours.startswith("PRO 1.20 (0 resent), MPRDMA bitmap 10.00")
+    # PRO slower than the bitmap: the cut is negative, a contradiction.
+    outcomes["pro_8"] = _pro_run(slowdown=12.0)
+    assert _pro_rows("fig13", outcomes)["8 links fail: PRO's JCT slowdown reduction vs MPRDMA's bitmap"].verdict == (
+        CONTRADICTS
+    )

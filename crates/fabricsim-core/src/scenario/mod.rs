@@ -245,6 +245,21 @@ impl Scenario {
                         "true: PRO's window waits for reordered packets, which needs direct_placement: true",
                     );
                 }
+                if c.mprdma_bitmap.is_some() && !c.direct_placement {
+                    return invalid(
+                        field("mprdma_bitmap"),
+                        "set: MP-RDMA's bitmap records reordered packets, which needs direct_placement: true",
+                    );
+                }
+                if c.mprdma_bitmap.is_some() && c.ooo_window {
+                    return invalid(
+                        field("mprdma_bitmap"),
+                        "set with ooo_window: true; a responder detects loss by one of them, not both",
+                    );
+                }
+                if c.mprdma_bitmap == Some(0) {
+                    return invalid(field("mprdma_bitmap"), "0: the bitmap holds at least one packet");
+                }
                 if c.ooo_window_initial == Some(0) {
                     return invalid(field("ooo_window_initial"), "0: the window holds at least one packet");
                 }

@@ -17,7 +17,12 @@
 //! recovery (pro-deterministic-lb.txt s3.B, `ooo_window.rs`): the responder
 //! NACKs a PSN missing beyond an adaptive window, the requester resends
 //! just that PSN, and on its timeout just the oldest unacknowledged one.
-//! Either way the responder counts the packets that arrive out of order.
+//! With `mprdma_bitmap` instead, MP-RDMA's loss detection (Lu et al., NSDI
+//! 2018, s3.3 and s3.5), the one PRO's Fig 13 compares against: the
+//! responder tracks a bitmap of L PSNs from the first missing one, drops a
+//! packet beyond it and NACKs the first missing PSN, and the requester,
+//! which keeps no per-packet state, goes back to it. Either way the
+//! responder counts the packets that arrive out of order.
 //!
 //! PSNs are kept as u32 counters; the 24-bit wrap of the wire format is not
 //! modelled because no simulated QP sends 2^24 packets.
@@ -70,6 +75,16 @@ pub struct RoceConfig {
     /// rate over a 10us round trip (the 2-tier fabric of 1us links PRO
     /// evaluates on: 8 link crossings and the serializations) in MTUs.
     pub ooo_window_initial: Option<u32>,
+    /// MP-RDMA's loss detection (Lu et al., NSDI 2018, s3.3, s3.5), with
+    /// `direct_placement`: the responder tracks this many PSNs from the
+    /// first missing one (its bitmap, L); a packet beyond is dropped and
+    /// the first missing PSN NACKed, once per hole, and the requester goes
+    /// back to it and resends from there (MP-RDMA's sender keeps no SACK
+    /// state). MP-RDMA's L is 64. Only the loss detection: MP-RDMA's
+    /// out-of-order-aware path selection (its ACK-clocked virtual paths and
+    /// Δ) is not modelled, so the QP's packets take the paths the NIC's
+    /// path selection gives them. Unset: off.
+    pub mprdma_bitmap: Option<u32>,
     /// A retransmission timeout set directly, instead of by
     /// `timeout_exponent`: PRO's NIC resends a tail loss after 80us (s6).
     /// Under `ooo_window` the responder also halves its window when a gap
@@ -88,6 +103,7 @@ impl Default for RoceConfig {
             direct_placement: false,
             ooo_window: false,
             ooo_window_initial: None,
+            mprdma_bitmap: None,
             retransmit_timeout: None,
             dcqcn: DcqcnConfig::default(),
         }
@@ -303,6 +319,9 @@ pub(super) struct RoceReceiver {
     window: Option<OooWindow>,
     /// The first missing PSN when the responder's gap timer was armed.
     gap_head: Option<u32>,
+    /// MP-RDMA's bitmap length, and the hole it last NACKed.
+    bitmap: Option<u32>,
+    bitmap_nacked: Option<u32>,
 }
 
 impl RoceReceiver {
@@ -316,9 +335,24 @@ impl RoceReceiver {
         RoceReceiver { window: Some(OooWindow::new(initial)), ..RoceReceiver::new(true) }
     }
 
+    /// A responder with direct placement and MP-RDMA's bitmap of `length`
+    /// PSNs.
+    pub(super) fn with_bitmap(length: u32) -> RoceReceiver {
+        RoceReceiver { bitmap: Some(length), ..RoceReceiver::new(true) }
+    }
+
     /// A data packet with `psn` arrived. A trimmed packet carries no payload
     /// but tells the responder that `psn` was sent and lost.
     pub fn on_data(&mut self, psn: u32, payload: u32, last: bool, trimmed: bool, ack_every: u32) -> RxReply {
+        if self.bitmap.is_some_and(|length| psn >= self.expected.saturating_add(length)) {
+            // Beyond the bitmap: no slot to record it in. The hole at its
+            // head is taken as lost, and NACKed once.
+            self.out_of_order += 1;
+            let nack = self.bitmap_nacked != Some(self.expected);
+            self.bitmap_nacked = Some(self.expected);
+            let reply = nack.then_some((PacketKind::Nak, self.expected));
+            return RxReply { discarded: payload, reply, ..RxReply::default() };
+        }
         if !trimmed {
             if let Some(placement) = self.placement.as_mut() {
                 let placed = placement.on_data(psn, payload);
@@ -455,6 +489,8 @@ impl RoceQp {
             timeout: cfg.retransmit_timeout(setup.job),
             receiver: if cfg.ooo_window {
                 RoceReceiver::with_window(cfg.initial_window(setup.line_rate, setup.mtu))
+            } else if let Some(length) = cfg.mprdma_bitmap {
+                RoceReceiver::with_bitmap(length)
             } else {
                 RoceReceiver::new(cfg.direct_placement)
             },
@@ -520,15 +556,15 @@ impl Transport for RoceQp {
     }
 
     /// PRO's NIC extends every packet's RETH so that it can be placed in
-    /// any order (pro-deterministic-lb.txt s5, Fig 6).
+    /// any order (pro-deterministic-lb.txt s5, Fig 6); so does MP-RDMA's.
     fn addresses_every_packet(&self) -> bool {
-        self.cfg.ooo_window
+        self.cfg.ooo_window || self.cfg.mprdma_bitmap.is_some()
     }
 
     #[inline]
     fn next_packet(&mut self, _port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
         let data = self.sender.next_packet()?;
-        let data = DataPacket { addressed: self.cfg.ooo_window, ..data };
+        let data = DataPacket { addressed: self.addresses_every_packet(), ..data };
         let mut not_before = now;
         let dcqcn = &self.cfg.dcqcn;
         if dcqcn.enabled {
@@ -661,6 +697,33 @@ mod tests {
         assert_eq!(tx.next_packet().unwrap().psn, 1, "a timeout resends the oldest unacknowledged");
         assert_eq!(tx.next_packet().unwrap().psn, 7);
         assert_eq!(tx.retransmitted_packets, 2);
+    }
+
+    #[test]
+    fn mprdmas_bitmap_places_within_it_and_drops_and_nacks_beyond_it() {
+        let mut rx = RoceReceiver::with_bitmap(4);
+        rx.expect(0, 16);
+        let mut tx = RoceSender::default();
+        tx.post(16 * 1000, 1000, false);
+        for _ in 0..8 {
+            tx.next_packet();
+        }
+        // PSN 0 lost: 1 to 3 are placed (the bitmap holds 0 to 3)...
+        for psn in 1..4 {
+            let r = rx.on_data(psn, 1000, false, false, 1);
+            assert_eq!((r.delivered, r.reply), (1000, Some((PacketKind::Ack, 0))), "PSN {psn}");
+        }
+        // ...4 has no slot: dropped, and the hole NACKed, once.
+        let r = rx.on_data(4, 1000, false, false, 1);
+        assert_eq!((r.discarded, r.reply), (1000, Some((PacketKind::Nak, 0))));
+        let r = rx.on_data(5, 1000, false, false, 1);
+        assert_eq!((r.discarded, r.reply), (1000, None));
+        // The requester goes back to the hole and resends everything from it.
+        tx.on_nak(0);
+        let again: Vec<u32> = (0..3).map(|_| tx.next_packet().unwrap().psn).collect();
+        assert_eq!(again, [0, 1, 2]);
+        assert_eq!(rx.on_data(0, 1000, false, false, 1).reply, Some((PacketKind::Ack, 4)));
+        assert_eq!(rx.on_data(1, 1000, false, false, 1).discarded, 1000, "a duplicate");
     }
 
     #[test]
