@@ -117,6 +117,25 @@ fn drill_samples_more_than_a_group_has_is_refused() {
     assert_eq!(err.field, "switch.drill.samples", "{err}");
 }
 
+#[test]
+fn path_ids_on_a_topology_wider_than_six_bits_and_a_bitmap_beside_the_window_are_refused() {
+    // 80 uplinks per ToR: more than a PathID's 6 bits name.
+    let mut s = scenario("path_id", json!([{"kind": "flow", "src": 0, "dst": 100, "bytes": "64KB"}]), json!([]));
+    s["topology"] = json!({"kind": "clos", "tiers": 2, "radix": 160, "link_rate": "100Gbps", "nics": 160});
+    let wide = fabricsim_core::Scenario::from_json(&s.to_string()).expect("valid on its own");
+    let err = fabricsim_core::Simulation::new(wide).err().expect("refused at build");
+    assert_eq!(err.field, "switch.forwarding", "{err}");
+    assert!(err.to_string().contains("80 next hops"), "{err}");
+    // MP-RDMA's bitmap and PRO's window are two loss detections: one at a time.
+    let mut s = scenario("ecmp", json!([{"kind": "flow", "src": 0, "dst": 31, "bytes": "64KB"}]), json!([]));
+    s["transport"] = json!({"kind": "rocev2", "direct_placement": true, "ooo_window": true, "mprdma_bitmap": 64});
+    let err = fabricsim_core::Scenario::from_json(&s.to_string()).expect_err("refused");
+    assert_eq!(err.field, "transport.mprdma_bitmap", "{err}");
+    s["transport"] = json!({"kind": "rocev2", "mprdma_bitmap": 64});
+    let err = fabricsim_core::Scenario::from_json(&s.to_string()).expect_err("refused without placement");
+    assert_eq!(err.field, "transport.mprdma_bitmap", "{err}");
+}
+
 /// Packets each uplink of ToR `t0.p0.0` sent.
 fn uplink_packets(out: &RunOutput) -> Vec<u64> {
     let (nodes, peers, packets) =
