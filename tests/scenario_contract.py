@@ -171,6 +171,25 @@ def conweave() -> dict[str, Any]:
     return scenario
 
 
+def dual_tor() -> dict[str, Any]:
+    """A dual-ToR fabric with LACP at the NICs: a NIC-ToR link fails and returns under flows both ways."""
+    scenario = tiny()
+    scenario["name"] = "dual_tor"
+    scenario["topology"]["nic_ports"] = 2
+    scenario["switch"] = {"reconvergence_delay": "5us"}
+    scenario["nic"] = {"port_failover": "lacp", "remap_delay": "1us"}
+    scenario["transport"] = {"kind": "rocev2", "qps": 2, "timeout_exponent": 8}
+    scenario["traffic"] = [
+        {"kind": "flow", "src": 0, "dst": 3, "bytes": "256KiB"},
+        {"kind": "flow", "src": 3, "dst": 0, "bytes": "256KiB"},
+    ]
+    scenario["faults"] = [
+        {"kind": "link_down", "at": "3us", "port": "nic0:0"},
+        {"kind": "link_up", "at": "20us", "port": "nic0:0"},
+    ]
+    return scenario
+
+
 def pro() -> dict[str, Any]:
     """PRO's load balancing: NICs stamp orchestrated PathIDs, switches forward by them."""
     scenario = tiny()
@@ -348,6 +367,7 @@ BASES = {
         spx,
         balancers,
         conweave,
+        dual_tor,
         pro,
         job,
         all_to_allv,

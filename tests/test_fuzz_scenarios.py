@@ -910,3 +910,11 @@ def test_the_steps_of_many_iterations_are_tabled_in_one_pass() -> None:
     assert steps.height == 40_000
     assert steps["iteration"].to_list() == list(range(40_000))
     assert all(abs(t - 1e-9) < 1e-15 for t in steps["step_time_s"].to_list())
+
+
+@pytest.mark.parametrize("name", sorted(contract.BASES))
+def test_every_base_the_fuzzer_starts_from_is_accepted_and_runs(name: str) -> None:
+    # A base that is itself refused would only ever show the fuzzer its error path. (The faults base's QPs may
+    # give up before the run's time limit: it ends there, which is an end too.)
+    results = run_loaded(load_scenario(contract.BASES[name]()))
+    assert results.summary["stop_reason"] in {"completed", "time_limit"}, (name, results.summary["stop_reason"])

@@ -38,6 +38,25 @@ pub struct NicConfig {
     pub path_selection: PathSelection,
     /// What the orchestration coordinates, for PRO's ablations (Fig 11).
     pub orchestration: OrchestrationConfig,
+    /// What the NIC does with its QPs that do not spray when one of its
+    /// ports goes down (once `remap_delay` has passed): `none`, they stay
+    /// on it and lose what they send until it returns; or `lacp`, the NIC's
+    /// ports are one active-active bond, as a dual-ToR NIC's two ports are
+    /// (alibaba-hpn.txt s4.2: one IP and MAC, LACP toward two independent
+    /// ToRs): each QP sends on its own port while that is up, else on one
+    /// of the bond's ports that are, chosen by its UDP source port, and
+    /// returns when its port does. Both ends of a QP follow it: the
+    /// responder's acknowledgements leave by a port that is up. Default
+    /// `none`.
+    pub port_failover: PortFailover,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PortFailover {
+    #[default]
+    None,
+    Lacp,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -77,6 +96,7 @@ impl Default for NicConfig {
             remap_delay: Time::ZERO,
             path_selection: PathSelection::Transport,
             orchestration: OrchestrationConfig::default(),
+            port_failover: PortFailover::None,
         }
     }
 }

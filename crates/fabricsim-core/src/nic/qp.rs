@@ -27,6 +27,10 @@ pub(crate) struct Qp {
     pub dst: NodeId,
     pub src_port: PortId,
     pub dst_port: PortId,
+    /// The ports the QP was bound to, which it returns to under LACP
+    /// failover when they come back up.
+    pub src_home: PortId,
+    pub dst_home: PortId,
     /// The UDP source port the NIC gave the QP.
     pub entropy: u16,
     /// The QP of the other direction between the same two NICs, if any:

@@ -753,6 +753,8 @@ impl Links {
                 dst,
                 src_port,
                 dst_port: dst_ports[port_index % dst_ports.len()],
+                src_home: src_port,
+                dst_home: dst_ports[port_index % dst_ports.len()],
                 entropy,
                 reverse: None,
                 timers_queued: [Time::MAX; TIMERS],

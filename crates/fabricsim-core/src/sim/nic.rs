@@ -11,7 +11,7 @@ use crate::ids::{ConnectionId, FlowId, QpId};
 use crate::net::{
     flag, headers, Ev, Packet, PacketId, PacketKind, PortId, Usids, CLASS_CONTROL, CLASS_DATA, NO_PORT, USIDS,
 };
-use crate::nic::Pick;
+use crate::nic::{Pick, PortFailover};
 use crate::topology::NodeId;
 use crate::transport::{Action, Control, End, Outgoing, Timer, Transport};
 use crate::units::Time;
@@ -385,12 +385,53 @@ impl Simulation {
         self.sched[port.0 as usize].known_down = !up;
         let nic = self.ports[port.0 as usize].node;
         self.note_ports_up(nic);
+        if self.scenario.nic.port_failover == PortFailover::Lacp {
+            self.rebind_to_bond(nic);
+        }
         let index = self.ports[port.0 as usize].index as usize;
         for q in self.qps.ids() {
             if self.qps[q].src != nic {
                 continue;
             }
             self.qps[q].transport.on_port_state(index, up);
+            self.make_ready(q);
+        }
+    }
+
+    /// LACP failover: binds each QP of `nic` that does not spray, at either
+    /// end, to its own port if that is up, else to a port of the bond that
+    /// is, chosen by the QP's UDP source port (all down: it stays).
+    fn rebind_to_bond(&mut self, nic: NodeId) {
+        let up: Vec<PortId> =
+            self.node_ports[nic.0 as usize].iter().copied().filter(|p| !self.sched[p.0 as usize].known_down).collect();
+        let bound = |home: PortId, now: PortId, entropy: u16| match up.as_slice() {
+            [] => now,
+            _ if up.contains(&home) => home,
+            ports => ports[entropy as usize % ports.len()],
+        };
+        for q in self.qps.ids() {
+            let qp = &self.qps[q];
+            if qp.sprays {
+                continue;
+            }
+            if qp.dst == nic {
+                self.qps[q].dst_port = bound(qp.dst_home, qp.dst_port, qp.entropy);
+            }
+            let qp = &self.qps[q];
+            if qp.src != nic {
+                continue;
+            }
+            let (old, new) = (qp.src_port, bound(qp.src_home, qp.src_port, qp.entropy));
+            if new == old {
+                continue;
+            }
+            // Off the old port's round robin, onto the new one's.
+            let bit = 1u32 << (self.ports[old.0 as usize].index as u32).min(31);
+            if self.qps[q].in_ready_lists & bit != 0 {
+                self.sched[old.0 as usize].ready.retain(|&x| x != q);
+                self.qps[q].in_ready_lists &= !bit;
+            }
+            self.qps[q].src_port = new;
             self.make_ready(q);
         }
     }
