@@ -74,3 +74,23 @@ fn a_qp_returns_to_its_own_port_when_the_link_comes_back() {
     assert_eq!(sent(50e-6, 190e-6), 0.0, "nothing leaves a dead port: {rate:?}");
     assert!(sent(220e-6, 1.0) > 0.0, "the QPs came back: {rate:?}");
 }
+
+#[test]
+fn least_loaded_puts_a_message_whole_on_one_qp_where_striping_splits_it() {
+    // Two QPs per connection, bound to NIC 0's two ports: striping sends
+    // half the flow out of each; least-loaded posting puts the message on
+    // the QP with the fewest outstanding bytes (both empty: the first).
+    let sent = |split: &str| {
+        let mut s = dual_tor("none", json!([{"kind": "flow", "src": 0, "dst": 12, "bytes": "1MB"}]), "1s", "1us");
+        s["faults"] = json!([]);
+        s["transport"]["qps"] = json!(2);
+        s["nic"]["message_split"] = json!(split);
+        let out = run(s);
+        let (nodes, bytes) = (common::texts(&out.ports, "node"), common::ints(&out.ports, "tx_bytes"));
+        (0..nodes.len()).filter(|&i| nodes[i] == "nic0").map(|i| bytes[i]).collect::<Vec<_>>()
+    };
+    let stripe = sent("stripe");
+    assert!(stripe.len() == 2 && stripe[0].abs_diff(stripe[1]) < stripe[0] / 100, "{stripe:?}");
+    let least = sent("least_loaded");
+    assert!(least[0] > 1_000_000 && least[1] == 0, "{least:?}");
+}

@@ -49,6 +49,22 @@ pub struct NicConfig {
     /// responder's acknowledgements leave by a port that is up. Default
     /// `none`.
     pub port_failover: PortFailover,
+    /// How a message is put on the QPs of its connection (or of a job's
+    /// channel): `stripe`, split evenly over all of them (QP scaling), or
+    /// `least_loaded`, whole on the QP with the fewest bytes posted and not
+    /// yet completed, as HPN's collective library does over its
+    /// disjoint-path connections (alibaba-hpn.txt s6.1, Appendix B,
+    /// Algorithm 2; a message counts as completed when its last byte is
+    /// placed at the responder). Default `stripe`.
+    pub message_split: MessageSplit,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageSplit {
+    #[default]
+    Stripe,
+    LeastLoaded,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -97,6 +113,7 @@ impl Default for NicConfig {
             path_selection: PathSelection::Transport,
             orchestration: OrchestrationConfig::default(),
             port_failover: PortFailover::None,
+            message_split: MessageSplit::Stripe,
         }
     }
 }

@@ -41,7 +41,9 @@ pub(crate) struct Qp {
     /// Per transport timer, the earliest wake-up still queued (`Time::MAX`:
     /// none; no run reaches it).
     pub timers_queued: [Time; TIMERS],
-    /// Messages posted on this QP, oldest first; the responder completes
-    /// them in order.
-    pub messages: VecDeque<MessageId>,
+    /// Messages posted on this QP with the bytes of each put on it, oldest
+    /// first; the responder completes them in order.
+    pub messages: VecDeque<(MessageId, u64)>,
+    /// Bytes posted on this QP and not yet completed (its outstanding WQEs).
+    pub outstanding: u64,
 }

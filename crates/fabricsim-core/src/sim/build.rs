@@ -759,6 +759,7 @@ impl Links {
                 reverse: None,
                 timers_queued: [Time::MAX; TIMERS],
                 messages: Default::default(),
+                outstanding: 0,
             }));
         }
         self.connections.push(Connection { qps: ids })

@@ -7,11 +7,11 @@
 //! of the packet's port and entropy.
 
 use super::{Event, Message, Owner, Simulation};
-use crate::ids::{ConnectionId, FlowId, QpId};
+use crate::ids::{ConnectionId, FlowId, MessageId, QpId};
 use crate::net::{
     flag, headers, Ev, Packet, PacketId, PacketKind, PortId, Usids, CLASS_CONTROL, CLASS_DATA, NO_PORT, USIDS,
 };
-use crate::nic::{Pick, PortFailover};
+use crate::nic::{MessageSplit, Pick, PortFailover};
 use crate::topology::NodeId;
 use crate::transport::{Action, Control, End, Outgoing, Timer, Transport};
 use crate::units::Time;
@@ -98,21 +98,37 @@ impl Simulation {
     /// its QPs (QP scaling). A zero-byte write still sends one packet, as
     /// NCCL still signals every step of a tiny collective.
     pub(super) fn post_message(&mut self, conn: ConnectionId, bytes: u64, owner: Owner, imm: bool) {
+        if self.scenario.nic.message_split == MessageSplit::LeastLoaded {
+            // The first of the connection's QPs with the fewest outstanding bytes.
+            let qps = &self.connections[conn].qps;
+            let q = *qps.iter().min_by_key(|&&q| self.qps[q].outstanding).expect("a connection has a QP");
+            let id = self.messages.push(Message { owner, parts_left: 1, imm });
+            self.put_on_qp(q, id, bytes, imm);
+            return;
+        }
         let qps = self.connections[conn].qps.len() as u64;
         let parts = bytes.clamp(1, qps) as u32;
         let id = self.messages.push(Message { owner, parts_left: parts, imm });
         for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
             let q = self.connections[conn].qps[k];
-            self.qps[q].transport.post(share, imm);
-            self.qps[q].messages.push_back(id);
-            self.make_ready(q);
+            self.put_on_qp(q, id, share, imm);
         }
+    }
+
+    /// Posts `bytes` of message `id` on QP `q`.
+    fn put_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, imm: bool) {
+        let qp = &mut self.qps[q];
+        qp.transport.post(bytes, imm);
+        qp.messages.push_back((id, bytes));
+        qp.outstanding += bytes;
+        self.make_ready(q);
     }
 
     /// The responder finished `count` messages of QP `q`, oldest first.
     fn messages_arrived(&mut self, q: QpId, count: u32) {
         for _ in 0..count {
-            let m = self.qps[q].messages.pop_front().expect("a completed message was posted");
+            let (m, bytes) = self.qps[q].messages.pop_front().expect("a completed message was posted");
+            self.qps[q].outstanding -= bytes;
             // A write with immediate raises its completion at the responder
             // only now that every byte of it has been placed.
             if self.messages[m].imm {
@@ -139,7 +155,7 @@ impl Simulation {
     /// QP `q` failed: everything still posted on it is lost with it.
     fn fail_qp(&mut self, q: QpId) {
         self.totals.qp_errors += 1;
-        let lost: Vec<Owner> = self.qps[q].messages.iter().map(|&m| self.messages[m].owner).collect();
+        let lost: Vec<Owner> = self.qps[q].messages.iter().map(|&(m, _)| self.messages[m].owner).collect();
         for owner in lost {
             match owner {
                 Owner::Flow(f) if !self.flows[f].failed && self.flows[f].end.is_none() => {
