@@ -8,14 +8,16 @@ use crate::switch::conweave::{self, Conweave, Signal};
 use crate::switch::{ecmp_pick, Balancer};
 use crate::topology::NodeId;
 
-impl Simulation {
-    fn conweave(&mut self) -> &mut Conweave {
-        match &mut self.balancer {
-            Balancer::Conweave(cw) => cw,
-            _ => unreachable!("called only under ConWeave"),
-        }
+/// The ConWeave state of a fabric whose switches run it (a field apart,
+/// so that the routes and ports can be read beside it).
+fn conweave_of(balancer: &mut Balancer) -> &mut Conweave {
+    match balancer {
+        Balancer::Conweave(cw) => cw,
+        _ => unreachable!("called only under ConWeave"),
     }
+}
 
+impl Simulation {
     /// Routes a packet that entered `switch` by `ingress`. A data packet
     /// from a NIC to another ToR is this ToR's to steer; one to a NIC
     /// below from another ToR is this ToR's to put in order; in between
@@ -26,34 +28,38 @@ impl Simulation {
         let now = self.now();
         let seed = self.switches[switch.0 as usize].as_ref().expect("a switch").ecmp_seed;
         let hops = self.routes.next_hops(switch, pkt.dst);
-        let ecmp = ecmp_pick(hops, pkt.src.0, pkt.dst.0, pkt.entropy, seed);
-        let to_nic = matches!(hops, [only] if self.ports[only.0 as usize].faces_nic);
+        // Hashed only for the packets ConWeave does not route.
+        let ecmp = || ecmp_pick(hops, pkt.src.0, pkt.dst.0, pkt.entropy, seed);
+        let to_nic = match hops {
+            [only] if self.ports[only.0 as usize].faces_nic => Some(*only),
+            _ => None,
+        };
         let from_nic = self.ports[ingress.0 as usize].faces_nic;
         let out = match pkt.kind {
-            PacketKind::Conweave if to_nic => {
+            PacketKind::Conweave if to_nic.is_some() => {
                 if let Some(signal) = Signal::decode(pkt.echo, pkt.psn, pkt.ack) {
                     // The signal is about the data's direction: back from its destination.
-                    self.conweave().on_signal(switch, (pkt.dst, pkt.src, pkt.entropy), signal, now);
+                    conweave_of(&mut self.balancer).on_signal(switch, (pkt.dst, pkt.src, pkt.entropy), signal, now);
                 }
                 self.pool.free(id);
                 return;
             }
-            PacketKind::Data if from_nic && !to_nic => {
+            PacketKind::Data if from_nic && to_nic.is_none() => {
                 let (routes, ports) = (&self.routes, &self.ports);
                 let sample = |raw| conweave::walk(routes, ports, switch, pkt.dst, raw);
-                let Balancer::Conweave(cw) = &mut self.balancer else { unreachable!("under ConWeave") };
+                let cw = conweave_of(&mut self.balancer);
                 let path = cw.on_source(switch, (pkt.src, pkt.dst, pkt.entropy), id, now, &sample);
-                path.and_then(|path| Conweave::hop_along(path, 0, hops)).or(ecmp)
+                path.and_then(|path| Conweave::hop_along(path, 0, hops)).or_else(ecmp)
             }
-            PacketKind::Data if !from_nic && !to_nic => {
-                let Balancer::Conweave(cw) = &mut self.balancer else { unreachable!("under ConWeave") };
-                cw.on_transit(id, hops).or(ecmp)
+            PacketKind::Data if !from_nic && to_nic.is_none() => {
+                conweave_of(&mut self.balancer).on_transit(id, hops).or_else(ecmp)
             }
             PacketKind::Data if !from_nic => {
                 let marked = pkt.has(crate::net::flag::CE);
                 let mut signals = std::mem::take(&mut self.conweave_signals);
                 let flow = (pkt.src, pkt.dst, pkt.entropy);
-                let arrival = self.conweave().on_destination(switch, flow, id, marked, now, &mut signals);
+                let arrival =
+                    conweave_of(&mut self.balancer).on_destination(switch, flow, id, marked, now, &mut signals);
                 for signal in signals.drain(..) {
                     self.send_conweave_signal(switch, &pkt, signal);
                 }
@@ -64,13 +70,12 @@ impl Simulation {
                 if let Some(voq) = arrival.hold {
                     // Remembered for the release: the port it entered by.
                     self.pool.get_mut(id).port = ingress.0;
-                    let Balancer::Conweave(cw) = &mut self.balancer else { unreachable!("under ConWeave") };
-                    cw.hold(voq, id, &mut self.pool);
+                    conweave_of(&mut self.balancer).hold(voq, id, &mut self.pool);
                     return;
                 }
-                ecmp
+                to_nic
             }
-            _ => ecmp,
+            _ => ecmp(),
         };
         self.forward(switch, Some(ingress), id, out, None);
     }
@@ -96,8 +101,7 @@ impl Simulation {
     pub(super) fn on_conweave_flush(&mut self, voq: u32) {
         let now = self.now();
         let mut released = std::mem::take(&mut self.conweave_released);
-        let Balancer::Conweave(cw) = &mut self.balancer else { unreachable!("under ConWeave") };
-        cw.flush(voq, now, &mut self.pool, &mut released);
+        conweave_of(&mut self.balancer).flush(voq, now, &mut self.pool, &mut released);
         for id in released.drain(..) {
             let ingress = PortId(self.pool.get(id).port);
             let switch = self.ports[ingress.0 as usize].node;
