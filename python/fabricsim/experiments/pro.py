@@ -346,10 +346,6 @@ def _imbalance(results: Results, group: str, metric: str, stat: str = "p99") -> 
     return None if row.is_empty() or row[stat][0] is None else float(row[stat][0])
 
 
-def _imbalance_p99(results: Results, group: str, metric: str) -> float | None:
-    return _imbalance(results, group, metric, "p99")
-
-
 # Fig 9(a), (b): "PRO, DRILL, and AR perform better than Conweave and ECMP" in link-load balance.
 _PER_PACKET = (("ar", "AR"), ("drill", "DRILL"), ("pro", "PRO"))
 
@@ -364,7 +360,7 @@ def _fig9_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
         (_QUEUE, "queue imbalance (max - mean)", "PRO best (0.6x-55x better)", "55x"),
     ):
         for group, where in _GROUPS:
-            p99 = {key: _imbalance_p99(runs[key], group, metric) for key, _ in DESIGNS}
+            p99 = {key: _imbalance(runs[key], group, metric) for key, _ in DESIGNS}
             unit = "" if metric == _LOAD else " KB"
             scale = 1.0 if metric == _LOAD else 1e-3
             text = ", ".join(f"{label} {_fmt(None if p99[k] is None else p99[k] * scale, 1)}" for k, label in DESIGNS)
@@ -400,8 +396,8 @@ def _fig9_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
                 "metric's ceiling (the group's port count) for most designs (the rows above), where no order shows",
             )
         )
-    drill = _imbalance_p99(runs["drill"], "tier0_up", _QUEUE)
-    ar = _imbalance_p99(runs["ar"], "tier0_up", _QUEUE)
+    drill = _imbalance(runs["drill"], "tier0_up", _QUEUE)
+    ar = _imbalance(runs["ar"], "tier0_up", _QUEUE)
     if drill is not None and ar:
         rows.append(
             Row(
@@ -551,7 +547,7 @@ def _ablation_queue_rows(
     with_: Results, without: Results, group: str, where: str, figure: str, paper: str
 ) -> list[Row]:
     """An ablation's queue-imbalance p99 over `group`, with and without the mechanism, and their ratio."""
-    on, off = _imbalance_p99(with_, group, _QUEUE), _imbalance_p99(without, group, _QUEUE)
+    on, off = _imbalance(with_, group, _QUEUE), _imbalance(without, group, _QUEUE)
     text = f"with {_fmt(_kb(on), 1)}, without {_fmt(_kb(off), 1)} KB"
     rows = [Row(f"{where}: queue imbalance p99", figure, text, _kb(off), reason="seeds' spread: without")]
     if on is not None and off is not None:
@@ -612,7 +608,7 @@ def _fig11b_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bo
         ),
     ):
         rows += _ablation_queue_rows(pro, lockstep, group, where, "Fig 11(b)", paper)
-    load = {key: _imbalance_p99(runs[key], "tier0_up", _LOAD) for key, _ in _FIG11B}
+    load = {key: _imbalance(runs[key], "tier0_up", _LOAD) for key, _ in _FIG11B}
     rows.append(
         Row(
             "ToR uplinks: link-load imbalance p99 (max / mean)",
