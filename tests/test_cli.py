@@ -54,7 +54,7 @@ FLOW_COLUMNS = {
     "timeouts",
     "qp_errors",
 }
-TOPO_KEYS = {"nics", "nic_ports", "switches_total", "switches_per_tier", "links_total", "transceivers", "bisection_bps"}
+TOPO_KEYS = {"nics", "nic_ports", "switches_total", "switches_per_tier", "links_total", "transceivers", "bisection_bps", "path_space"}
 BENCH_KEYS = {"wall_s", "events_per_s", "packet_hops_per_s", "peak_rss_bytes", "events", "packet_hops", "sim_time_s"}
 
 
@@ -558,3 +558,19 @@ def test_console_script_runs_the_builtin_default(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert (tmp_path / "runs" / "default" / "summary.json").exists()
+
+
+def test_run_prints_the_cores_warnings_on_stderr(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # More QPs than the ToR has disjoint uplinks: a warning with the number found, not an error.
+    scenario = {
+        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
+        "nic": {"path_selection": "disjoint"},
+        "transport": {"kind": "rocev2", "qps": 3},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 7, "bytes": "64KiB"}],
+    }
+    path = tmp_path / "disjoint.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    code, _, err = fabricsim_cli(capsys, "run", path, "-o", tmp_path / "out")
+    assert code == 0, err
+    assert "warning: nic.path_selection: disjoint: 1 of 1 connections found fewer disjoint paths than QPs" in err
+    assert "fewest: 2 of 3" in err

@@ -322,6 +322,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         results = Results(raw)
         path = results.write(output, overwrite=args.overwrite, csv=args.csv)
 
+    for warning in results.summary.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     console = Console()
     console.print(_summary_table(name, results))
     if results.summary.get("jobs"):
@@ -584,6 +586,10 @@ def _topology_table(report: Mapping[str, Any]) -> Table:
     if nics:
         table.add_row("switches per NIC", _number(_scaled(report.get("switches_total"), 1 / nics)))
         table.add_row("transceivers per NIC", _number(_scaled(report.get("transceivers"), 1 / nics)))
+    space = report.get("path_space")
+    if isinstance(space, Mapping):
+        fanout = " x ".join(str(f) for f in space.get("fanout", []) if isinstance(f, int) and f > 1) or "1"
+        table.add_row(f"equal-cost paths {space.get('from')} to {space.get('to')}", f"{_count(space.get('paths'))} ({fanout})")
     return table
 
 

@@ -94,3 +94,95 @@ fn least_loaded_puts_a_message_whole_on_one_qp_where_striping_splits_it() {
     let least = sent("least_loaded");
     assert!(least[0] > 1_000_000 && least[1] == 0, "{least:?}");
 }
+
+/// Stacked dual-ToR (alibaba-hpn.txt s4.1, Fig 8a): the same fabric with
+/// each ToR pair joined by a stack link, NIC 0 under the pair t0.p0.0
+/// (primary) and t0.p0.1 (secondary), and `faults` at 50us; the secondary
+/// gives up 20us after it loses sync.
+fn stacked(stack: bool, faults: Value) -> Value {
+    let mut s = dual_tor("lacp", both_ways("0us"), "0us", "10us");
+    s["topology"]["tor_stack"] = json!(stack);
+    s["switch"]["stack_failover_delay"] = json!("20us");
+    s["traffic"][0]["bytes"] = json!("8MB");
+    s["traffic"][1]["bytes"] = json!("8MB");
+    s["faults"] = faults;
+    s["telemetry"] = json!({"sample_interval": "10us", "ports": ["nic0:1"]});
+    s
+}
+
+/// What NIC 0 sent on its port to the secondary ToR from 100us to 300us.
+fn secondary_traffic(out: &fabricsim_core::RunOutput) -> f64 {
+    let rate = common::tx_rate(out, "nic0:1");
+    rate.iter().filter(|(t, _)| (100e-6..300e-6).contains(t)).map(|(_, r)| r).sum()
+}
+
+#[test]
+fn a_stacked_primary_whose_data_plane_fails_takes_its_secondary_and_the_nics_offline() {
+    let gray_primary = json!([{"kind": "switch_down", "at": "50us", "switch": "t0.p0.0", "gray": true}]);
+    // Stacked: the secondary loses sync and shuts down, so NIC 0 has no
+    // working ToR left; its QPs fail.
+    let out = run(stacked(true, gray_primary.clone()));
+    assert_eq!(secondary_traffic(&out), 0.0, "the secondary is offline");
+    assert!(summary_u64(&out, "qp_errors") > 0, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "flows_completed"), 0);
+    // Non-stacked: the secondary runs on by itself and carries NIC 0's
+    // port-1 traffic.
+    let apart = run(stacked(false, gray_primary));
+    assert!(secondary_traffic(&apart) > 0.0, "{}", apart.summary);
+}
+
+#[test]
+fn a_stack_link_failure_shuts_the_secondary_down_and_lacp_keeps_the_nics_on_the_primary() {
+    let out = run(stacked(true, json!([{"kind": "link_down", "at": "50us", "port": "t0.p0.0:8"}])));
+    assert_eq!(secondary_traffic(&out), 0.0, "the secondary is offline");
+    assert_eq!(summary_u64(&out, "qp_errors"), 0, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "flows_completed"), 2);
+    // It comes back once the stack is whole.
+    let mut healed =
+        stacked(true, json!([{"kind": "link_flap", "at": "50us", "port": "t0.p0.0:8", "duration": "40us"}]));
+    healed["traffic"][0]["bytes"] = json!("32MB");
+    let out = run(healed);
+    let rate = common::tx_rate(&out, "nic0:1");
+    assert!(rate.iter().any(|&(t, r)| t > 200e-6 && r > 0.0), "{rate:?}");
+}
+
+#[test]
+fn a_nic_that_misses_the_remote_fault_sends_into_a_dead_direction_until_lacp_notices() {
+    // alibaba-hpn.txt s10: NIC 0's transmit direction on port 0 fails while
+    // the ToR-to-NIC direction works.
+    let asymmetric = |failover: &str, signaling: bool| {
+        let mut s = dual_tor(failover, both_ways("0us"), "0us", "10us");
+        s["faults"] = json!([{"kind": "link_down", "at": "20us", "port": "nic0:0", "direction": "egress"}]);
+        s["nic"]["link_fault_signaling"] = json!(signaling);
+        s["nic"]["lacp_timeout"] = json!("200us");
+        run(s)
+    };
+    let lost = |out: &fabricsim_core::RunOutput| out.summary["drops_by_cause"]["link_down"].as_u64().unwrap();
+    // Told by the ToR, the NIC leaves the port at once.
+    let told = asymmetric("lacp", true);
+    assert_eq!(summary_u64(&told, "flows_completed"), 2, "{}", told.summary);
+    // Not told, it keeps sending into it until LACP takes the port out of
+    // the bond: more is lost, but the flows finish.
+    let bond = asymmetric("lacp", false);
+    assert_eq!(summary_u64(&bond, "qp_errors"), 0, "{}", bond.summary);
+    assert_eq!(summary_u64(&bond, "flows_completed"), 2);
+    assert!(lost(&bond) > 10 * lost(&told).max(1), "{} against {}", lost(&bond), lost(&told));
+    // Without a bond nothing ever moves the QPs: they fail.
+    let single = asymmetric("none", false);
+    assert!(summary_u64(&single, "qp_errors") > 0, "{}", single.summary);
+}
+
+#[test]
+fn a_nic_notices_at_once_the_direction_it_receives_on_failing() {
+    // The ToR-to-NIC direction of NIC 0's port 0 fails: the NIC loses the
+    // signal and leaves the port, remote fault signalling or not.
+    let mut s = dual_tor("lacp", both_ways("0us"), "0us", "10us");
+    s["traffic"][0]["bytes"] = json!("16MB");
+    s["faults"] = json!([{"kind": "link_down", "at": "20us", "port": "t0.p0.0:0", "direction": "egress"}]);
+    s["nic"]["link_fault_signaling"] = json!(false);
+    s["telemetry"] = json!({"sample_interval": "10us", "ports": ["nic0:0"]});
+    let out = run(s);
+    assert_eq!(summary_u64(&out, "flows_completed"), 2, "{}", out.summary);
+    let rate = common::tx_rate(&out, "nic0:0");
+    assert!(rate.iter().filter(|(t, _)| *t > 40e-6).all(|&(_, r)| r == 0.0), "{rate:?}");
+}

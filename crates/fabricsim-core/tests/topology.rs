@@ -317,3 +317,20 @@ fn misspelt_fields_are_rejected_when_parsing() {
         .to_string();
     assert!(err.contains("radixx"), "{err}");
 }
+
+#[test]
+fn path_space_is_the_tor_uplinks_under_dual_plane_and_a_product_of_tiers_otherwise() {
+    // alibaba-hpn.txt Table 1: in HPN's pod only the ToR chooses (60 uplinks).
+    let space = |name: &str| build(name).report.path_space.unwrap_or_else(|| panic!("{name}: no path space"));
+    let hpn = space("hpn_pod");
+    assert_eq!((hpn.paths, hpn.hops), (60, 3), "{hpn:?}");
+    assert_eq!(hpn.fanout, vec![60, 1, 1]);
+    // Dual-ToR in one plane: the aggregation switch also picks one of the
+    // destination's two ToRs.
+    let plain = space("hpn_dual_tor_single_plane");
+    assert_eq!((plain.paths, plain.fanout.clone()), (120, vec![60, 2, 1]), "{plain:?}");
+    // A k = 16 fat tree, pod to pod: edge (8 up) x aggregation (8 up).
+    let fat = space("fat_tree_k16");
+    assert_eq!((fat.paths, fat.fanout.clone()), (64, vec![8, 8, 1, 1, 1]), "{fat:?}");
+    assert_eq!(fat.to, "nic64", "the first NIC of the next pod");
+}

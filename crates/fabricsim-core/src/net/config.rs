@@ -53,6 +53,12 @@ pub struct SwitchConfig {
     /// forwards on the new routes: a BGP-like control plane. Until then
     /// packets routed to a dead link are lost.
     pub reconvergence_delay: Time,
+    /// Stacked dual-ToR (`topology.tor_stack`): how long after its stack
+    /// link fails, or its primary's data plane does, a secondary ToR
+    /// shuts itself down (and after the stack is whole again, resumes).
+    /// Default 5s, the default vPC peer-keepalive timeout (Cisco Nexus
+    /// 5000 NX-OS configuration guide: keepalives every 1s, timeout 5s).
+    pub stack_failover_delay: Time,
 }
 
 impl Default for SwitchConfig {
@@ -73,6 +79,7 @@ impl Default for SwitchConfig {
             // BGP with BFD converges in tens of milliseconds in practice; a
             // scenario studying failures should set its own value.
             reconvergence_delay: Time::from_ms(1),
+            stack_failover_delay: Time::from_ms(5000),
         }
     }
 }

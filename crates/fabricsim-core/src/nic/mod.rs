@@ -3,6 +3,7 @@
 
 mod orchestrator;
 mod qp;
+pub(crate) mod repac;
 mod scheduler;
 
 pub(crate) use orchestrator::Orchestrator;
@@ -34,7 +35,12 @@ pub struct NicConfig {
     /// `orchestrated`: PRO's orchestrated round robin writes a PathID into
     /// its low 12 bits (pro-deterministic-lb.txt s3.A), for switches that
     /// forward by it (`switch.forwarding: path_id`; under hashing it is
-    /// per-packet spraying).
+    /// per-packet spraying); or `disjoint`: HPN's collective library
+    /// replays every switch's ECMP hash (RePaC) and gives each QP of a
+    /// connection a UDP source port whose path shares no link with the
+    /// connection's other QPs (alibaba-hpn.txt s6.1, Appendix B), trying
+    /// up to 1024 source ports per QP; where fewer disjoint paths exist
+    /// than QPs, the rest take the least-shared ones and the run warns.
     pub path_selection: PathSelection,
     /// What the orchestration coordinates, for PRO's ablations (Fig 11).
     pub orchestration: OrchestrationConfig,
@@ -57,6 +63,18 @@ pub struct NicConfig {
     /// Algorithm 2; a message counts as completed when its last byte is
     /// placed at the responder). Default `stripe`.
     pub message_split: MessageSplit,
+    /// Whether the NIC learns that the direction it sends on failed from
+    /// the far end's remote-fault signal (IEEE 802.3 clause 46 link fault
+    /// signalling), as it learns at once of a failure of the direction it
+    /// receives on. False models the firmware bug of alibaba-hpn.txt s10:
+    /// the NIC keeps sending into a dead direction, until LACP (with
+    /// `port_failover: lacp`) takes the port out of the bond
+    /// `lacp_timeout` later, or for good without it. Default true.
+    pub link_fault_signaling: bool,
+    /// How long LACP takes to take a silently failed port out of the bond:
+    /// default 3s, LACP's short timeout (IEEE 802.1AX: three missed
+    /// LACPDUs at the fast rate of one per second).
+    pub lacp_timeout: Time,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -101,6 +119,7 @@ pub enum PathSelection {
     #[default]
     Transport,
     Orchestrated,
+    Disjoint,
 }
 
 impl Default for NicConfig {
@@ -114,6 +133,8 @@ impl Default for NicConfig {
             orchestration: OrchestrationConfig::default(),
             port_failover: PortFailover::None,
             message_split: MessageSplit::Stripe,
+            link_fault_signaling: true,
+            lacp_timeout: Time::from_ms(3000),
         }
     }
 }

@@ -459,6 +459,15 @@ impl Scenario {
                  stamps paths on QPs of one path each (transport.kind: rocev2)",
             );
         }
+        if self.nic.path_selection == PathSelection::Disjoint
+            && (self.switch.forwarding != Forwarding::Ecmp || !matches!(self.transport, TransportSpec::Rocev2(_)))
+        {
+            return invalid(
+                "nic.path_selection",
+                "disjoint: the host replays the switches' ECMP hash to pick each QP's one path (RePaC); it needs \
+                 switch.forwarding: ecmp and transport.kind: rocev2",
+            );
+        }
         if !self.transport.denylist().is_empty() && !srv6 {
             return Err(ScenarioError::new(
                 "transport.denylist",

@@ -4,7 +4,7 @@
 use super::jobs::Jobs;
 use super::recorder::Recorder;
 use super::report::Samples;
-use super::{footprint, Connection, Event, Flow, RunLimits, Setup, Simulation, SwitchState, Totals};
+use super::{footprint, Connection, Event, Flow, RunLimits, Setup, Simulation, Stack, SwitchState, Totals};
 use crate::engine::{EventQueue, FastMap, Rng};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::{self, FaultAction};
@@ -13,12 +13,12 @@ use crate::metrics::{BandwidthHistograms, Facing, Imbalance, ImbalanceConfig, Po
 use crate::net::capture::Capture;
 use crate::net::Forwarding;
 use crate::net::{headers, PacketPool, Port, PortId, SharedBuffer, MAX_PLANES};
-use crate::nic::{NicConfig, Orchestrator, PathSelection, PortScheduler, Qp};
+use crate::nic::{repac, NicConfig, Orchestrator, PathSelection, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{
     conweave, path_id, AdaptiveRouting, Balancer, Conweave, Drill, Letflow, PathIdForwarding, Routes, Srv6, TomahawkAr,
 };
-use crate::topology::{NodeId, NodeRole, Topology};
+use crate::topology::{LinkId, NodeId, NodeRole, Topology};
 use crate::transport::{
     CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
 };
@@ -239,7 +239,7 @@ pub(super) fn build(
     }
     let port_rng = (0..ports.len() as u64).map(|p| Rng::stream(seed, &[STREAM_PORT, p])).collect();
 
-    let switches = (0..topo.nodes.len() as u32)
+    let switches: Vec<Option<SwitchState>> = (0..topo.nodes.len() as u32)
         .map(|n| {
             (!topo.is_nic(NodeId(n))).then(|| SwitchState {
                 buffer: SharedBuffer::new(scenario.switch.buffer.0),
@@ -343,6 +343,12 @@ pub(super) fn build(
         framing,
         mtu: scenario.nic.mtu.0 as u32,
     };
+    let port_node = |p: PortId| ports[p.0 as usize].node;
+    let switch_seed = |n: NodeId| switches[n.0 as usize].as_ref().map_or(0, |s| s.ecmp_seed);
+    let is_access = |l: LinkId| topo.is_nic(topo.links[l.0 as usize].a);
+    let fabric = repac::Fabric { routes: &routes, port_node: &port_node, seed: &switch_seed, is_access: &is_access };
+    let mut disjoint = (scenario.nic.path_selection == PathSelection::Disjoint)
+        .then(|| Disjoint { fabric, tally: repac::SearchTally::default() });
     let mut flows = Arena::<FlowId, Flow>::default();
     for (f, spec) in flow_specs.iter().enumerate() {
         if f % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
@@ -352,6 +358,7 @@ pub(super) fn build(
             &ports,
             &node_ports,
             srv6.as_ref(),
+            disjoint.as_mut(),
             Ends { src: spec.src, dst: spec.dst, qps: spec.qps, offset: f, job: false },
         );
         if let Some(set) = &spec.ev_set {
@@ -403,13 +410,14 @@ pub(super) fn build(
             Some(&c) => c,
             None => {
                 let ends = Ends { src, dst, qps: run.qps, offset: t.channel as usize, job: true };
-                let c = links.connect(&ports, &node_ports, srv6.as_ref(), ends);
+                let c = links.connect(&ports, &node_ports, srv6.as_ref(), disjoint.as_mut(), ends);
                 by_key.insert(key, c);
                 c
             }
         };
         transfer_conn.push(Some(conn));
     }
+    let path_search = disjoint.map(|d| d.tally);
     links.pair_directions();
     let orchestrator = (scenario.nic.path_selection == PathSelection::Orchestrated)
         .then(|| orchestrate(&links.qps, &ports, &routes, &topo, &scenario.nic, seed));
@@ -471,6 +479,8 @@ pub(super) fn build(
         routes,
         balancer,
         orchestrator,
+        stacks: stacks(&topo),
+        path_search,
         srv6,
         framing,
         work_left: flows.len() + jobs.program.jobs.len(),
@@ -718,17 +728,40 @@ impl Links {
     /// (offset + k) mod ports, spreading connections over the planes; the
     /// responder uses the port of the same index (the same plane). Each QP
     /// draws its UDP source port, the ECMP entropy, from its own stream as
-    /// Linux folds QPNs into 0xC000-0xFFFF (protocols.md s2.1).
-    fn connect(&mut self, ports: &[Port], node_ports: &[Vec<PortId>], srv6: Option<&Srv6>, ends: Ends) -> ConnectionId {
+    /// Linux folds QPNs into 0xC000-0xFFFF (protocols.md s2.1); under
+    /// `disjoint`, the first draw whose path is disjoint from the
+    /// connection's other QPs' (RePaC).
+    fn connect(
+        &mut self,
+        ports: &[Port],
+        node_ports: &[Vec<PortId>],
+        srv6: Option<&Srv6>,
+        mut disjoint: Option<&mut Disjoint>,
+        ends: Ends,
+    ) -> ConnectionId {
         let Ends { src, dst, qps: count, offset, job } = ends;
         let (src_ports, dst_ports) = (&node_ports[src.0 as usize], &node_ports[dst.0 as usize]);
         let nic_rate = Rate(src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum());
         let mut ids = Vec::with_capacity(count as usize);
+        let mut chosen = repac::Chosen::default();
+        let per_access = count.div_ceil(src_ports.len().min(dst_ports.len()).max(1) as u32);
+        let mut found = 0;
         for k in 0..count as usize {
             let port_index = (offset + k) % src_ports.len();
             let id = self.qps.next_id();
-            let entropy = 0xC000 | (Rng::stream(self.seed, &[STREAM_QP, id.0 as u64]).next_u64() as u16 & 0x3FFF);
             let src_port = src_ports[port_index];
+            let mut draws = Rng::stream(self.seed, &[STREAM_QP, id.0 as u64]);
+            let mut draw = move || 0xC000 | (draws.next_u64() as u16 & 0x3FFF);
+            let entropy = match disjoint.as_deref_mut() {
+                None => draw(),
+                Some(d) => {
+                    let candidates = std::iter::repeat_with(draw).take(repac::CANDIDATES as usize);
+                    let (entropy, apart) =
+                        d.fabric.pick(&mut chosen, (src_port, src, dst), per_access, candidates, &mut d.tally);
+                    found += u64::from(apart);
+                    entropy
+                }
+            };
             let setup = QpSetup {
                 qp: id,
                 seed: self.seed,
@@ -762,8 +795,31 @@ impl Links {
                 outstanding: 0,
             }));
         }
+        if let Some(d) = disjoint {
+            d.tally.add_connection(u64::from(count), found);
+        }
         self.connections.push(Connection { qps: ids })
     }
+}
+
+/// The stacked ToR pairs: links between two ToRs, the first ToR primary.
+fn stacks(topo: &Topology) -> Vec<Stack> {
+    let tor = |n: NodeId| matches!(topo.node(n).role, NodeRole::Switch { tier: 0, .. });
+    (topo.links.iter().enumerate())
+        .filter(|(_, l)| tor(l.a) && tor(l.b))
+        .map(|(i, l)| Stack {
+            primary: l.a,
+            secondary: l.b,
+            link: PortId::of_link(LinkId(i as u32), 0),
+            suspended: false,
+        })
+        .collect()
+}
+
+/// HPN's disjoint-path search over a run's connections.
+struct Disjoint<'a> {
+    fabric: repac::Fabric<'a>,
+    tally: repac::SearchTally,
 }
 
 impl Simulation {

@@ -4,18 +4,25 @@
 use super::{Event, Simulation};
 use crate::faults::FaultAction;
 use crate::net::{DropCause, PortId};
+use crate::nic::PortFailover;
 use crate::switch::{Balancer, Routes};
+use crate::topology::NodeId;
+use crate::units::Time;
 
 impl Simulation {
     pub(super) fn on_fault(&mut self, i: u32) {
         let (_, action) = self.faults[i as usize];
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
+                let nic_port = [port, port.peer()].into_iter().find(|p| self.is_nic_port(*p));
+                let seen_before = nic_port.map(|p| self.nic_sees_up(p));
                 self.ports[port.0 as usize].up = up;
-                // A NIC notices its own port going down after its remap delay.
-                if self.switches[self.ports[port.0 as usize].node.0 as usize].is_none() {
-                    let delay = if up { crate::units::Time::ZERO } else { self.scenario.nic.remap_delay };
-                    self.events.schedule_in(delay, Event::NicPortState { port, up });
+                if let (Some(p), Some(before)) = (nic_port, seen_before) {
+                    let now_up = self.nic_sees_up(p);
+                    if now_up != before {
+                        self.events
+                            .schedule_in(self.nic_notice_delay(p, now_up), Event::NicPortState { port: p, up: now_up });
+                    }
                 }
                 if up {
                     self.try_transmit(port);
@@ -36,29 +43,105 @@ impl Simulation {
                 false
             }
             FaultAction::SwitchUp { node, up, gray } => {
-                if let Some(sw) = self.switches[node.0 as usize].as_mut() {
-                    sw.up = up;
-                    sw.advertised = up || gray;
-                }
-                if !gray {
-                    // A switch that dies takes the light off its links: the
-                    // NICs attached to it see their ports go down (after
-                    // their remap delay) and come back with it.
-                    let delay = if up { crate::units::Time::ZERO } else { self.scenario.nic.remap_delay };
-                    for k in 0..self.node_ports[node.0 as usize].len() {
-                        let peer = self.node_ports[node.0 as usize][k].peer();
-                        if self.switches[self.ports[peer.0 as usize].node.0 as usize].is_none() {
-                            self.events.schedule_in(delay, Event::NicPortState { port: peer, up });
-                        }
-                    }
-                }
+                self.set_switch(node, up, gray);
                 !gray
             }
         };
+        self.watch_stacks();
         if routed {
             let delay = self.scenario.switch.reconvergence_delay;
             self.events.schedule_in(delay, Event::Reconverge);
         }
+    }
+
+    fn is_nic_port(&self, port: PortId) -> bool {
+        self.switches[self.ports[port.0 as usize].node.0 as usize].is_none()
+    }
+
+    /// Whether the NIC can use its port `port`: the NIC sees its receive
+    /// direction fail (loss of signal); its transmit direction only when
+    /// the ToR tells it (IEEE 802.3 link fault signalling) or, failing
+    /// that, when LACP notices (alibaba-hpn.txt s10: a NIC firmware that
+    /// ignored the remote fault kept sending into a dead direction).
+    pub(super) fn nic_sees_up(&self, port: PortId) -> bool {
+        let (tx, rx) = (self.ports[port.0 as usize].up, self.ports[port.peer().0 as usize].up);
+        // A switch that is down (not gray) takes the light off its links.
+        let tor = self.switches[self.ports[port.peer().0 as usize].node.0 as usize].as_ref();
+        let lit = tor.is_none_or(|s| s.up || s.advertised);
+        let nic = &self.scenario.nic;
+        lit && rx && (tx || !(nic.link_fault_signaling || nic.port_failover == PortFailover::Lacp))
+    }
+
+    /// How long the NIC takes to notice its port `port` went down (or up):
+    /// its remap delay, or LACP's timeout for a transmit direction that
+    /// failed silently.
+    fn nic_notice_delay(&self, port: PortId, up: bool) -> Time {
+        let nic = &self.scenario.nic;
+        match up {
+            true => Time::ZERO,
+            false if !nic.link_fault_signaling && self.ports[port.peer().0 as usize].up => {
+                nic.remap_delay + nic.lacp_timeout
+            }
+            false => nic.remap_delay,
+        }
+    }
+
+    /// A switch stops (or resumes) forwarding; with `gray`, its control
+    /// plane goes on advertising it.
+    fn set_switch(&mut self, node: NodeId, up: bool, gray: bool) {
+        if let Some(sw) = self.switches[node.0 as usize].as_mut() {
+            sw.up = up;
+            sw.advertised = up || gray;
+        }
+        if !gray {
+            // A switch that dies takes the light off its links: the
+            // NICs attached to it see their ports go down (after
+            // their remap delay) and come back with it.
+            let delay = if up { Time::ZERO } else { self.scenario.nic.remap_delay };
+            for k in 0..self.node_ports[node.0 as usize].len() {
+                let peer = self.node_ports[node.0 as usize][k].peer();
+                if self.switches[self.ports[peer.0 as usize].node.0 as usize].is_none() {
+                    self.events.schedule_in(delay, Event::NicPortState { port: peer, up });
+                }
+            }
+        }
+    }
+
+    /// Whether stack `i`'s secondary has lost its synchronisation with the
+    /// primary: the stack link is down, or the primary's data plane is
+    /// while its control plane still holds the primary role
+    /// (alibaba-hpn.txt s4.1, Fig 8a). A primary that is wholly down is
+    /// not a split: the secondary takes over.
+    fn stack_split(&self, i: usize) -> bool {
+        let stack = &self.stacks[i];
+        let link_up = self.ports[stack.link.0 as usize].up && self.ports[stack.link.peer().0 as usize].up;
+        let primary = self.switches[stack.primary.0 as usize].as_ref().expect("a stack joins switches");
+        !link_up || (!primary.up && primary.advertised)
+    }
+
+    /// After a fault, every stack whose split state changed re-checks it
+    /// once its failover delay has passed.
+    fn watch_stacks(&mut self) {
+        let delay = self.scenario.switch.stack_failover_delay;
+        for i in 0..self.stacks.len() {
+            if self.stack_split(i) != self.stacks[i].suspended {
+                self.events.schedule_in(delay, Event::StackCheck(i as u32));
+            }
+        }
+    }
+
+    /// A split that still holds shuts the secondary down to keep the two
+    /// from forwarding inconsistently; once the stack is whole again it
+    /// resumes.
+    pub(super) fn on_stack_check(&mut self, i: u32) {
+        let i = i as usize;
+        let split = self.stack_split(i);
+        if split == self.stacks[i].suspended {
+            return;
+        }
+        self.stacks[i].suspended = split;
+        self.set_switch(self.stacks[i].secondary, !split, false);
+        self.events.schedule_in(self.scenario.switch.reconvergence_delay, Event::Reconverge);
     }
 
     /// A port whose link went down loses what is queued for it. NIC ports

@@ -76,6 +76,8 @@ enum Event {
     ImbalanceLoads,
     /// A ConWeave VOQ's release is due, unless rescheduled since.
     ConweaveFlush(u32),
+    /// A ToR stack re-checks whether its ToRs are in sync.
+    StackCheck(u32),
 }
 
 // The event queue's entries are what its cache footprint is made of: an
@@ -89,6 +91,16 @@ struct SwitchState {
     /// Its control plane advertises routes through it.
     advertised: bool,
     ecmp_seed: u64,
+}
+
+/// A stacked dual-ToR pair (alibaba-hpn.txt s4.1): its primary and
+/// secondary ToR and the link between them.
+struct Stack {
+    primary: NodeId,
+    secondary: NodeId,
+    link: PortId,
+    /// The secondary has shut itself down over a split.
+    suspended: bool,
 }
 
 /// The QPs between two NICs that one flow, or one channel of a job's
@@ -192,6 +204,10 @@ pub struct Simulation {
     balancer: Balancer,
     /// PRO's orchestrated round robin, when NICs pick paths by it.
     orchestrator: Option<Orchestrator>,
+    /// Stacked dual-ToR pairs.
+    stacks: Vec<Stack>,
+    /// What HPN's disjoint-path search found, when QPs' paths were picked by it.
+    path_search: Option<crate::nic::repac::SearchTally>,
     /// Static SRv6 routes, when switches forward by SRv6.
     srv6: Option<Srv6>,
     /// How NICs frame packets (IP version, SRv6 encapsulation).
@@ -402,6 +418,7 @@ impl Simulation {
             Event::ImbalanceQueues => self.on_imbalance(false),
             Event::ImbalanceLoads => self.on_imbalance(true),
             Event::ConweaveFlush(voq) => self.on_conweave_flush(voq),
+            Event::StackCheck(stack) => self.on_stack_check(stack),
         }
     }
 }

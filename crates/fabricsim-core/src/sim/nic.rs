@@ -398,6 +398,10 @@ impl Simulation {
     }
 
     pub(super) fn on_nic_port_state(&mut self, port: PortId, up: bool) {
+        // A change undone before the NIC noticed it is not noticed.
+        if self.nic_sees_up(port) != up {
+            return;
+        }
         self.sched[port.0 as usize].known_down = !up;
         let nic = self.ports[port.0 as usize].node;
         self.note_ports_up(nic);

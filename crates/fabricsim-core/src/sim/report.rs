@@ -300,6 +300,26 @@ impl Simulation {
                 "still_held": cw.held(),
             });
         }
+        let mut warnings = Vec::new();
+        if let Some(t) = &self.path_search {
+            summary["path_search"] = json!({
+                "connections": t.connections,
+                "qps": t.qps,
+                "disjoint_qps": t.disjoint_qps,
+                "candidates": t.candidates,
+                "links_examined": t.links_examined,
+            });
+            if let Some((found, asked)) = t.fewest {
+                warnings.push(format!(
+                    "nic.path_selection: disjoint: {} of {} connections found fewer disjoint paths than QPs (fewest: \
+                     {found} of {asked}); their other QPs share links",
+                    t.short_connections, t.connections
+                ));
+            }
+        }
+        if !warnings.is_empty() {
+            summary["warnings"] = json!(warnings);
+        }
         RunOutput {
             stop,
             complete,

@@ -103,6 +103,12 @@ pub struct ClosSpec {
     /// every started pod has all its T1s and every T2 is built.
     #[serde(default)]
     pub nics: Option<u32>,
+    /// Stacked dual-ToR (alibaba-hpn.txt s4.1, Fig 8a): a direct link
+    /// between the two ToRs of each ToR set, over which they synchronise
+    /// as primary (the first) and secondary. Needs two NIC ports per plane.
+    /// Default false: non-stacked, the ToRs independent (s4.2).
+    #[serde(default)]
+    pub tor_stack: bool,
 }
 
 /// Port counts of one switch tier.
@@ -218,6 +224,7 @@ struct Plan {
     ports_per_cage: u32,
     nics_per_host: u32,
     rail_optimized: bool,
+    tor_stack: bool,
     parallel: u32,
     /// ToRs under one T1 group: a whole 2-tier plane, or one 3-tier pod.
     tors_per_pod: u32,
@@ -358,7 +365,17 @@ impl Plan {
         let per_plane = (nics.saturating_mul(ports_per_plane as u64))
             .saturating_add(tors.saturating_mul(ports[0].up as u64))
             .saturating_add(if tiers == 3 { switches[1].saturating_mul(ports[1].up as u64) } else { 0 });
-        let links = per_plane.saturating_mul(planes as u64);
+        if spec.tor_stack && ports_per_plane != 2 {
+            return invalid(
+                "topology.tor_stack",
+                format!(
+                    "true: a stack joins the two ToRs of a dual-ToR set, and {nic_ports} NIC ports over {planes} \
+                     plane(s) make ToR sets of {ports_per_plane}"
+                ),
+            );
+        }
+        let stacks = if spec.tor_stack { sets } else { 0 };
+        let links = per_plane.saturating_add(stacks).saturating_mul(planes as u64);
         let nodes =
             nics.saturating_add(switches.iter().fold(0u64, |a, &b| a.saturating_add(b)).saturating_mul(planes as u64));
         if links > MAX_LINKS || nodes > u32::MAX as u64 {
@@ -384,6 +401,7 @@ impl Plan {
             ports_per_cage,
             nics_per_host,
             rail_optimized: spec.rail_optimized,
+            tor_stack: spec.tor_stack,
             parallel,
             links,
             tors_per_pod,
@@ -484,6 +502,11 @@ impl Plan {
                     for t2 in first_t2..first_t2 + group {
                         self.push_parallel(&mut links, 2, self.switch(plane, 1, t1), self.switch(plane, 2, t2));
                     }
+                }
+            }
+            if self.tor_stack {
+                for set in 0..self.switches[0] / 2 {
+                    links.push(self.link(0, self.switch(plane, 0, 2 * set), self.switch(plane, 0, 2 * set + 1)));
                 }
             }
         }
@@ -625,6 +648,7 @@ mod tests {
             rail_optimized: false,
             parallel_links: 1,
             nics: None,
+            tor_stack: false,
         }
     }
 

@@ -14,6 +14,7 @@
 mod clos;
 mod explicit;
 mod nic_ref;
+mod path_space;
 mod report;
 
 use schemars::JsonSchema;
@@ -25,6 +26,7 @@ use crate::units::{Rate, Time};
 pub use clos::ClosSpec;
 pub use explicit::ExplicitSpec;
 pub use nic_ref::NicRef;
+pub use path_space::PathSpace;
 pub use report::TopologyReport;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

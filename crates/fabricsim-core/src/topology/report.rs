@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::path_space::{path_space, PathSpace};
 use super::{ModuleSpec, NodeRole, Topology};
 use crate::units::Rate;
 
@@ -34,6 +35,10 @@ pub struct TopologyReport {
     /// Exact for the Clos family; for explicit graphs an upper-bound
     /// estimate, since a graph's worst cut need not follow its layers.
     pub bisection_bps: u64,
+    /// The equal-cost paths between the first NIC and the farthest from
+    /// it, which a host picking disjoint paths searches (alibaba-hpn.txt
+    /// Table 1); none without two connected NICs.
+    pub path_space: Option<PathSpace>,
 }
 
 pub(super) fn report(topology: &Topology) -> TopologyReport {
@@ -91,6 +96,7 @@ pub(super) fn report(topology: &Topology) -> TopologyReport {
         links_total: topology.links.len() as u64,
         transceivers,
         bisection_bps: bisection(topology),
+        path_space: path_space(topology),
     }
 }
 
