@@ -820,7 +820,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     ),
     Experiment(
         key="not_run",
-        figure="Figs 7, 11(a) (Tree), 13",
+        figure="Figs 7, 11(a) (Tree)",
         title="Figures not reproduced",
         runs=(),
         analyse=_not_run_analysis,
