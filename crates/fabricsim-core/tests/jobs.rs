@@ -178,3 +178,51 @@ fn placements_put_ranks_where_they_say() {
     .unwrap();
     assert!(two.jobs[JobId(0)].nics.iter().all(|n| !two.jobs[JobId(1)].nics.contains(n)));
 }
+
+/// Two ranks on NICs 0 and 4 (different ToRs, one port each), 9 iterations
+/// of 20us of compute and a 256KB all-reduce; NIC 0's link down from 150us
+/// for `outage`. RoCE gives up after 8 timeouts of 32.8us (exponent 3),
+/// about 262us.
+fn training(outage: &str, checkpoint: Value) -> Value {
+    json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
+        "transport": {"kind": "rocev2", "timeout_exponent": 3},
+        "jobs": [{"name": "train", "ranks": 2, "placement": {"explicit": [0, 4]}, "iterations": 9,
+            "checkpoint": checkpoint,
+            "phases": [{"name": "fwd", "compute": "20us"},
+                       {"name": "sync", "collective": {"op": "all_reduce", "bytes": "256KB"}}]}],
+        "faults": [{"kind": "link_flap", "at": "150us", "port": "nic0:0", "duration": outage}],
+    })
+}
+
+fn steps(out: &fabricsim_core::RunOutput) -> Vec<(f64, f64)> {
+    let (start, end) = (common::floats(&out.steps, "start_s"), common::floats(&out.steps, "end_s"));
+    start.iter().zip(&end).map(|(s, e)| (s.unwrap(), e.unwrap())).collect()
+}
+
+#[test]
+fn a_job_halts_on_a_qp_error_and_restarts_from_its_checkpoint() {
+    // Repaired before RoCE gives up: the job only stalls; nothing restarts.
+    let short = run(training("100us", json!({"every": 3, "restart_delay": "50us"})));
+    let job = &short.summary["jobs"]["train"];
+    assert_eq!((job["completed"].as_bool(), job["restarts"].as_u64()), (Some(true), Some(0)), "{job}");
+    // Down for longer: a QP fails. Without a checkpoint the job is lost.
+    let lost = run(training("2ms", Value::Null));
+    assert_eq!(lost.summary["jobs"]["train"]["failed"], true);
+    assert_eq!(lost.summary["jobs"]["train"]["completed"], false);
+    // With one, the job aborts, and 50us later starts again from the last
+    // checkpoint on new QPs, failing again until the link is back.
+    let out = run(training("2ms", json!({"every": 3, "restart_delay": "50us"})));
+    let job = &out.summary["jobs"]["train"];
+    assert_eq!(job["completed"], true, "{job}");
+    assert!(job["restarts"].as_u64().unwrap() >= 1, "{job}");
+    assert!(job["halted_s"].as_f64().unwrap() >= 0.999 * 50e-6 * job["restarts"].as_f64().unwrap(), "{job}");
+    let rows = steps(&out);
+    let failed_in = rows.iter().position(|&(_, e)| e > 150e-6).unwrap();
+    let checkpoint = failed_in / 3 * 3;
+    // Iterations before the checkpoint kept their times; from it on they
+    // ran again after the link came back.
+    assert!(rows[..checkpoint].iter().all(|&(_, e)| e < 150e-6), "{rows:?}");
+    assert!(rows[checkpoint..].iter().all(|&(s, _)| s > 2.15e-3), "{rows:?} from {checkpoint}");
+    assert!(summary_u64(&out, "qp_errors") >= 1);
+}

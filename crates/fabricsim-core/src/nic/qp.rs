@@ -46,4 +46,7 @@ pub(crate) struct Qp {
     pub messages: VecDeque<(MessageId, u64)>,
     /// Bytes posted on this QP and not yet completed (its outstanding WQEs).
     pub outstanding: u64,
+    /// Torn down with its job: it sends nothing more and what reaches it
+    /// is dropped, as for an unknown QPN.
+    pub destroyed: bool,
 }

@@ -459,6 +459,15 @@ impl Scenario {
                  stamps paths on QPs of one path each (transport.kind: rocev2)",
             );
         }
+        if self.nic.path_selection == PathSelection::Orchestrated {
+            if let Some(j) = self.jobs.iter().position(|j| j.checkpoint.is_some()) {
+                return invalid(
+                    format!("jobs[{j}].checkpoint"),
+                    "a job that restarts opens new QPs, and PRO's orchestration (nic.path_selection: \
+                     orchestrated) plans its path sets once for the QPs of the start",
+                );
+            }
+        }
         if self.nic.path_selection == PathSelection::Disjoint
             && (self.switch.forwarding != Forwarding::Ecmp || !matches!(self.transport, TransportSpec::Rocev2(_)))
         {

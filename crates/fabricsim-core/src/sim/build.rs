@@ -342,6 +342,8 @@ pub(super) fn build(
         factory,
         framing,
         mtu: scenario.nic.mtu.0 as u32,
+        keep_setups: program.jobs.iter().any(|j| j.checkpoint.is_some()),
+        setups: Arena::default(),
     };
     let port_node = |p: PortId| ports[p.0 as usize].node;
     let switch_seed = |n: NodeId| switches[n.0 as usize].as_ref().map_or(0, |s| s.ecmp_seed);
@@ -458,7 +460,8 @@ pub(super) fn build(
         events.schedule(Time::ZERO, Event::MapperRound);
         super::clustermapper::Mapper::new(cfg.clone(), n_ports, n_nodes)
     });
-    let qp_numbers = if capture.is_some() { number_qps(&links.qps, topo.nodes.len()) } else { Vec::new() };
+    let qp_numbers =
+        if capture.is_some() { number_qps(&links.qps, topo.nodes.len()) } else { (Vec::new(), Vec::new()) };
     let histograms = scenario.telemetry.histograms.as_ref().map(|h| {
         let named = |p: &PortId| {
             let port = &ports[p.0 as usize];
@@ -487,6 +490,8 @@ pub(super) fn build(
         total_bytes: flows.iter().fold(jobs.total_bytes(), |sum, f| sum.saturating_add(f.bytes)),
         qps: links.qps,
         connections: links.connections,
+        qp_factory: links.factory,
+        qp_setups: links.setups,
         messages: Arena::default(),
         flows,
         actions: Vec::new(),
@@ -660,14 +665,16 @@ fn check_psn_space(
 /// Each QP's number at its requester and its responder: every NIC numbers
 /// its QPs from 2 up in the order they are created (0 and 1 are
 /// InfiniBand's management QPs).
-fn number_qps(qps: &Arena<QpId, Qp>, nodes: usize) -> Vec<[u32; 2]> {
+/// Also returns the number each NIC gives its next QP.
+fn number_qps(qps: &Arena<QpId, Qp>, nodes: usize) -> (Vec<[u32; 2]>, Vec<u32>) {
     let mut next = vec![2u32; nodes];
     let mut take = |node: NodeId| {
         let n = next[node.0 as usize];
         next[node.0 as usize] += 1;
         n
     };
-    qps.iter().map(|qp| [take(qp.src), take(qp.dst)]).collect()
+    let numbers = qps.iter().map(|qp| [take(qp.src), take(qp.dst)]).collect();
+    (numbers, next)
 }
 
 /// The two NICs of a connection, its QP count, the port its first QP
@@ -688,6 +695,9 @@ struct Links {
     factory: QpFactory,
     framing: Framing,
     mtu: u32,
+    /// Each QP's setup, kept when a job may restart and open its QPs again.
+    keep_setups: bool,
+    setups: Arena<QpId, QpSetup>,
 }
 
 impl Links {
@@ -793,7 +803,11 @@ impl Links {
                 timers_queued: [Time::MAX; TIMERS],
                 messages: Default::default(),
                 outstanding: 0,
+                destroyed: false,
             }));
+            if self.keep_setups {
+                self.setups.push(setup);
+            }
         }
         if let Some(d) = disjoint {
             d.tally.add_connection(u64::from(count), found);

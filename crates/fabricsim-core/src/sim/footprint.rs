@@ -35,8 +35,9 @@ const ALLOC_OVERHEAD: u64 = 16;
 /// sampling 1.86 M rows was 1.56 GB: about 850 B a row).
 pub(super) const SAMPLE_ROW: u64 = 850;
 /// A transfer's state in the run besides its record: its connection,
-/// dependents, counters and times (`sim::jobs::Jobs`).
-const TRANSFER_STATE: u64 = 8 + 8 + 4 + 4 + 3 * 16;
+/// dependents, counters and times (`sim::jobs::Jobs`), the intra-host
+/// due time among them.
+const TRANSFER_STATE: u64 = 8 + 8 + 4 + 4 + 3 * 16 + 8;
 /// A flow's records besides its spec: the flow, its connection's QP list
 /// and its message, and its row of the flows table as it crosses into
 /// Python (about 2.3 KB: the peak RSS of `fabricsim run` grows by 3.45 KB

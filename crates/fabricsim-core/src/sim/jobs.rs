@@ -43,6 +43,17 @@ pub(super) struct Jobs {
     /// transfers waiting for one of them to free a buffer slot.
     pub conn_in_flight: Arena<ConnectionId, u32>,
     pub conn_waiting: Arena<ConnectionId, std::collections::VecDeque<TransferId>>,
+    /// When each running compute phase, and each intra-host transfer in
+    /// flight, is due: a job that restarts leaves their events behind.
+    pub compute_due: Arena<PhaseId, Time>,
+    pub intra_due: Arena<TransferId, Time>,
+    /// Each job's connections, torn down when it aborts.
+    pub job_connections: Arena<JobId, Vec<ConnectionId>>,
+    /// Since when an aborted job waits to restart; its restarts so far and
+    /// the time it spent halted.
+    pub halted_since: Arena<JobId, Option<Time>>,
+    pub restarts: Arena<JobId, u32>,
+    pub halted: Arena<JobId, Time>,
 }
 
 impl Jobs {
@@ -79,6 +90,18 @@ impl Jobs {
             }
         }
         let (collectives, phases, jobs) = (program.collectives.len(), program.phases.len(), program.jobs.len());
+        let mut job_connections: Vec<Vec<ConnectionId>> = vec![Vec::new(); jobs];
+        for (t, conn) in transfer_conn.enumerate() {
+            if let Some(conn) = *conn {
+                let p = &program;
+                let job = p.phases[p.collectives[p.transfers[t].collective].phase].job;
+                job_connections[job.index()].push(conn);
+            }
+        }
+        for list in job_connections.iter_mut() {
+            list.sort_unstable();
+            list.dedup();
+        }
         Jobs {
             deps_left: program.transfers.iter().map(|t| t.deps.len() as u32).collect(),
             ready: vec![None; t].into(),
@@ -98,6 +121,12 @@ impl Jobs {
             gpu_busy: vec![Time::ZERO; nodes],
             conn_in_flight: vec![0; connections].into(),
             conn_waiting: vec![Default::default(); connections].into(),
+            compute_due: vec![Time::MAX; phases].into(),
+            intra_due: vec![Time::MAX; t].into(),
+            job_connections: job_connections.into(),
+            halted_since: vec![None; jobs].into(),
+            restarts: vec![0; jobs].into(),
+            halted: vec![Time::ZERO; jobs].into(),
             phase_dependents,
             dependents,
             dep_start,
@@ -133,6 +162,7 @@ impl Simulation {
         self.jobs.phase_start[p] = Some(now);
         let phase = &self.jobs.program.phases[p];
         if let Some(d) = phase.compute {
+            self.jobs.compute_due[p] = now + d;
             self.events.schedule(now + d, Event::ComputeDone(p));
             return;
         }
@@ -172,7 +202,22 @@ impl Simulation {
         let busy = &mut self.jobs.gpu_busy[src.0 as usize];
         let sent = (*busy).max(now) + link.rate.tx_time(transfer.bytes);
         *busy = sent;
+        self.jobs.intra_due[t] = sent + link.latency;
         self.events.schedule(sent + link.latency, Event::IntraHostDone(t));
+    }
+
+    /// A compute phase's time is up, unless its job restarted since.
+    pub(super) fn on_compute_done(&mut self, p: PhaseId) {
+        if std::mem::replace(&mut self.jobs.compute_due[p], Time::MAX) == self.now() {
+            self.phase_part_done(p);
+        }
+    }
+
+    /// An intra-host transfer arrived, unless its job restarted since.
+    pub(super) fn on_intra_host_done(&mut self, t: TransferId) {
+        if std::mem::replace(&mut self.jobs.intra_due[t], Time::MAX) == self.now() {
+            self.transfer_done(t);
+        }
     }
 
     /// A transfer's last byte arrived.
@@ -229,12 +274,78 @@ impl Simulation {
         }
     }
 
-    /// A QP of a transfer failed: its job can never finish.
+    /// A QP of a transfer failed: its job stops for good, or, with a
+    /// checkpoint, aborts and restarts from it later.
     pub(super) fn transfer_failed(&mut self, t: TransferId) {
         let job = self.jobs.job_of(t);
-        if !self.jobs.job_failed[job] && self.jobs.job_end[job].is_none() {
-            self.jobs.job_failed[job] = true;
-            self.work_left -= 1;
+        let j = &self.jobs;
+        if j.job_failed[job] || j.job_end[job].is_some() || j.halted_since[job].is_some() {
+            return;
+        }
+        match self.jobs.program.jobs[job].checkpoint {
+            None => {
+                self.jobs.job_failed[job] = true;
+                self.work_left -= 1;
+            }
+            Some(checkpoint) => {
+                self.jobs.halted_since[job] = Some(self.now());
+                for c in self.jobs.job_connections[job].clone() {
+                    for q in self.connections[c].qps.clone() {
+                        self.destroy_qp(q);
+                    }
+                    self.jobs.conn_in_flight[c] = 0;
+                    self.jobs.conn_waiting[c].clear();
+                }
+                self.events.schedule_in(checkpoint.restart_delay, Event::JobRestart(job));
+            }
+        }
+    }
+
+    /// An aborted job starts again from its last checkpoint, on new
+    /// connections: the iterations since are run again.
+    pub(super) fn on_job_restart(&mut self, job: JobId) {
+        let now = self.now();
+        let since = self.jobs.halted_since[job].take().expect("a job restarts after it aborted");
+        self.jobs.halted[job] += now - since;
+        self.jobs.restarts[job] += 1;
+        for c in self.jobs.job_connections[job].clone() {
+            self.reconnect(c);
+        }
+        let plan = &self.jobs.program.jobs[job];
+        let (phases, iterations, every) = (plan.phases, plan.iterations, plan.checkpoint.map_or(1, |c| c.every));
+        // Iterations finished in order, and the checkpoint taken after them.
+        let j = &mut self.jobs;
+        let p = &j.program;
+        let finished = (phases.iter())
+            .filter(|&q| j.phase_end[q].is_none())
+            .map(|q| p.phases[q].iteration)
+            .min()
+            .unwrap_or(iterations);
+        let from = finished / every * every;
+        let rewound: Vec<PhaseId> = phases.iter().filter(|&q| p.phases[q].iteration >= from).collect();
+        for &q in &rewound {
+            j.phase_start[q] = None;
+            j.phase_end[q] = None;
+            j.compute_due[q] = Time::MAX;
+            j.phase_left[q] = p.phases[q].collectives.len().max(1) as u32;
+            for &c in &p.phases[q].collectives {
+                j.collective_start[c] = None;
+                j.collective_end[c] = None;
+                j.collective_left[c] = p.collectives[c].transfers.len() as u32;
+                for t in p.collectives[c].transfers.iter() {
+                    j.deps_left[t] = p.transfers[t].deps.len() as u32;
+                    (j.ready[t], j.posted[t], j.done[t], j.intra_due[t]) = (None, None, None, Time::MAX);
+                }
+            }
+        }
+        for &q in &rewound {
+            j.phase_deps_left[q] = p.phases[q].after.iter().filter(|&&a| j.phase_end[a].is_none()).count() as u32;
+        }
+        j.job_phases_left[job] = rewound.len() as u32;
+        for q in rewound {
+            if self.jobs.phase_deps_left[q] == 0 {
+                self.start_phase(q);
+            }
         }
     }
 }

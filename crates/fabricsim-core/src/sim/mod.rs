@@ -31,7 +31,7 @@ use crate::nic::{Orchestrator, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Balancer, Routes, Srv6};
 use crate::topology::{NodeId, Topology};
-use crate::transport::{Action, CustomTransport, Framing, Timer};
+use crate::transport::{Action, CustomTransport, Framing, QpFactory, QpSetup, Timer};
 use crate::units::{Rate, Time};
 
 #[derive(Clone, Copy, Debug)]
@@ -78,6 +78,8 @@ enum Event {
     ConweaveFlush(u32),
     /// A ToR stack re-checks whether its ToRs are in sync.
     StackCheck(u32),
+    /// An aborted job starts again from its checkpoint.
+    JobRestart(JobId),
 }
 
 // The event queue's entries are what its cache footprint is made of: an
@@ -214,6 +216,10 @@ pub struct Simulation {
     framing: Framing,
     qps: Arena<QpId, Qp>,
     connections: Arena<ConnectionId, Connection>,
+    /// Builds the transports of the QPs a restarting job opens again, from
+    /// each QP's setup (kept only when a job has a checkpoint).
+    qp_factory: QpFactory,
+    qp_setups: Arena<QpId, QpSetup>,
     messages: Arena<MessageId, Message>,
     flows: Arena<FlowId, Flow>,
     /// Actions transports asked for and not yet carried out (a stack:
@@ -409,8 +415,8 @@ impl Simulation {
             Event::MapperScore(round) => self.mapper_score(round),
             Event::FlowStart(flow) => self.on_flow_start(flow),
             Event::JobStart(job) => self.on_job_start(job),
-            Event::ComputeDone(phase) => self.phase_part_done(phase),
-            Event::IntraHostDone(transfer) => self.transfer_done(transfer),
+            Event::ComputeDone(phase) => self.on_compute_done(phase),
+            Event::IntraHostDone(transfer) => self.on_intra_host_done(transfer),
             Event::NicPortState { port, up } => self.on_nic_port_state(port, up),
             Event::Fault(i) => self.on_fault(i),
             Event::Reconverge => self.reconverge(),
@@ -419,6 +425,7 @@ impl Simulation {
             Event::ImbalanceLoads => self.on_imbalance(true),
             Event::ConweaveFlush(voq) => self.on_conweave_flush(voq),
             Event::StackCheck(stack) => self.on_stack_check(stack),
+            Event::JobRestart(job) => self.on_job_restart(job),
         }
     }
 }

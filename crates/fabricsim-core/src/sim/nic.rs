@@ -11,9 +11,9 @@ use crate::ids::{ConnectionId, FlowId, MessageId, QpId};
 use crate::net::{
     flag, headers, Ev, Packet, PacketId, PacketKind, PortId, Usids, CLASS_CONTROL, CLASS_DATA, NO_PORT, USIDS,
 };
-use crate::nic::{MessageSplit, Pick, PortFailover};
+use crate::nic::{MessageSplit, PathSelection, Pick, PortFailover, Qp};
 use crate::topology::NodeId;
-use crate::transport::{Action, Control, End, Outgoing, Timer, Transport};
+use crate::transport::{Action, Control, End, Outgoing, QpSetup, Timer, Transport, TIMERS};
 use crate::units::Time;
 use crate::workload::split_evenly;
 
@@ -71,7 +71,7 @@ impl Simulation {
     /// on (its own port; every port of the NIC when it sprays) and kicks
     /// them.
     pub(super) fn make_ready(&mut self, q: QpId) {
-        if !self.qps[q].transport.has_data() {
+        if !self.qps[q].transport.has_data() || self.qps[q].destroyed {
             return;
         }
         let nic = self.qps[q].src.0 as usize;
@@ -168,6 +168,67 @@ impl Simulation {
         }
     }
 
+    /// Tears QP `q` down with its job: what it had posted is gone, and it
+    /// leaves every ready list.
+    pub(super) fn destroy_qp(&mut self, q: QpId) {
+        let qp = &mut self.qps[q];
+        (qp.destroyed, qp.outstanding) = (true, 0);
+        qp.messages.clear();
+        let ports = &self.node_ports[qp.src.0 as usize];
+        for (k, port) in ports.iter().enumerate() {
+            if qp.in_ready_lists & (1 << k.min(31)) != 0 {
+                self.sched[port.0 as usize].ready.retain(|&x| x != q);
+            }
+        }
+        qp.in_ready_lists = 0;
+    }
+
+    /// Opens connection `conn` again on new QPs, one for each of its old
+    /// ones, bound to the ports the old ones used, each with a UDP source
+    /// port of its own (a new QPN) unless paths were chosen disjoint, whose
+    /// source ports it keeps.
+    pub(super) fn reconnect(&mut self, conn: ConnectionId) {
+        let mut renamed = Vec::new();
+        for k in 0..self.connections[conn].qps.len() {
+            let old = self.connections[conn].qps[k];
+            let id = self.qps.next_id();
+            let mut setup = QpSetup { qp: id, ..self.qp_setups[old] };
+            if self.scenario.nic.path_selection != PathSelection::Disjoint {
+                setup.entropy = QpSetup::entropy_of(setup.seed, id);
+            }
+            let before = &self.qps[old];
+            let qp = Qp {
+                transport: self.qp_factory.build(&setup),
+                next_send: Time::ZERO,
+                in_ready_lists: 0,
+                entropy: setup.entropy,
+                reverse: None,
+                timers_queued: [Time::MAX; TIMERS],
+                messages: Default::default(),
+                outstanding: 0,
+                destroyed: false,
+                ..*before
+            };
+            let (src, dst) = (qp.src, qp.dst);
+            self.qps.push(qp);
+            self.qp_setups.push(setup);
+            self.recorder.number_qp(id, src, dst);
+            self.connections[conn].qps[k] = id;
+            renamed.push((old, id));
+        }
+        // A QP paired with an old one pairs with its successor.
+        for q in self.qps.ids() {
+            if let Some(r) = self.qps[q].reverse {
+                if let Some(&(_, new)) = renamed.iter().find(|(old, _)| *old == r) {
+                    self.qps[q].reverse = Some(new);
+                }
+            }
+        }
+        for &(old, new) in &renamed {
+            self.qps[new].reverse = self.qps[old].reverse;
+        }
+    }
+
     /// Carries out, in order, the actions QP `q`'s transport appended to
     /// `self.actions` from `first` on. Carrying one out can append more
     /// (another QP's transport runs); those are carried out and removed
@@ -242,6 +303,9 @@ impl Simulation {
             return; // superseded by an earlier wake-up
         }
         *queued = Time::MAX;
+        if self.qps[q].destroyed {
+            return;
+        }
         let first = self.actions.len();
         self.qps[q].transport.on_timer(timer, now, &mut self.actions);
         self.carry_out(q, first);
@@ -390,6 +454,9 @@ impl Simulation {
             return;
         }
         let q = QpId(pkt.qp);
+        if self.qps[q].destroyed {
+            return;
+        }
         let end = if pkt.dst == self.qps[q].src { End::Requester } else { End::Responder };
         let index = self.ports[port.0 as usize].index as usize;
         let (now, first) = (self.now(), self.actions.len());

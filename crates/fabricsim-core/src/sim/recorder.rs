@@ -9,6 +9,7 @@ use crate::ids::QpId;
 use crate::metrics::{BandwidthHistograms, Table};
 use crate::net::capture::{Capture, Hop};
 use crate::net::{Packet, PortId};
+use crate::topology::NodeId;
 use crate::transport::EvChange;
 use crate::units::Time;
 
@@ -31,6 +32,8 @@ pub(super) struct Recorder {
     /// when a connection is set up (0 and 1 are InfiniBand's management
     /// QPs).
     qp_numbers: Vec<[u32; 2]>,
+    /// The number each NIC gives its next QP (empty without a capture).
+    next_qp_number: Vec<u32>,
     histograms: Option<BandwidthHistograms>,
 }
 
@@ -39,7 +42,7 @@ impl Recorder {
         ev_activity: bool,
         ev_log: bool,
         capture: Option<(Capture, Vec<bool>)>,
-        qp_numbers: Vec<[u32; 2]>,
+        (qp_numbers, next_qp_number): (Vec<[u32; 2]>, Vec<u32>),
         histograms: Option<BandwidthHistograms>,
     ) -> Recorder {
         Recorder {
@@ -47,8 +50,24 @@ impl Recorder {
             ev_log: ev_log.then(Vec::new),
             capture,
             qp_numbers,
+            next_qp_number,
             histograms,
         }
+    }
+
+    /// Numbers a QP opened during the run (`q`, the next id) at its two NICs.
+    pub(super) fn number_qp(&mut self, q: QpId, src: NodeId, dst: NodeId) {
+        if self.next_qp_number.is_empty() {
+            return;
+        }
+        let mut take = |n: NodeId| {
+            let number = self.next_qp_number[n.0 as usize];
+            self.next_qp_number[n.0 as usize] += 1;
+            number
+        };
+        let numbers = [take(src), take(dst)];
+        debug_assert_eq!(self.qp_numbers.len(), q.0 as usize);
+        self.qp_numbers.push(numbers);
     }
 
     /// Port `port` serializes `wire` bytes from `start` to `done`.

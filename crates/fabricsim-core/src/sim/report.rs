@@ -496,6 +496,8 @@ impl Simulation {
                     "iterations": plan.iterations,
                     "completed": j.job_end[job].is_some(),
                     "failed": j.job_failed[job],
+                    "restarts": j.restarts[job],
+                    "halted_s": j.halted[job].as_secs_f64(),
                     "jct_s": jct,
                     "ideal_jct_s": ideal,
                     "jct_slowdown": jct.filter(|_| ideal > 0.0).map(|t| t / ideal),

@@ -197,6 +197,13 @@ pub struct QpSetup {
 pub const STREAM_QP: u64 = 0x0A9;
 
 impl QpSetup {
+    /// The UDP source port QP `qp` gets: Linux folds QPNs into
+    /// 0xC000-0xFFFF (protocols.md s2.1); here the first draw of the QP's
+    /// own stream.
+    pub fn entropy_of(seed: u64, qp: QpId) -> u16 {
+        0xC000 | (crate::engine::Rng::stream(seed, &[STREAM_QP, qp.0 as u64]).next_u64() as u16 & 0x3FFF)
+    }
+
     /// A random stream of this QP's own, for purpose `key`.
     pub fn stream(&self, key: u64) -> crate::engine::Rng {
         crate::engine::Rng::stream(self.seed, &[STREAM_QP, self.qp.0 as u64, key])

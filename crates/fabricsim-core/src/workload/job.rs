@@ -32,6 +32,27 @@ pub struct JobSpec {
     /// when the phases it runs `after` have finished (by default the one
     /// before it), so phases can overlap.
     pub phases: Vec<PhaseSpec>,
+    /// What the job does when one of its QPs fails. Without this it stops
+    /// for good. With it, it aborts at once (all its connections torn
+    /// down), and `restart_delay` later starts again from its last
+    /// checkpoint on new connections (alibaba-hpn.txt s2.3: a failure
+    /// rolls training back to its last checkpoint).
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointSpec>,
+}
+
+/// When a job saves its state, and how long it takes to restart from it.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSpec {
+    /// A checkpoint is taken after every `every` iterations (taking no
+    /// time: the paper's checkpoints cost about 5% of training, s2.3,
+    /// which a step's compute phase can include).
+    pub every: u32,
+    /// From the failure until the job runs again: detecting it, tearing
+    /// the job down, rescheduling and loading the checkpoint. No default:
+    /// the paper gives none, and it sets how much a failure costs.
+    pub restart_delay: Time,
 }
 
 fn one() -> u32 {

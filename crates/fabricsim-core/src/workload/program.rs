@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::collective::{Algorithm, CollectiveOp, CollectiveSpec};
-use super::job::{JobSpec, Placement};
+use super::job::{CheckpointSpec, JobSpec, Placement};
 use super::split_evenly as split;
 use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
@@ -88,6 +88,7 @@ pub struct JobPlan {
     pub iterations: u32,
     /// Its phase runs, iteration by iteration.
     pub phases: IdRange<PhaseId>,
+    pub checkpoint: Option<CheckpointSpec>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -116,6 +117,9 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
         }
         if spec.iterations == 0 {
             return invalid(field("iterations"), "0: a job runs at least once");
+        }
+        if spec.checkpoint.is_some_and(|c| c.every == 0) {
+            return invalid(field("checkpoint.every"), "0: a checkpoint is taken after every 1 or more iterations");
         }
         let mut rng = Rng::stream(seed, &[0x70B, j as u64]);
         let placed = place(spec, topo, &nics, &tors, &mut free, &mut rng, &field("placement"))?;
@@ -183,6 +187,7 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
             nics: placed,
             iterations: spec.iterations,
             phases: IdRange { start: first_phase, end: program.phases.next_id() },
+            checkpoint: spec.checkpoint,
         });
     }
     Ok(program)
