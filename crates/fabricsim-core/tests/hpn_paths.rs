@@ -58,3 +58,31 @@ fn fewer_disjoint_paths_than_qps_is_a_warning_with_the_number_found() {
     assert!(warning.contains("fewest: 8 of 10"), "{warning}");
     assert!(warning.starts_with("nic.path_selection"), "{warning}");
 }
+
+#[test]
+fn a_restarted_job_searches_its_disjoint_paths_again() {
+    // Two ranks on NICs 0 and 12, 4 QPs per connection; NIC 0's port 0
+    // goes down for 400us with no LACP, so its QPs there fail, the job
+    // aborts and restarts 20us later on new QPs, whose paths are searched
+    // again over the routes as they are then.
+    let s = json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "planes": 2, "nic_ports": 2},
+        "nic": {"path_selection": "disjoint"},
+        "transport": {"kind": "rocev2", "timeout_exponent": 3},
+        "switch": {"reconvergence_delay": "10us"},
+        "jobs": [{"name": "train", "ranks": 2, "placement": {"explicit": [0, 12]}, "iterations": 3,
+            "checkpoint": {"every": 1, "restart_delay": "20us"},
+            "phases": [{"name": "fwd", "compute": "10us"},
+                       {"name": "sync", "collective": {"op": "all_reduce", "bytes": "1MB", "qps": 4}}]}],
+        "faults": [{"kind": "link_flap", "at": "30us", "port": "nic0:0", "duration": "400us"}],
+    });
+    let out = run(s);
+    let job = &out.summary["jobs"]["train"];
+    assert_eq!(job["completed"], true, "{job}");
+    let restarts = job["restarts"].as_u64().unwrap();
+    assert!(restarts >= 1, "{job}");
+    let search = &out.summary["path_search"];
+    // 2 ranks, 2 channels: 4 connections, opened once more per restart.
+    assert_eq!(search["connections"].as_u64(), Some(4 * (1 + restarts)), "{search}");
+    assert_eq!(search["qps"].as_u64(), Some(16 * (1 + restarts)), "{search}");
+}

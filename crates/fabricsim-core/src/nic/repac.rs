@@ -9,14 +9,30 @@
 //! switches (`switch::ecmp_pick`), so a chosen path is the one packets
 //! take for as long as the routes do not change.
 
+use crate::engine::Rng;
+use crate::ids::QpId;
 use crate::switch::{ecmp_pick, Routes};
 use crate::topology::{LinkId, NodeId, PortId};
+use crate::transport::STREAM_QP;
 
 /// How many candidate source ports a QP tries before settling for the
 /// least-shared path. The RoCE source-port space is 16384 values
 /// (0xC000-0xFFFF); 1024 finds a free path among 60 uplinks with
 /// overwhelming probability and keeps the search bounded on large fabrics.
 pub const CANDIDATES: u32 = 1024;
+
+/// The candidate source ports of QP `qp`: draws of its own stream, the
+/// first its default (`QpSetup::entropy_of`).
+pub fn candidates(seed: u64, qp: QpId) -> impl Iterator<Item = u16> {
+    let mut draws = Rng::stream(seed, &[STREAM_QP, qp.0 as u64]);
+    std::iter::repeat_with(move || 0xC000 | (draws.next_u64() as u16 & 0x3FFF)).take(CANDIDATES as usize)
+}
+
+/// How many of a connection's `qps` paths may share one NIC access link:
+/// as many as its ports force onto it.
+pub fn per_access(qps: u32, src_ports: usize, dst_ports: usize) -> u32 {
+    qps.div_ceil(src_ports.min(dst_ports).max(1) as u32)
+}
 
 /// The fabric a path is replayed on.
 pub struct Fabric<'a> {

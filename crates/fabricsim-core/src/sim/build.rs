@@ -20,7 +20,7 @@ use crate::switch::{
 };
 use crate::topology::{LinkId, NodeId, NodeRole, Topology};
 use crate::transport::{
-    CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, STREAM_QP, TIMERS,
+    CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, TIMERS,
 };
 use crate::units::{Rate, Time};
 use crate::workload::program::{self, Program};
@@ -754,18 +754,16 @@ impl Links {
         let nic_rate = Rate(src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum());
         let mut ids = Vec::with_capacity(count as usize);
         let mut chosen = repac::Chosen::default();
-        let per_access = count.div_ceil(src_ports.len().min(dst_ports.len()).max(1) as u32);
+        let per_access = repac::per_access(count, src_ports.len(), dst_ports.len());
         let mut found = 0;
         for k in 0..count as usize {
             let port_index = (offset + k) % src_ports.len();
             let id = self.qps.next_id();
             let src_port = src_ports[port_index];
-            let mut draws = Rng::stream(self.seed, &[STREAM_QP, id.0 as u64]);
-            let mut draw = move || 0xC000 | (draws.next_u64() as u16 & 0x3FFF);
             let entropy = match disjoint.as_deref_mut() {
-                None => draw(),
+                None => QpSetup::entropy_of(self.seed, id),
                 Some(d) => {
-                    let candidates = std::iter::repeat_with(draw).take(repac::CANDIDATES as usize);
+                    let candidates = repac::candidates(self.seed, id);
                     let (entropy, apart) =
                         d.fabric.pick(&mut chosen, (src_port, src, dst), per_access, candidates, &mut d.tally);
                     found += u64::from(apart);

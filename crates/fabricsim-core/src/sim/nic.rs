@@ -11,8 +11,9 @@ use crate::ids::{ConnectionId, FlowId, MessageId, QpId};
 use crate::net::{
     flag, headers, Ev, Packet, PacketId, PacketKind, PortId, Usids, CLASS_CONTROL, CLASS_DATA, NO_PORT, USIDS,
 };
+use crate::nic::repac;
 use crate::nic::{MessageSplit, PathSelection, Pick, PortFailover, Qp};
-use crate::topology::NodeId;
+use crate::topology::{LinkId, NodeId};
 use crate::transport::{Action, Control, End, Outgoing, QpSetup, Timer, Transport, TIMERS};
 use crate::units::Time;
 use crate::workload::split_evenly;
@@ -185,17 +186,22 @@ impl Simulation {
 
     /// Opens connection `conn` again on new QPs, one for each of its old
     /// ones, bound to the ports the old ones used, each with a UDP source
-    /// port of its own (a new QPN) unless paths were chosen disjoint, whose
-    /// source ports it keeps.
+    /// port of its own (a new QPN); under `disjoint` path selection, the
+    /// paths are searched again over the routes as they are now, around
+    /// what failed (alibaba-hpn.txt s6.1).
     pub(super) fn reconnect(&mut self, conn: ConnectionId) {
+        let first = self.qps.len();
+        let entropies = match self.scenario.nic.path_selection {
+            PathSelection::Disjoint => self.disjoint_entropies(conn, first),
+            _ => (0..self.connections[conn].qps.len())
+                .map(|k| QpSetup::entropy_of(self.scenario.seed, QpId((first + k) as u32)))
+                .collect(),
+        };
         let mut renamed = Vec::new();
-        for k in 0..self.connections[conn].qps.len() {
+        for (k, entropy) in entropies.into_iter().enumerate() {
             let old = self.connections[conn].qps[k];
             let id = self.qps.next_id();
-            let mut setup = QpSetup { qp: id, ..self.qp_setups[old] };
-            if self.scenario.nic.path_selection != PathSelection::Disjoint {
-                setup.entropy = QpSetup::entropy_of(setup.seed, id);
-            }
+            let setup = QpSetup { qp: id, entropy, ..self.qp_setups[old] };
             let before = &self.qps[old];
             let qp = Qp {
                 transport: self.qp_factory.build(&setup),
@@ -227,6 +233,35 @@ impl Simulation {
         for &(old, new) in &renamed {
             self.qps[new].reverse = self.qps[old].reverse;
         }
+    }
+
+    /// Source ports for connection `conn`'s QPs, to be numbered from
+    /// `first`, whose paths over the current routes are disjoint (RePaC).
+    fn disjoint_entropies(&mut self, conn: ConnectionId, first: usize) -> Vec<u16> {
+        let (ports, switches, topo) = (&self.ports, &self.switches, &self.topo);
+        let port_node = |p: PortId| ports[p.0 as usize].node;
+        let seed = |n: NodeId| switches[n.0 as usize].as_ref().map_or(0, |s| s.ecmp_seed);
+        let is_access = |l: LinkId| topo.is_nic(topo.links[l.0 as usize].a);
+        let fabric = repac::Fabric { routes: &self.routes, port_node: &port_node, seed: &seed, is_access: &is_access };
+        let qps = &self.connections[conn].qps;
+        let (src, dst) = (self.qps[qps[0]].src, self.qps[qps[0]].dst);
+        let (src_ports, dst_ports) = (self.node_ports[src.0 as usize].len(), self.node_ports[dst.0 as usize].len());
+        let per_access = repac::per_access(qps.len() as u32, src_ports, dst_ports);
+        let tally = self.path_search.get_or_insert_with(Default::default);
+        let mut chosen = repac::Chosen::default();
+        let mut found = 0;
+        let entropies = (qps.iter().enumerate())
+            .map(|(k, &old)| {
+                let id = QpId((first + k) as u32);
+                let from = self.qps[old].src_port;
+                let candidates = repac::candidates(self.scenario.seed, id);
+                let (entropy, apart) = fabric.pick(&mut chosen, (from, src, dst), per_access, candidates, tally);
+                found += u64::from(apart);
+                entropy
+            })
+            .collect();
+        tally.add_connection(qps.len() as u64, found);
+        entropies
     }
 
     /// Carries out, in order, the actions QP `q`'s transport appended to
