@@ -54,7 +54,16 @@ FLOW_COLUMNS = {
     "timeouts",
     "qp_errors",
 }
-TOPO_KEYS = {"nics", "nic_ports", "switches_total", "switches_per_tier", "links_total", "transceivers", "bisection_bps", "path_space"}
+TOPO_KEYS = {
+    "nics",
+    "nic_ports",
+    "switches_total",
+    "switches_per_tier",
+    "links_total",
+    "transceivers",
+    "bisection_bps",
+    "path_space",
+}
 BENCH_KEYS = {"wall_s", "events_per_s", "packet_hops_per_s", "peak_rss_bytes", "events", "packet_hops", "sim_time_s"}
 
 

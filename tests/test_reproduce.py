@@ -41,16 +41,17 @@ from fabricsim.sweep import SweepPoint, SweepResults, prepare
 MRC = paper_experiments("mrc")
 SPECTRUM_X = paper_experiments("spectrum-x")
 PRO = paper_experiments("pro")
-RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X, *PRO) for run in exp.runs]
+HPN = paper_experiments("hpn")
+RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X, *PRO, *HPN) for run in exp.runs]
 
 
-@pytest.mark.parametrize("experiments", [MRC, SPECTRUM_X, PRO], ids=["mrc", "spectrum-x", "pro"])
+@pytest.mark.parametrize("experiments", [MRC, SPECTRUM_X, PRO, HPN], ids=["mrc", "spectrum-x", "pro", "hpn"])
 def test_registry_keys_are_unique(experiments: tuple[Experiment, ...]) -> None:
     keys = [exp.key for exp in experiments]
     assert len(keys) == len(set(keys))
     for exp in experiments:
         assert len({r.key for r in exp.runs}) == len(exp.runs), exp.key
-    assert set(PAPERS) == {"mrc", "spectrum-x", "pro"}
+    assert set(PAPERS) == {"mrc", "spectrum-x", "pro", "hpn"}
 
 
 def test_unknown_paper_is_refused() -> None:
@@ -84,7 +85,7 @@ def test_experiment_scenarios_ship_inside_the_package() -> None:
 def test_every_quick_file_is_a_registered_quick_version() -> None:
     registered = {run.quick_scenario for _, run in RUNS if run.quick_scenario}
     shipped = {
-        f"{d}/{p.name}" for d in ("mrc", "spectrum-x", "pro") for p in (scenarios_dir() / d).glob("*_quick.yaml")
+        f"{d}/{p.name}" for d in ("mrc", "spectrum-x", "pro", "hpn") for p in (scenarios_dir() / d).glob("*_quick.yaml")
     }
     assert registered == shipped
 
@@ -685,3 +686,94 @@ def test_pro_fig13_reads_the_cut_against_mprdmas_bitmap() -> None:
     assert _pro_rows("fig13", outcomes)["8 links fail: PRO's JCT slowdown reduction vs MPRDMA's bitmap"].verdict == (
         CONTRADICTS
     )
+
+
+def _hpn_rows(key: str, outcomes: Mapping[str, Outcome], seeds: tuple[int, ...] = (1, 2, 3)) -> dict[str, Row]:
+    """The rows of HPN's experiment `key` over `seeds` of the same outcomes, merged and judged."""
+    exp = next(e for e in HPN if e.key == key)
+    return {r.metric: r for r in merge_seeds([(seed, exp.analyse(exp, outcomes, False)) for seed in seeds])}
+
+
+def test_hpn_downlinks_of_a_tiny_all_reduce() -> None:
+    """Per NIC the two ToR downlinks' bytes, busier first, and their sampled queues; on the dual plane a ring
+    channel keeps to one NIC port end to end, so the two ports carry the same data."""
+    from fabricsim.experiments import hpn
+
+    small = {"jobs.0.ranks": 8, "jobs.0.phases.0.collective.bytes": "1MB"}
+    runs = {
+        key: fabricsim_run(load_scenario(scenarios_dir() / f"hpn/fig13_{key}.yaml", small)) for key in ("plain", "dual")
+    }
+    for key, results in runs.items():
+        nics = hpn.nic_downlinks(results)
+        assert nics.height == 8, key  # the job's NICs; the 24 idle ones received nothing
+        assert (nics["busier_bytes"] >= nics["idler_bytes"]).all(), key
+        downlinks = results.ports.filter(pl.col("peer").str.starts_with("nic"))
+        assert nics["busier_bytes"].sum() + nics["idler_bytes"].sum() == downlinks["tx_bytes"].sum(), key
+        assert nics["busier_queue"].null_count() == 0, key  # every ToR downlink is sampled
+        ((job, algbw),) = hpn.job_algbw(results).items()
+        assert (job, algbw) == ("allreduce", pytest.approx(float(results.collectives["algbw_gbps"][0])))
+        marks = hpn.ecn_marks_by_link(results)
+        assert sum(marks.values()) == results.ports.filter(pl.col("node").str.starts_with("t"))["ecn_marks"].sum()
+    assert float(hpn.nic_downlinks(runs["dual"])["ratio"].max()) < 1.01
+    assert float(hpn.nic_downlinks(runs["plain"])["ratio"].max()) > 2  # the typical Clos's aggregation chooses
+    rows = _hpn_rows("fig13", runs, seeds=(1,))
+    assert rows["dual-plane: bytes of the busier / the idler ToR downlink toward a NIC, median over NICs"].value == (
+        pytest.approx(1.0, abs=0.01)
+    )
+    assert "32-rank cross-segment all-reduce algbw: dual-plane's gain" in rows
+
+
+def _algbw_run(algbw: dict[str, float], path_search: dict[str, int] | None = None) -> Results:
+    """A synthetic run whose jobs reached the given algbw (Gb/s), with the disjoint path search's tally."""
+    run = Results.__new__(Results)
+    run.scenario = {}
+    run.summary = {} if path_search is None else {"path_search": path_search}
+    run.frames = {"collectives": pl.DataFrame({"job": list(algbw), "algbw_gbps": list(algbw.values())})}
+    run.complete = True
+    return run
+
+
+def test_hpn_fig19_judges_every_size() -> None:
+    def sweep(*algbw: float) -> SweepResults:
+        points = [SweepPoint(i, ranks, {}) for i, ranks in enumerate((8, 16, 32))]
+        return SweepResults("jobs.0.ranks", points, [_algbw_run({"allreduce": v}) for v in algbw])
+
+    rows = _hpn_rows("fig19", {"plain": sweep(100.0, 80.0, 50.0), "dual": sweep(160.0, 124.0, 100.0)})
+    assert rows["8 ranks: all-reduce algbw, dual-plane's gain"].value == pytest.approx(0.6)
+    assert rows["8 ranks: all-reduce algbw, dual-plane's gain"].verdict == MATCHES
+    assert rows["32 ranks: all-reduce algbw, dual-plane's gain"].verdict == CONTRADICTS  # +100%: beyond 63.7% x 1.2
+    every = rows["dual-plane's gain, every size"]
+    assert every.value == pytest.approx(0.55) and every.verdict == PARTLY
+    assert every.ours.startswith("8: +60.0%, 16: +55.0%, 32: +100.0%")
+
+
+def test_hpn_pathsel_reads_the_jobs_and_the_search() -> None:
+    tally = {"connections": 64, "qps": 256, "disjoint_qps": 192, "candidates": 300, "links_examined": 1600}
+    outcomes: dict[str, Outcome] = {
+        "hash": _algbw_run({"a": 100.0, "b": 100.0, "c": 120.0, "d": 80.0}),
+        "disjoint": _algbw_run({"a": 120.0, "b": 130.0, "c": 120.0, "d": 110.0}, tally),
+    }
+    rows = _hpn_rows("pathsel", outcomes)
+    mean_gain = rows["all-reduce algbw, mean over the 4 jobs: disjoint paths' gain over hashing"]
+    assert mean_gain.value == pytest.approx(0.2) and mean_gain.verdict == MATCHES
+    slowest = rows["all-reduce algbw, the slowest job: disjoint paths' gain over hashing"]
+    assert slowest.value == pytest.approx(110 / 80 - 1) and slowest.verdict == MATCHES  # 37.5%: within 20% of 34.7%
+    disjoint = rows["QPs on a path disjoint from their connection's other QPs"]
+    assert disjoint.value == 0.75 and disjoint.verdict == CONTRADICTS
+    assert rows["links examined per connection by the search"].value == 25.0
+
+
+def test_hpn_tables_read_the_topology_calculator(tmp_path: Path) -> None:
+    """Table 1 and Table 2 need no run: the path counts and NIC counts of the shipped topologies."""
+    assert main(["reproduce", "hpn", "--only", "table1", "--only", "table2", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    table1 = {r["metric"]: r for r in summary["experiments"]["table1"]["rows"]}
+    assert table1["Pod in HPN (hpn_pod.yaml): equal-cost paths a host searches"]["value"] == 60
+    assert table1["Fat tree k=48 (fat_tree_k48.yaml): equal-cost paths a host searches"]["value"] == 576
+    assert table1["Fat tree k=48 / HPN pod: paths searched"]["value"] == pytest.approx(9.6)
+    assert table1["SuperPod-like 3 tiers / HPN pod: paths searched"]["value"] == pytest.approx(1024 / 60)
+    assert table1["Jupiter"]["verdict"] == NOT_RUN
+    table2 = [r["value"] for r in summary["experiments"]["table2"]["rows"]]
+    assert table2 == [128, 4096, 1024, 15360]
+    # The counts know no seed; over the three seeds every exact count matches.
+    assert {r["verdict"] for r in summary["experiments"]["table2"]["rows"]} == {MATCHES}

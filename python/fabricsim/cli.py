@@ -589,7 +589,9 @@ def _topology_table(report: Mapping[str, Any]) -> Table:
     space = report.get("path_space")
     if isinstance(space, Mapping):
         fanout = " x ".join(str(f) for f in space.get("fanout", []) if isinstance(f, int) and f > 1) or "1"
-        table.add_row(f"equal-cost paths {space.get('from')} to {space.get('to')}", f"{_count(space.get('paths'))} ({fanout})")
+        table.add_row(
+            f"equal-cost paths {space.get('from')} to {space.get('to')}", f"{_count(space.get('paths'))} ({fanout})"
+        )
     return table
 
 

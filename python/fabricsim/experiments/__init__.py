@@ -23,6 +23,7 @@ PAPERS: dict[str, str] = {
     "mrc": "mrc-srv6-multiplane.txt",
     "spectrum-x": "spectrum-x.txt",
     "pro": "pro-deterministic-lb.txt",
+    "hpn": "alibaba-hpn.txt",
 }
 
 
