@@ -99,6 +99,34 @@ fn hierarchical_all_reduce_keeps_most_bytes_inside_hosts() {
 }
 
 #[test]
+fn nvls_all_reduce_reduces_in_the_host_and_sends_each_gpus_result_once() {
+    let s = 16u64 << 20;
+    let scenario = |collective: Value| {
+        json!({
+            "topology": multi_gpu_hosts(),
+            "intra_host": {"rate": "400Gbps", "latency": "1us"},
+            "telemetry": {"transfers": true},
+            "jobs": one_phase(16, json!("contiguous"), collective),
+        })
+    };
+    let nvls = run(scenario(json!({"op": "all_reduce", "bytes": "16MiB", "algorithm": "nvls"})));
+    let hier = run(scenario(json!({"op": "all_reduce", "bytes": "16MiB", "hierarchical": true})));
+    // The network part is the same: each GPU all-reduces S/4 with its 3 peers on other hosts.
+    let network = |out: &fabricsim_core::RunOutput| out.summary["jobs"]["j"]["network_bytes"].as_u64().unwrap();
+    assert_eq!(network(&nvls), 16 * 2 * 3 * (s / 4) / 4);
+    assert_eq!(network(&nvls), network(&hier));
+    // Inside a host each GPU sends its 3 peers their shares (3 S/4) and its
+    // result once (S/4), where the rings send 2 x 3 S/4.
+    let total = |out: &fabricsim_core::RunOutput| ints(&out.transfers, "bytes").iter().sum::<u64>();
+    assert_eq!(total(&nvls) - network(&nvls), 16 * (3 * s / 4 + s / 4));
+    assert_eq!(total(&hier) - network(&hier), 16 * 2 * 3 * s / 4);
+    assert_eq!(texts(&nvls.collectives, "algorithm")[0], "nvls");
+    // With NVLink no faster than the network, sending less inside hosts shows.
+    let cct = |out: &fabricsim_core::RunOutput| floats(&out.collectives, "cct_s")[0].unwrap();
+    assert!(cct(&nvls) < cct(&hier), "nvls {:e} s vs hierarchical rings {:e} s", cct(&nvls), cct(&hier));
+}
+
+#[test]
 fn training_steps_follow_their_phases_and_overlap_where_asked() {
     let out = run(json!({
         "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"},

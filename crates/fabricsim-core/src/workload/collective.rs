@@ -74,6 +74,15 @@ pub enum Algorithm {
     /// second the first shifted by one rank (even n) or mirrored (odd n), each
     /// carrying half of the channels (protocols.md s7.2).
     Tree,
+    /// NVLink SHARP (NCCL's NVLS), for all-reduce across multi-GPU hosts:
+    /// the host's NVSwitch reduces, each GPU ending with its 1/g share of
+    /// the host's sum (every GPU sends each of its g - 1 peers their share,
+    /// in one step); the GPUs with the same local index all-reduce their
+    /// shares over the network, a ring per rail; the NVSwitch multicasts
+    /// each GPU's result to its peers (the GPU sends it once: the copies
+    /// are 0-byte transfers, the switch replicating it). Every host holds
+    /// the same number of the group's ranks.
+    Nvls,
 }
 
 /// Which ranks of the job take part, cut into groups the way parallelism

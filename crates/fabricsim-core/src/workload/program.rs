@@ -37,6 +37,7 @@ impl CollectiveRun {
     pub fn pattern(&self) -> &'static str {
         match (self.op, self.algorithm) {
             (_, Algorithm::Tree) => "tree",
+            (_, Algorithm::Nvls) => "nvls",
             (CollectiveOp::Broadcast | CollectiveOp::Reduce, _) => "chain",
             (CollectiveOp::SendRecv | CollectiveOp::AllToAll | CollectiveOp::AllToAllv, _) => "p2p",
             _ => "ring",
@@ -453,6 +454,12 @@ fn expand_collective(
             format!("tree: only all_reduce runs on trees, not {}", spec.op.name()),
         );
     }
+    if spec.algorithm == Algorithm::Nvls && spec.op != CollectiveOp::AllReduce {
+        return invalid(
+            format!("{field}.algorithm"),
+            format!("nvls: NVLink SHARP accelerates all_reduce, not {} (it cannot reduce it)", spec.op.name()),
+        );
+    }
     if matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) && spec.root as usize >= n.max(1) {
         return invalid(format!("{field}.root"), format!("{}: the group has positions 0..{n}", spec.root));
     }
@@ -470,6 +477,9 @@ fn expand_collective(
                 gen.ring(&per_channel, n - 1, &vec![Vec::new(); n], 0);
             }
             (CollectiveOp::AllReduce, Algorithm::Tree) => gen.double_tree(&per_channel),
+            (CollectiveOp::AllReduce, Algorithm::Nvls) => {
+                nvls_all_reduce(&mut gen, &per_channel, hosts, &format!("{field}.algorithm"))?;
+            }
             (CollectiveOp::Broadcast, _) => {
                 let chain: Vec<usize> = (0..n).map(|k| (spec.root as usize + k) % n).collect();
                 gen.chain(&per_channel, &chain);
@@ -539,15 +549,8 @@ fn hierarchical_all_reduce(
     field: &str,
 ) -> Result<(), ScenarioError> {
     let members = gen.members;
-    let mut by_host: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for (position, &rank) in members.iter().enumerate() {
-        by_host.entry(hosts[rank as usize]).or_default().push(position);
-    }
-    let local: Vec<Vec<usize>> = by_host.into_values().collect();
+    let local = positions_by_host(members, hosts, field, "hierarchical")?;
     let g = local[0].len();
-    if local.iter().any(|h| h.len() != g) {
-        return invalid(field, "every host must hold the same number of the group's ranks");
-    }
     let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
     let share: Vec<u64> = per_channel.iter().map(|&b| b / g as u64).collect();
     let mut done: Vec<Vec<TransferId>> = vec![Vec::new(); members.len()];
@@ -577,6 +580,71 @@ fn hierarchical_all_reduce(
     let base = (g + 2 * (hosts_count - 1)) as u32;
     for host in &local {
         sub_ring(gen, host, &per_channel, g - 1, base, &mut done);
+    }
+    Ok(())
+}
+
+/// The group's positions by host, each host's in order; refuses hosts
+/// holding different numbers of them.
+fn positions_by_host(
+    members: &[u32],
+    hosts: &[u32],
+    field: &str,
+    what: &str,
+) -> Result<Vec<Vec<usize>>, ScenarioError> {
+    let mut by_host: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (position, &rank) in members.iter().enumerate() {
+        by_host.entry(hosts[rank as usize]).or_default().push(position);
+    }
+    let local: Vec<Vec<usize>> = by_host.into_values().collect();
+    if local.iter().any(|h| h.len() != local[0].len()) {
+        return invalid(field, format!("{what}: every host must hold the same number of the group's ranks"));
+    }
+    Ok(local)
+}
+
+/// NVLS all-reduce (see `Algorithm::Nvls`): in-switch reduce-scatter in
+/// each host, a ring all-reduce of the shares per rail, in-switch
+/// multicast all-gather in each host.
+fn nvls_all_reduce(gen: &mut Generator, per_channel: &[u64], hosts: &[u32], field: &str) -> Result<(), ScenarioError> {
+    let members = gen.members;
+    let local = positions_by_host(members, hosts, field, "nvls")?;
+    let g = local[0].len();
+    let share: Vec<u64> = per_channel.iter().map(|&b| b / g as u64).collect();
+    // What each position waits for before its next stage.
+    let mut done: Vec<Vec<TransferId>> = vec![Vec::new(); members.len()];
+    for host in &local {
+        for (c, &bytes) in share.iter().enumerate() {
+            for &p in host {
+                for &q in host.iter().filter(|&&q| q != p) {
+                    let t = gen.emit(p, q, bytes, c as u32, 0, 0, Vec::new());
+                    done[q].push(t);
+                }
+            }
+        }
+    }
+    let hosts_count = local.len();
+    for l in 0..g {
+        let rail: Vec<usize> = local.iter().map(|h| h[l]).collect();
+        let ranks: Vec<u32> = rail.iter().map(|&p| members[p]).collect();
+        let start: Vec<Vec<TransferId>> = rail.iter().map(|&p| std::mem::take(&mut done[p])).collect();
+        let mut sub =
+            Generator { transfers: gen.transfers, members: &ranks, collective: gen.collective, slice: gen.slice };
+        let finals = sub.ring(&share, 2 * (hosts_count - 1), &start, 1);
+        for (k, &p) in rail.iter().enumerate() {
+            done[p] = finals[k].clone();
+        }
+    }
+    let step = 1 + 2 * (hosts_count - 1) as u32;
+    for host in &local {
+        for (c, &bytes) in share.iter().enumerate() {
+            for &p in host {
+                for (k, &q) in host.iter().filter(|&&q| q != p).enumerate() {
+                    let sent = if k == 0 { bytes } else { 0 };
+                    gen.emit(p, q, sent, c as u32, step, 0, done[p].clone());
+                }
+            }
+        }
     }
     Ok(())
 }
