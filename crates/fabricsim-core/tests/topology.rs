@@ -197,6 +197,37 @@ fn hpn_pod_is_15_segments_of_1024_gpus() {
     assert_eq!(report.bisection_bps, 240 * 60 * Rate::from_gbps(400).0 / 2);
 }
 
+#[test]
+fn dcn_plus_is_32_pods_of_4_segments_of_128_gpus() {
+    // alibaba-hpn.txt Appendix C.
+    let Built { topo, report } = build("dcn_plus");
+    assert_eq!(report.nics, 16_384);
+    assert_eq!(report.switches_per_tier, [256, 256, 64]);
+    // A segment: both ports of 128 NICs on one ToR pair.
+    let tors = nic_tors(&topo);
+    let mut segment: HashMap<Vec<NodeId>, u32> = HashMap::new();
+    for pair in &tors {
+        assert_eq!(pair.len(), 2);
+        *segment.entry(pair.clone()).or_default() += 1;
+    }
+    assert!(segment.values().all(|&n| n == 128), "{:?}", segment.values().collect::<HashSet<_>>());
+    // A pod: 8 ToRs (4 segments) under 8 aggregation switches.
+    let mut per_pod: HashMap<u32, (u32, u32)> = HashMap::new();
+    for node in &topo.nodes {
+        if let NodeRole::Switch { tier, pod, .. } = node.role {
+            let entry = per_pod.entry(pod).or_default();
+            match tier {
+                0 => entry.0 += 1,
+                1 => entry.1 += 1,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(per_pod.values().filter(|&&(t, a)| (t, a) == (8, 8)).count(), 32, "{per_pod:?}");
+    // Full bisection bandwidth.
+    assert_eq!(report.bisection_bps, 16_384 * 2 * Rate::from_gbps(200).0 / 2);
+}
+
 /// alibaba-hpn.txt s6.1: traffic from port 0 of a NIC stays in plane 0.
 #[test]
 fn hpn_dual_plane_port0_tor_reaches_only_plane0_aggregation() {
