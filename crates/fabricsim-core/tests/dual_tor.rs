@@ -186,3 +186,29 @@ fn a_nic_notices_at_once_the_direction_it_receives_on_failing() {
     let rate = common::tx_rate(&out, "nic0:0");
     assert!(rate.iter().filter(|(t, _)| *t > 40e-6).all(|&(_, r)| r == 0.0), "{rate:?}");
 }
+
+#[test]
+fn least_loaded_sends_more_on_the_qp_whose_messages_drain_faster() {
+    // A job sends 32MB from NIC 0 to NIC 12 in 1MB messages over one
+    // connection of two QPs, one on each port; port 0's link loses 2% of
+    // what it sends, so QP 0's messages complete more slowly (go-back-N).
+    // Striping splits every message evenly; least-loaded posting gives
+    // each message to the QP with fewer bytes outstanding, more often QP 1.
+    let port1 = |split: &str| {
+        let mut s = dual_tor("none", json!([]), "1s", "1us");
+        s["faults"] =
+            json!([{"kind": "loss_rate", "at": "0us", "port": "nic0:0", "rate": 0.02, "direction": "egress"}]);
+        s["nic"]["message_split"] = json!(split);
+        s["transport"]["qps"] = json!(1);
+        s["jobs"] = json!([{"name": "j", "ranks": 2, "placement": {"explicit": [0, 12]}, "phases": [{"name": "p",
+            "collective": {"op": "send_recv", "bytes": "32MB", "channels": 1, "qps": 2, "slice": "1MB"}}]}]);
+        let out = run(s);
+        assert_eq!(out.summary["jobs"]["j"]["completed"], true, "{}", out.summary);
+        let (nodes, ports, bytes) =
+            (common::texts(&out.ports, "node"), common::ints(&out.ports, "port"), common::ints(&out.ports, "tx_bytes"));
+        (0..nodes.len()).find(|&i| nodes[i] == "nic0" && ports[i] == 1).map(|i| bytes[i]).unwrap()
+    };
+    let (stripe, least) = (port1("stripe"), port1("least_loaded"));
+    assert!((16_000_000..17_000_000).contains(&stripe), "{stripe}");
+    assert!(least as f64 > 1.15 * stripe as f64, "least-loaded {least} against striping {stripe}");
+}

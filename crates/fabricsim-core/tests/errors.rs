@@ -68,6 +68,22 @@ fn missing_hosts_and_impossible_topologies_are_named() {
     s["faults"] = json!([{"kind": "link_down", "at": "1us", "port": "t9.p0.0:1"}]);
     let e = error_of(s);
     assert!(e.starts_with("faults[0].port") && e.contains("t9.p0.0"), "{e}");
+    // HPN's dual plane and stacked ToRs need dual-homed NICs.
+    let mut s = base();
+    s["topology"]["planes"] = json!(2);
+    s["topology"]["nic_ports"] = json!(1);
+    let e = error_of(s);
+    assert!(e.starts_with("topology.nic_ports") && e.contains("planes (2)"), "{e}");
+    let mut s = base();
+    s["topology"]["tor_stack"] = json!(true);
+    let e = error_of(s);
+    assert!(e.starts_with("topology.tor_stack") && e.contains("dual-ToR"), "{e}");
+    // Disjoint paths are found by replaying ECMP: not under another balancer.
+    let mut s = base();
+    s["nic"] = json!({"path_selection": "disjoint"});
+    s["switch"] = json!({"forwarding": "adaptive"});
+    let e = error_of(s);
+    assert!(e.starts_with("nic.path_selection") && e.contains("ecmp"), "{e}");
 }
 
 #[test]

@@ -86,3 +86,16 @@ fn a_restarted_job_searches_its_disjoint_paths_again() {
     assert_eq!(search["connections"].as_u64(), Some(4 * (1 + restarts)), "{search}");
     assert_eq!(search["qps"].as_u64(), Some(16 * (1 + restarts)), "{search}");
 }
+
+#[test]
+fn dual_plane_keeps_a_flow_in_the_plane_of_the_port_it_left_by() {
+    // One QP, on NIC 0's port 0: nothing of it touches a plane-1 switch.
+    let mut s = dual_plane("transport", 1, 1);
+    s["traffic"][0]["bytes"] = json!("1MB");
+    let out = run(s);
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    let (node, sent) = (texts(&out.ports, "node"), ints(&out.ports, "tx_bytes"));
+    let in_plane = |p: &str| (0..node.len()).filter(|&i| node[i].contains(p)).map(|i| sent[i]).sum::<u64>();
+    assert!(in_plane(".p0.") > 1_000_000);
+    assert_eq!(in_plane(".p1."), 0, "plane 1 carried some of it");
+}
