@@ -190,6 +190,43 @@ def dual_tor() -> dict[str, Any]:
     return scenario
 
 
+def hpn() -> dict[str, Any]:
+    """HPN's mechanisms together: stacked dual-ToR whose primary's data plane fails (the pair goes offline until it
+    returns), disjoint source ports, least-loaded posting, a job that restarts from its checkpoint when its QPs
+    fail, an NVLS all-reduce on 2-GPU hosts, a NIC that misses the remote fault of its dead transmit direction."""
+    scenario = tiny()
+    scenario["name"] = "hpn"
+    scenario["topology"].update({"nic_ports": 2, "nics_per_host": 2, "tor_stack": True})
+    scenario["switch"] = {"reconvergence_delay": "5us", "stack_failover_delay": "10us"}
+    scenario["nic"] = {
+        "path_selection": "disjoint",
+        "message_split": "least_loaded",
+        "port_failover": "lacp",
+        "link_fault_signaling": False,
+        "lacp_timeout": "20us",
+    }
+    scenario["transport"] = {"kind": "rocev2", "qps": 2, "timeout_exponent": 3}
+    scenario["traffic"] = []
+    scenario["jobs"] = [
+        {
+            "name": "j",
+            "ranks": 4,
+            "iterations": 3,
+            "checkpoint": {"every": 1, "restart_delay": "10us"},
+            "phases": [
+                {"name": "fwd", "compute": "5us"},
+                {"name": "ar", "collective": {"op": "all_reduce", "algorithm": "nvls", "bytes": "64KiB"}},
+            ],
+        }
+    ]
+    scenario["faults"] = [
+        {"kind": "switch_down", "at": "8us", "switch": "t0.p0.0", "gray": True},
+        {"kind": "switch_up", "at": "300us", "switch": "t0.p0.0"},
+        {"kind": "link_down", "at": "9us", "port": "nic1:1", "direction": "egress"},
+    ]
+    return scenario
+
+
 def pro() -> dict[str, Any]:
     """PRO's load balancing: NICs stamp orchestrated PathIDs, switches forward by them."""
     scenario = tiny()
@@ -368,6 +405,7 @@ BASES = {
         balancers,
         conweave,
         dual_tor,
+        hpn,
         pro,
         job,
         all_to_allv,
