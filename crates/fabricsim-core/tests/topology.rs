@@ -198,6 +198,27 @@ fn hpn_pod_is_15_segments_of_1024_gpus() {
 }
 
 #[test]
+fn hpn_cluster_joins_8_pods_through_a_15_to_1_core_in_two_planes() {
+    // alibaba-hpn.txt s6.2, s7: 8 pods of 15,360 GPUs.
+    let Built { topo, report } = build("hpn_cluster");
+    assert_eq!(report.nics, 8 * 15_360);
+    assert_eq!(report.switches_per_tier, [1920, 960, 960]);
+    // The aggregation layer's 120 x 400G down against 8 x 400G up: 15:1.
+    let pod_bisection = 960u64 * 8 * Rate::from_gbps(400).0 / 2;
+    assert_eq!(report.bisection_bps, pod_bisection);
+    // The dual plane is carried on into the core: no link joins two planes.
+    let plane = |n: NodeId| match topo.node(n).role {
+        NodeRole::Switch { plane, .. } => Some(plane),
+        NodeRole::Nic { .. } => None,
+    };
+    for link in &topo.links {
+        if let (Some(a), Some(b)) = (plane(link.a), plane(link.b)) {
+            assert_eq!(a, b, "{} - {}", topo.name(link.a), topo.name(link.b));
+        }
+    }
+}
+
+#[test]
 fn dcn_plus_is_32_pods_of_4_segments_of_128_gpus() {
     // alibaba-hpn.txt Appendix C.
     let Built { topo, report } = build("dcn_plus");
