@@ -136,6 +136,10 @@ fn bad_jobs_are_named() {
     let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "p", "collective":
         {"op": "all_gather", "bytes": "1MB", "algorithm": "nvls"}}]})));
     assert!(e.starts_with("jobs[0].phases[0].collective.algorithm") && e.contains("nvls"), "{e}");
+    // Rail order is for rings.
+    let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "p", "collective":
+        {"op": "all_to_all", "bytes": "1MB", "ring_order": "rails"}}]})));
+    assert!(e.starts_with("jobs[0].phases[0].collective.ring_order"), "{e}");
     // A checkpoint taken after every 0 iterations.
     let e = error_of(with_job(json!({"name": "j", "ranks": 2, "checkpoint": {"every": 0, "restart_delay": "1ms"},
         "phases": [{"name": "p", "compute": "1us"}]})));

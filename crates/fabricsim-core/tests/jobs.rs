@@ -99,6 +99,31 @@ fn hierarchical_all_reduce_keeps_most_bytes_inside_hosts() {
 }
 
 #[test]
+fn rings_in_rail_order_cross_between_hosts_on_one_rail() {
+    // 4 hosts of 4 GPUs, rail-optimized: NIC r of a host is on rail r.
+    let pairs = |order: &str| {
+        let out = run(json!({
+            "topology": multi_gpu_hosts(),
+            "telemetry": {"transfers": true},
+            "jobs": one_phase(16, json!("contiguous"),
+                json!({"op": "all_gather", "bytes": "4MiB", "channels": 4, "ring_order": order})),
+        }));
+        assert_eq!(out.summary["jobs"]["j"]["completed"], true);
+        let (src, dst) = (ints(&out.transfers, "src_rank"), ints(&out.transfers, "dst_rank"));
+        let between_hosts: Vec<(u64, u64)> = src.into_iter().zip(dst).filter(|(s, d)| s / 4 != d / 4).collect();
+        let cross_rail = between_hosts.iter().filter(|(s, d)| s % 4 != d % 4).count();
+        (between_hosts.len(), cross_rail)
+    };
+    let (ranks_hops, ranks_cross) = pairs("ranks");
+    assert_eq!(ranks_cross, ranks_hops, "rank order leaves a host by its last GPU and enters the next by its first");
+    // In rail order every host-to-host hop stays on its rail (4 hosts of 4:
+    // the closing hop too), and each channel starts on its own rail.
+    let (rails_hops, rails_cross) = pairs("rails");
+    assert_eq!(rails_cross, 0);
+    assert_eq!(rails_hops, ranks_hops, "the same number of hops between hosts");
+}
+
+#[test]
 fn nvls_all_reduce_reduces_in_the_host_and_sends_each_gpus_result_once() {
     let s = 16u64 << 20;
     let scenario = |collective: Value| {

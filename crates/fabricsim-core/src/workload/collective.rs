@@ -209,4 +209,21 @@ pub struct CollectiveSpec {
     /// host.
     #[serde(default)]
     pub hierarchical: bool,
+    /// The order a ring visits the ranks of multi-GPU hosts in: `ranks`,
+    /// rank after rank (so a ring leaving a host by its last GPU enters the
+    /// next by its first, another rail), or `rails`, as NCCL builds its
+    /// rings on rail-optimized fabrics: each host's GPUs in turn, every
+    /// ring entering a host by the GPU of the rail it left the last one by,
+    /// channel c starting at local GPU c (only the ring's closing hop may
+    /// change rails). Default `ranks`.
+    #[serde(default)]
+    pub ring_order: RingOrder,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RingOrder {
+    #[default]
+    Ranks,
+    Rails,
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::collective::{Algorithm, CollectiveOp, CollectiveSpec};
+use super::collective::{Algorithm, CollectiveOp, CollectiveSpec, RingOrder};
 use super::job::{CheckpointSpec, JobSpec, Placement};
 use super::split_evenly as split;
 use crate::engine::Rng;
@@ -463,15 +463,28 @@ fn expand_collective(
     if matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) && spec.root as usize >= n.max(1) {
         return invalid(format!("{field}.root"), format!("{}: the group has positions 0..{n}", spec.root));
     }
-    let mut gen = Generator { transfers, members, collective: id, slice: spec.slice() };
+    let rails = spec.ring_order == RingOrder::Rails;
+    if rails && !(spec.algorithm == Algorithm::Ring && !spec.hierarchical && ring_op(spec.op)) {
+        return invalid(
+            format!("{field}.ring_order"),
+            "rails: orders the ring of a ring all_reduce, all_gather or reduce_scatter (not hierarchical)",
+        );
+    }
+    let mut gen = Generator { transfers, members, collective: id, slice: spec.slice(), channel_base: 0 };
     if n > 1 {
         let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
         match (spec.op, spec.algorithm) {
             (CollectiveOp::AllReduce, Algorithm::Ring) if spec.hierarchical => {
                 hierarchical_all_reduce(&mut gen, bytes, channels, hosts, &format!("{field}.hierarchical"))?;
             }
+            (CollectiveOp::AllReduce, Algorithm::Ring) if rails => {
+                rail_rings(&mut gen, &per_channel, 2 * (n - 1), hosts, &format!("{field}.ring_order"))?;
+            }
             (CollectiveOp::AllReduce, Algorithm::Ring) => {
                 gen.ring(&per_channel, 2 * (n - 1), &vec![Vec::new(); n], 0);
+            }
+            (CollectiveOp::AllGather | CollectiveOp::ReduceScatter, _) if rails => {
+                rail_rings(&mut gen, &per_channel, n - 1, hosts, &format!("{field}.ring_order"))?;
             }
             (CollectiveOp::AllGather | CollectiveOp::ReduceScatter, _) => {
                 gen.ring(&per_channel, n - 1, &vec![Vec::new(); n], 0);
@@ -562,8 +575,13 @@ fn hierarchical_all_reduce(
                     done: &mut Vec<Vec<TransferId>>| {
         let ranks: Vec<u32> = positions.iter().map(|&p| members[p]).collect();
         let start: Vec<Vec<TransferId>> = positions.iter().map(|&p| std::mem::take(&mut done[p])).collect();
-        let mut sub =
-            Generator { transfers: gen.transfers, members: &ranks, collective: gen.collective, slice: gen.slice };
+        let mut sub = Generator {
+            transfers: gen.transfers,
+            members: &ranks,
+            collective: gen.collective,
+            slice: gen.slice,
+            channel_base: 0,
+        };
         let finals = sub.ring(data, steps, &start, base);
         for (k, &p) in positions.iter().enumerate() {
             done[p] = finals[k].clone();
@@ -580,6 +598,40 @@ fn hierarchical_all_reduce(
     let base = (g + 2 * (hosts_count - 1)) as u32;
     for host in &local {
         sub_ring(gen, host, &per_channel, g - 1, base, &mut done);
+    }
+    Ok(())
+}
+
+fn ring_op(op: CollectiveOp) -> bool {
+    matches!(op, CollectiveOp::AllReduce | CollectiveOp::AllGather | CollectiveOp::ReduceScatter)
+}
+
+/// Rings in NCCL's rail order (see `RingOrder::Rails`): per channel c, host
+/// k's GPUs from local index (c - k) mod g on, so each ring leaves a host
+/// by the GPU whose rail the next host is entered by.
+fn rail_rings(
+    gen: &mut Generator,
+    per_channel: &[u64],
+    steps: usize,
+    hosts: &[u32],
+    field: &str,
+) -> Result<(), ScenarioError> {
+    let members = gen.members;
+    let local = positions_by_host(members, hosts, field, "rails")?;
+    let g = local[0].len();
+    for (c, &bytes) in per_channel.iter().enumerate() {
+        let order: Vec<u32> = (local.iter().enumerate())
+            .flat_map(|(k, host)| (0..g).map(move |j| host[(c + j + g - k % g) % g]))
+            .map(|p| members[p])
+            .collect();
+        let mut sub = Generator {
+            transfers: gen.transfers,
+            members: &order,
+            collective: gen.collective,
+            slice: gen.slice,
+            channel_base: c as u32,
+        };
+        sub.ring(&[bytes], steps, &vec![Vec::new(); order.len()], 0);
     }
     Ok(())
 }
@@ -628,8 +680,13 @@ fn nvls_all_reduce(gen: &mut Generator, per_channel: &[u64], hosts: &[u32], fiel
         let rail: Vec<usize> = local.iter().map(|h| h[l]).collect();
         let ranks: Vec<u32> = rail.iter().map(|&p| members[p]).collect();
         let start: Vec<Vec<TransferId>> = rail.iter().map(|&p| std::mem::take(&mut done[p])).collect();
-        let mut sub =
-            Generator { transfers: gen.transfers, members: &ranks, collective: gen.collective, slice: gen.slice };
+        let mut sub = Generator {
+            transfers: gen.transfers,
+            members: &ranks,
+            collective: gen.collective,
+            slice: gen.slice,
+            channel_base: 0,
+        };
         let finals = sub.ring(&share, 2 * (hosts_count - 1), &start, 1);
         for (k, &p) in rail.iter().enumerate() {
             done[p] = finals[k].clone();
@@ -655,6 +712,9 @@ struct Generator<'a> {
     members: &'a [u32],
     collective: CollectiveId,
     slice: u64,
+    /// Added to the channel of every transfer emitted (a ring built one
+    /// channel at a time).
+    channel_base: u32,
 }
 
 impl Generator<'_> {
@@ -674,7 +734,7 @@ impl Generator<'_> {
             src_rank: self.members[src],
             dst_rank: self.members[dst],
             bytes,
-            channel,
+            channel: self.channel_base + channel,
             step,
             chunk,
             deps,
