@@ -227,6 +227,31 @@ def hpn() -> dict[str, Any]:
     return scenario
 
 
+def shift() -> dict[str, Any]:
+    """SHIFT on hosts of 2 NICs: NIC 0's link flaps past RoCE's retries under a job; its QPs fall back to the backup
+    NICs, probe, and return."""
+    scenario = tiny()
+    scenario["name"] = "shift"
+    scenario["topology"]["nics_per_host"] = 2
+    scenario["nic"] = {"shift": {"backup_rail_offset": 1, "fallback_time": "20us", "probe_interval": "50us"}}
+    scenario["transport"] = {"kind": "rocev2", "timeout_exponent": 3}
+    scenario["traffic"] = []
+    scenario["jobs"] = [
+        {
+            "name": "j",
+            "ranks": 2,
+            "placement": {"explicit": [0, 4]},
+            "iterations": 6,
+            "phases": [
+                {"name": "c", "compute": "20us"},
+                {"name": "p", "collective": {"op": "send_recv", "bytes": "64KiB", "channels": 1}},
+            ],
+        }
+    ]
+    scenario["faults"] = [{"kind": "link_flap", "at": "30us", "port": "nic0:0", "duration": "400us"}]
+    return scenario
+
+
 def pro() -> dict[str, Any]:
     """PRO's load balancing: NICs stamp orchestrated PathIDs, switches forward by them."""
     scenario = tiny()
@@ -406,6 +431,7 @@ BASES = {
         conweave,
         dual_tor,
         hpn,
+        shift,
         pro,
         job,
         all_to_allv,

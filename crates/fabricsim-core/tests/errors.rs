@@ -140,6 +140,21 @@ fn bad_jobs_are_named() {
     let e = error_of(with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "p", "collective":
         {"op": "all_to_all", "bytes": "1MB", "ring_order": "rails"}}]})));
     assert!(e.starts_with("jobs[0].phases[0].collective.ring_order"), "{e}");
+    // SHIFT needs a backup NIC other than the default one, and RoCE QPs.
+    let mut s = with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "p", "compute": "1us"}]}));
+    s["nic"] = json!({"shift": {}});
+    s["traffic"] = json!([{"kind": "flow", "src": 0, "dst": 3, "bytes": "1MB"}]);
+    let e = error_of(s.clone());
+    assert!(e.starts_with("nic.shift.backup_rail_offset") && e.contains("default NIC itself"), "{e}");
+    s["topology"]["nics_per_host"] = json!(2);
+    s["nic"] = json!({"shift": {"backup_rail_offset": 2}});
+    let e = error_of(s.clone());
+    assert!(e.starts_with("nic.shift.backup_rail_offset") && e.contains('2'), "{e}");
+    s["nic"] = json!({"shift": {}});
+    s["transport"] = json!({"kind": "mrc"});
+    s["switch"] = json!({"forwarding": "srv6"});
+    let e = error_of(s);
+    assert!(e.starts_with("nic.shift") && e.contains("rocev2"), "{e}");
     // A checkpoint taken after every 0 iterations.
     let e = error_of(with_job(json!({"name": "j", "ranks": 2, "checkpoint": {"every": 0, "restart_delay": "1ms"},
         "phases": [{"name": "p", "compute": "1us"}]})));

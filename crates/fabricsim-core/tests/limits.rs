@@ -68,15 +68,37 @@ fn too_many_events_at_one_instant_is_a_livelock() {
 
 #[test]
 fn nothing_left_to_happen_with_work_unfinished_is_a_stall() {
-    // The only port of the sender is down before it sends anything: no
-    // packet leaves, so no timer ever runs, and the flow never finishes.
+    // Every port of a Spectrum-X sender is down before it sends anything:
+    // its plane load balancer has no plane to send on, no packet leaves, no
+    // timer ever runs, and the flow never finishes.
     let out = run(json!({
-        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us"},
+        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us", "planes": 2},
+        "switch": {"forwarding": "adaptive"},
+        "transport": {"kind": "spx"},
         "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB", "start": "10us"}],
-        "faults": [{"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 0}],
+        "faults": [
+            {"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 0},
+            {"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 1},
+        ],
     }));
     assert_eq!(out.stop, StopReason::Stalled);
     assert!(!out.complete);
+}
+
+#[test]
+fn a_roce_qp_whose_only_port_is_down_sends_into_it_and_fails() {
+    // An RNIC processes the work posted on a QP whose port is down: the
+    // packets go nowhere, the retransmission timer runs, the retries run
+    // out and the QP fails; the run ends rather than stalls.
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us"},
+        "transport": {"kind": "rocev2", "timeout_exponent": 3},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MB", "start": "10us"}],
+        "faults": [{"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 0}],
+    }));
+    assert!(out.complete, "{}", out.summary);
+    assert_eq!(out.summary["qp_errors"], 1);
+    assert!(out.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0);
 }
 
 /// A fault that drops everything the sender sends, forever.

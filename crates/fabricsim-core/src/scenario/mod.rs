@@ -459,6 +459,12 @@ impl Scenario {
                  stamps paths on QPs of one path each (transport.kind: rocev2)",
             );
         }
+        if self.nic.shift.is_some() && !matches!(self.transport, TransportSpec::Rocev2(_)) {
+            return invalid(
+                "nic.shift",
+                "SHIFT wraps RoCE RC verbs (transport.kind: rocev2); MRC and Spectrum-X NICs fail over by themselves",
+            );
+        }
         if self.nic.path_selection == PathSelection::Orchestrated {
             if let Some(j) = self.jobs.iter().position(|j| j.checkpoint.is_some()) {
                 return invalid(

@@ -342,7 +342,7 @@ pub(super) fn build(
         factory,
         framing,
         mtu: scenario.nic.mtu.0 as u32,
-        keep_setups: program.jobs.iter().any(|j| j.checkpoint.is_some()),
+        keep_setups: program.jobs.iter().any(|j| j.checkpoint.is_some()) || scenario.nic.shift.is_some(),
         setups: Arena::default(),
     };
     let port_node = |p: PortId| ports[p.0 as usize].node;
@@ -421,6 +421,13 @@ pub(super) fn build(
     }
     let path_search = disjoint.map(|d| d.tally);
     links.pair_directions();
+    let shift = match scenario.nic.shift {
+        Some(cfg) => {
+            let pairs = links.backup_qps(&ports, &node_ports, &topo, cfg.backup_rail_offset)?;
+            Some(super::shift::Shift::new(cfg, &pairs, links.qps.len()))
+        }
+        None => None,
+    };
     let orchestrator = (scenario.nic.path_selection == PathSelection::Orchestrated)
         .then(|| orchestrate(&links.qps, &ports, &routes, &topo, &scenario.nic, seed));
     check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
@@ -483,6 +490,7 @@ pub(super) fn build(
         balancer,
         orchestrator,
         stacks: stacks(&topo),
+        shift,
         path_search,
         srv6,
         framing,
@@ -751,7 +759,6 @@ impl Links {
     ) -> ConnectionId {
         let Ends { src, dst, qps: count, offset, job } = ends;
         let (src_ports, dst_ports) = (&node_ports[src.0 as usize], &node_ports[dst.0 as usize]);
-        let nic_rate = Rate(src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum());
         let mut ids = Vec::with_capacity(count as usize);
         let mut chosen = repac::Chosen::default();
         let per_access = repac::per_access(count, src_ports.len(), dst_ports.len());
@@ -770,48 +777,125 @@ impl Links {
                     entropy
                 }
             };
-            let setup = QpSetup {
-                qp: id,
-                seed: self.seed,
-                mtu: self.mtu,
-                framing: self.framing,
-                entropy,
-                requester_ports: src_ports.len(),
-                responder_ports: dst_ports.len(),
-                line_rate: ports[src_port.0 as usize].rate,
-                nic_rate,
-                paths: srv6.and_then(|s| s.path_space(src_ports[0], dst_ports[0])),
-                job,
-            };
-            let transport = self.factory.build(&setup);
-            ids.push(self.qps.push(Qp {
-                sprays: transport.sprays(),
-                transport,
-                next_send: Time::ZERO,
-                rate_limit: None,
-                in_ready_lists: 0,
-                src,
-                dst,
-                src_port,
-                dst_port: dst_ports[port_index % dst_ports.len()],
-                src_home: src_port,
-                dst_home: dst_ports[port_index % dst_ports.len()],
-                entropy,
-                reverse: None,
-                timers_queued: [Time::MAX; TIMERS],
-                messages: Default::default(),
-                outstanding: 0,
-                destroyed: false,
-            }));
-            if self.keep_setups {
-                self.setups.push(setup);
-            }
+            let ends = QpEnds { src, dst, port_index, job };
+            ids.push(self.new_qp(ports, node_ports, srv6, ends, entropy));
         }
         if let Some(d) = disjoint {
             d.tally.add_connection(u64::from(count), found);
         }
         self.connections.push(Connection { qps: ids })
     }
+
+    /// A QP from `src` to `dst` on NIC port `port_index` (the responder on
+    /// its port of the same index), with UDP source port `entropy`.
+    fn new_qp(
+        &mut self,
+        ports: &[Port],
+        node_ports: &[Vec<PortId>],
+        srv6: Option<&Srv6>,
+        ends: QpEnds,
+        entropy: u16,
+    ) -> QpId {
+        let QpEnds { src, dst, port_index, job } = ends;
+        let (src_ports, dst_ports) = (&node_ports[src.0 as usize], &node_ports[dst.0 as usize]);
+        let nic_rate = Rate(src_ports.iter().map(|p| ports[p.0 as usize].rate.0).sum());
+        let id = self.qps.next_id();
+        let src_port = src_ports[port_index % src_ports.len()];
+        let setup = QpSetup {
+            qp: id,
+            seed: self.seed,
+            mtu: self.mtu,
+            framing: self.framing,
+            entropy,
+            requester_ports: src_ports.len(),
+            responder_ports: dst_ports.len(),
+            line_rate: ports[src_port.0 as usize].rate,
+            nic_rate,
+            paths: srv6.and_then(|s| s.path_space(src_ports[0], dst_ports[0])),
+            job,
+        };
+        let transport = self.factory.build(&setup);
+        let dst_port = dst_ports[port_index % dst_ports.len()];
+        self.qps.push(Qp {
+            sprays: transport.sprays(),
+            transport,
+            next_send: Time::ZERO,
+            rate_limit: None,
+            in_ready_lists: 0,
+            src,
+            dst,
+            src_port,
+            dst_port,
+            src_home: src_port,
+            dst_home: dst_port,
+            entropy,
+            reverse: None,
+            timers_queued: [Time::MAX; TIMERS],
+            messages: Default::default(),
+            outstanding: 0,
+            destroyed: false,
+        });
+        if self.keep_setups {
+            self.setups.push(setup);
+        }
+        id
+    }
+
+    /// SHIFT's backup QPs: for every QP so far, one between the NICs
+    /// `offset` rails on at its two hosts, on the port of the same index.
+    fn backup_qps(
+        &mut self,
+        ports: &[Port],
+        node_ports: &[Vec<PortId>],
+        topo: &Topology,
+        offset: u32,
+    ) -> Result<Vec<(QpId, QpId)>, ScenarioError> {
+        let mut by_rail: FastMap<(u32, u16), NodeId> = FastMap::default();
+        let mut rails: FastMap<u32, u32> = FastMap::default();
+        for nic in topo.nics() {
+            if let NodeRole::Nic { host, rail } = topo.node(nic).role {
+                by_rail.insert((host, rail), nic);
+                *rails.entry(host).or_default() += 1;
+            }
+        }
+        let backup = |nic: NodeId| -> Result<NodeId, ScenarioError> {
+            let NodeRole::Nic { host, rail } = topo.node(nic).role else { unreachable!("QPs join NICs") };
+            let count = rails[&host];
+            let other = (u32::from(rail) + offset) % count;
+            if other == u32::from(rail) {
+                return invalid(
+                    "nic.shift.backup_rail_offset",
+                    format!(
+                        "{offset}: on a host of {count} NIC(s) that names the default NIC itself; SHIFT needs another \
+                         NIC of the host as the backup (topology.nics_per_host)"
+                    ),
+                );
+            }
+            Ok(by_rail[&(host, other as u16)])
+        };
+        let mut pairs = Vec::with_capacity(self.qps.len());
+        for q in self.qps.ids().collect::<Vec<_>>() {
+            let (src, dst, port) = (self.qps[q].src, self.qps[q].dst, self.qps[q].src_port);
+            let ends = QpEnds {
+                src: backup(src)?,
+                dst: backup(dst)?,
+                port_index: ports[port.0 as usize].index as usize,
+                job: self.setups[q].job,
+            };
+            let entropy = QpSetup::entropy_of(self.seed, self.qps.next_id());
+            pairs.push((q, self.new_qp(ports, node_ports, None, ends, entropy)));
+        }
+        Ok(pairs)
+    }
+}
+
+/// The two NICs of a QP, the port index it takes at both, and whether a
+/// job (else a flow) opens it.
+struct QpEnds {
+    src: NodeId,
+    dst: NodeId,
+    port_index: usize,
+    job: bool,
 }
 
 /// The stacked ToR pairs: links between two ToRs, the first ToR primary.

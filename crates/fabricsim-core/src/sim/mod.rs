@@ -20,6 +20,7 @@ mod jobs;
 mod nic;
 mod recorder;
 mod report;
+mod shift;
 
 use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
 use crate::error::ScenarioError;
@@ -80,6 +81,9 @@ enum Event {
     StackCheck(u32),
     /// An aborted job starts again from its checkpoint.
     JobRestart(JobId),
+    /// SHIFT: a default QP's fallback is done; its path is due a probe.
+    ShiftFallback(QpId),
+    ShiftProbe(QpId),
 }
 
 // The event queue's entries are what its cache footprint is made of: an
@@ -116,6 +120,10 @@ struct Connection {
 enum Owner {
     Flow(FlowId),
     Transfer(TransferId),
+    /// SHIFT's probe of a default QP's path, and its notification before
+    /// traffic returns to it.
+    ShiftProbe(QpId),
+    ShiftNotify(QpId),
 }
 
 /// One RDMA write, striped over the QPs of its connection.
@@ -208,6 +216,8 @@ pub struct Simulation {
     orchestrator: Option<Orchestrator>,
     /// Stacked dual-ToR pairs.
     stacks: Vec<Stack>,
+    /// SHIFT's default QPs and their backups, when NICs run it.
+    shift: Option<shift::Shift>,
     /// What HPN's disjoint-path search found, when QPs' paths were picked by it.
     path_search: Option<crate::nic::repac::SearchTally>,
     /// Static SRv6 routes, when switches forward by SRv6.
@@ -426,6 +436,8 @@ impl Simulation {
             Event::ConweaveFlush(voq) => self.on_conweave_flush(voq),
             Event::StackCheck(stack) => self.on_stack_check(stack),
             Event::JobRestart(job) => self.on_job_restart(job),
+            Event::ShiftFallback(qp) => self.on_shift_fallback(qp),
+            Event::ShiftProbe(qp) => self.on_shift_probe(qp),
         }
     }
 }

@@ -23,14 +23,22 @@ impl Simulation {
     /// queued on the port. Schedules a wake-up if every ready QP is paced.
     pub(super) fn next_data_packet(&mut self, port: PortId) -> Option<PacketId> {
         let p = port.0 as usize;
-        if self.ports[p].paused[CLASS_DATA] || self.sched[p].known_down {
+        if self.ports[p].paused[CLASS_DATA] {
             return None;
         }
+        // A port the NIC knows is down carries nothing of a sprayed QP, which
+        // has other ports; a QP bound to it still sends, into the dead link
+        // (its retransmission timer runs, and it fails if the link does not
+        // return), as an RNIC does with the work posted on such a QP.
+        let known_down = self.sched[p].known_down;
         let index = self.ports[p].index as usize;
         let now = self.now();
         let first = self.actions.len();
         let actions = &mut self.actions;
         let pick = self.sched[p].pick(&mut self.qps, index, now, self.scenario.nic.batch, |_, qp| {
+            if known_down && qp.sprays {
+                return None;
+            }
             qp.transport.next_packet(index, now, actions)
         });
         match pick {
@@ -116,8 +124,16 @@ impl Simulation {
         }
     }
 
-    /// Posts `bytes` of message `id` on QP `q`.
+    /// Posts `bytes` of message `id` for QP `q`: on it, or where SHIFT
+    /// sends its work now.
     fn put_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, imm: bool) {
+        if let super::shift::Route::Post(to) = self.shift_route(q, id, bytes) {
+            self.post_on_qp(to, id, bytes, imm);
+        }
+    }
+
+    /// Posts `bytes` of message `id` on QP `q` itself.
+    pub(super) fn post_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, imm: bool) {
         let qp = &mut self.qps[q];
         qp.transport.post(bytes, imm);
         qp.messages.push_back((id, bytes));
@@ -140,6 +156,9 @@ impl Simulation {
                 self.message_done(self.messages[m].owner);
             }
         }
+        if self.shift.is_some() {
+            self.shift_backup_drained(q);
+        }
     }
 
     /// Every part of a message has arrived.
@@ -150,12 +169,16 @@ impl Simulation {
                 self.work_left -= 1;
             }
             Owner::Transfer(t) => self.transfer_done(t),
+            Owner::ShiftProbe(_) | Owner::ShiftNotify(_) => self.shift_write_done(owner),
         }
     }
 
     /// QP `q` failed: everything still posted on it is lost with it.
     fn fail_qp(&mut self, q: QpId) {
         self.totals.qp_errors += 1;
+        if self.shift_takes_failure(q) {
+            return;
+        }
         let lost: Vec<Owner> = self.qps[q].messages.iter().map(|&(m, _)| self.messages[m].owner).collect();
         for owner in lost {
             match owner {
@@ -163,7 +186,7 @@ impl Simulation {
                     self.flows[f].failed = true;
                     self.work_left -= 1;
                 }
-                Owner::Flow(_) => {}
+                Owner::Flow(_) | Owner::ShiftProbe(_) | Owner::ShiftNotify(_) => {}
                 Owner::Transfer(t) => self.transfer_failed(t),
             }
         }

@@ -300,6 +300,17 @@ impl Simulation {
                 "still_held": cw.held(),
             });
         }
+        if let Some(shift) = &self.shift {
+            let c = shift.counters;
+            summary["shift"] = json!({
+                "fallbacks": c.fallbacks,
+                "recoveries": c.recoveries,
+                "probes": c.probes,
+                "failed_probes": c.failed_probes,
+                "reposted_messages": c.reposted_messages,
+                "reposted_bytes": c.reposted_bytes,
+            });
+        }
         let mut warnings = Vec::new();
         if let Some(t) = &self.path_search {
             summary["path_search"] = json!({

@@ -1,0 +1,109 @@
+//! SHIFT (shift-rdma-failover.txt s4.2): a QP that fails moves its
+//! outstanding work to a backup QP between other NICs of the same hosts,
+//! and moves back once the default path works again, in order.
+
+mod common;
+
+use common::{floats, ints, run, summary_u64};
+use serde_json::{json, Value};
+
+/// Hosts of 2 NICs (NIC 0's backup is NIC 1, NIC 12's is NIC 13); RoCE
+/// gives up after 8 timeouts of 32.8us; SHIFT falls back in 50us and
+/// probes every 100us.
+fn two_nic_hosts(shift: bool) -> Value {
+    json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "nics_per_host": 2},
+        "nic": if shift { json!({"shift": {"fallback_time": "50us", "probe_interval": "100us"}}) } else { json!({}) },
+        "transport": {"kind": "rocev2", "timeout_exponent": 3},
+    })
+}
+
+#[test]
+fn a_failed_qp_goes_on_over_the_backup_nics() {
+    let flow = |shift: bool| {
+        let mut s = two_nic_hosts(shift);
+        s["traffic"] = json!([{"kind": "flow", "src": 0, "dst": 12, "bytes": "8MB"}]);
+        s["faults"] = json!([{"kind": "nic_port_down", "at": "20us", "nic": 0, "port": 0}]);
+        run(s)
+    };
+    let plain = flow(false);
+    assert_eq!(summary_u64(&plain, "flows_completed"), 0, "{}", plain.summary);
+    let out = flow(true);
+    assert_eq!(summary_u64(&out, "flows_completed"), 1, "{}", out.summary);
+    let shift = &out.summary["shift"];
+    assert_eq!((shift["fallbacks"].as_u64(), shift["reposted_messages"].as_u64()), (Some(1), Some(1)), "{shift}");
+    // The write is reposted whole on the backup, once: NIC 1 sends it.
+    let (node, sent) = (common::texts(&out.ports, "node"), ints(&out.ports, "tx_bytes"));
+    let nic1: u64 = (0..node.len()).filter(|&i| node[i] == "nic1").map(|i| sent[i]).sum();
+    assert!((8_000_000..8_600_000).contains(&nic1), "{nic1}");
+    // It finishes after the failure is noticed (262us of retries) and the
+    // fallback (50us).
+    let end = floats(&out.flows, "end_s")[0].unwrap();
+    assert!(end > 20e-6 + 262e-6 + 50e-6, "{end}");
+}
+
+/// Rank 0 on NIC 0 sends rank 1 on NIC 12 a 256KB message every 40us
+/// (30 iterations); NIC 0's link is down from 100us for `outage`.
+fn training(outage: &str) -> Value {
+    let mut s = two_nic_hosts(true);
+    s["jobs"] = json!([{"name": "j", "ranks": 2, "placement": {"explicit": [0, 12]}, "iterations": 30,
+        "phases": [{"name": "c", "compute": "40us"},
+                   {"name": "p", "collective": {"op": "send_recv", "bytes": "256KB", "channels": 1}}]}]);
+    s["faults"] = json!([{"kind": "link_flap", "at": "100us", "port": "nic0:0", "duration": outage}]);
+    s["telemetry"] = json!({"sample_interval": "20us", "ports": ["nic0:0", "nic1:0"], "transfers": true});
+    s
+}
+
+#[test]
+fn traffic_returns_to_the_default_nic_when_a_probe_gets_through_and_keeps_its_order() {
+    let out = run(training("300us"));
+    assert_eq!(out.summary["jobs"]["j"]["completed"], true, "{}", out.summary);
+    let shift = &out.summary["shift"];
+    assert!(shift["fallbacks"].as_u64() >= Some(1), "{shift}");
+    assert!(shift["recoveries"].as_u64() >= Some(1), "{shift}");
+    assert!(shift["probes"].as_u64() >= Some(1), "{shift}");
+    // After the link is back and a probe got through, NIC 0 sends again and
+    // NIC 1 falls silent.
+    let default = common::tx_rate(&out, "nic0:0");
+    let backup = common::tx_rate(&out, "nic1:0");
+    let last = default.last().unwrap().0;
+    let late = |series: &[(f64, f64)]| series.iter().filter(|(t, _)| *t > last - 200e-6).map(|(_, r)| r).sum::<f64>();
+    assert!(late(&default) > 0.0 && late(&backup) == 0.0, "{default:?} / {backup:?}");
+    assert!(backup.iter().any(|&(_, r)| r > 0.0), "the backup carried traffic meanwhile");
+    // Rank 0's messages complete in the order they were posted.
+    let (src, posted, done) =
+        (ints(&out.transfers, "src_rank"), floats(&out.transfers, "posted_s"), floats(&out.transfers, "end_s"));
+    let mut mine: Vec<(f64, f64)> =
+        (0..src.len()).filter(|&i| src[i] == 0).map(|i| (posted[i].unwrap(), done[i].unwrap())).collect();
+    mine.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(mine.windows(2).all(|w| w[0].1 <= w[1].1), "{mine:?}");
+}
+
+#[test]
+fn a_probe_that_fails_leaves_traffic_on_the_backup() {
+    // Down for good: the probes keep failing; the job finishes on the backup.
+    let out = run(training("1s"));
+    assert_eq!(out.summary["jobs"]["j"]["completed"], true, "{}", out.summary);
+    let shift = &out.summary["shift"];
+    assert_eq!(shift["recoveries"].as_u64(), Some(0), "{shift}");
+    assert!(shift["failed_probes"].as_u64() >= Some(1) || shift["probes"].as_u64() >= Some(1), "{shift}");
+}
+
+#[test]
+fn with_shift_a_job_goes_on_where_without_it_it_restarts_from_its_checkpoint() {
+    let job = |shift: bool| {
+        let mut s = training("2ms");
+        if !shift {
+            s["nic"] = json!({});
+        }
+        s["jobs"][0]["checkpoint"] = json!({"every": 5, "restart_delay": "100us"});
+        run(s)
+    };
+    let plain = job(false);
+    assert!(plain.summary["jobs"]["j"]["restarts"].as_u64() >= Some(1), "{}", plain.summary);
+    let shifted = job(true);
+    assert_eq!(shifted.summary["jobs"]["j"]["restarts"], 0, "{}", shifted.summary);
+    assert_eq!(shifted.summary["jobs"]["j"]["completed"], true);
+    let jct = |out: &fabricsim_core::RunOutput| out.summary["jobs"]["j"]["jct_s"].as_f64().unwrap();
+    assert!(jct(&shifted) < jct(&plain), "{} against {}", jct(&shifted), jct(&plain));
+}
