@@ -42,16 +42,19 @@ MRC = paper_experiments("mrc")
 SPECTRUM_X = paper_experiments("spectrum-x")
 PRO = paper_experiments("pro")
 HPN = paper_experiments("hpn")
+SHIFT = paper_experiments("shift")
 RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X, *PRO, *HPN) for run in exp.runs]
 
 
-@pytest.mark.parametrize("experiments", [MRC, SPECTRUM_X, PRO, HPN], ids=["mrc", "spectrum-x", "pro", "hpn"])
+@pytest.mark.parametrize(
+    "experiments", [MRC, SPECTRUM_X, PRO, HPN, SHIFT], ids=["mrc", "spectrum-x", "pro", "hpn", "shift"]
+)
 def test_registry_keys_are_unique(experiments: tuple[Experiment, ...]) -> None:
     keys = [exp.key for exp in experiments]
     assert len(keys) == len(set(keys))
     for exp in experiments:
         assert len({r.key for r in exp.runs}) == len(exp.runs), exp.key
-    assert set(PAPERS) == {"mrc", "spectrum-x", "pro", "hpn"}
+    assert set(PAPERS) == {"mrc", "spectrum-x", "pro", "hpn", "shift"}
 
 
 def test_unknown_paper_is_refused() -> None:
@@ -85,7 +88,9 @@ def test_experiment_scenarios_ship_inside_the_package() -> None:
 def test_every_quick_file_is_a_registered_quick_version() -> None:
     registered = {run.quick_scenario for _, run in RUNS if run.quick_scenario}
     shipped = {
-        f"{d}/{p.name}" for d in ("mrc", "spectrum-x", "pro", "hpn") for p in (scenarios_dir() / d).glob("*_quick.yaml")
+        f"{d}/{p.name}"
+        for d in ("mrc", "spectrum-x", "pro", "hpn", "shift")
+        for p in (scenarios_dir() / d).glob("*_quick.yaml")
     }
     assert registered == shipped
 

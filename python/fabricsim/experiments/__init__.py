@@ -24,6 +24,7 @@ PAPERS: dict[str, str] = {
     "spectrum-x": "spectrum-x.txt",
     "pro": "pro-deterministic-lb.txt",
     "hpn": "alibaba-hpn.txt",
+    "shift": "shift-rdma-failover.txt",
 }
 
 
