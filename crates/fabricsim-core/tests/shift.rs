@@ -13,7 +13,11 @@ use serde_json::{json, Value};
 fn two_nic_hosts(shift: bool) -> Value {
     json!({
         "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "nics_per_host": 2},
-        "nic": if shift { json!({"shift": {"fallback_time": "50us", "probe_interval": "100us"}}) } else { json!({}) },
+        "nic": if shift {
+            json!({"shift": {"fallback_time": "50us", "probe_interval": "100us", "setup_time": "0us"}})
+        } else {
+            json!({})
+        },
         "transport": {"kind": "rocev2", "timeout_exponent": 3},
     })
 }
@@ -106,4 +110,22 @@ fn with_shift_a_job_goes_on_where_without_it_it_restarts_from_its_checkpoint() {
     assert_eq!(shifted.summary["jobs"]["j"]["completed"], true);
     let jct = |out: &fabricsim_core::RunOutput| out.summary["jobs"]["j"]["jct_s"].as_f64().unwrap();
     assert!(jct(&shifted) < jct(&plain), "{} against {}", jct(&shifted), jct(&plain));
+}
+
+#[test]
+fn a_fallback_cannot_end_before_the_backup_qps_are_set_up() {
+    // The QP fails at about 282us; with the backup set up only at 2ms, the
+    // write reaches the backup then, not 50us after the error.
+    let end = |setup: &str| {
+        let mut s = two_nic_hosts(true);
+        s["nic"]["shift"]["setup_time"] = json!(setup);
+        s["traffic"] = json!([{"kind": "flow", "src": 0, "dst": 12, "bytes": "1MB"}]);
+        s["faults"] = json!([{"kind": "nic_port_down", "at": "20us", "nic": 0, "port": 0}]);
+        let out = run(s);
+        assert_eq!(summary_u64(&out, "flows_completed"), 1, "{}", out.summary);
+        floats(&out.flows, "end_s")[0].unwrap()
+    };
+    let (ready, late) = (end("0us"), end("2ms"));
+    assert!(ready < 1e-3, "{ready}");
+    assert!(late > 2e-3 && late < 2.2e-3, "{late}");
 }

@@ -99,11 +99,22 @@ pub struct ShiftConfig {
     /// traffic is on the backup (s4.2.3). The paper gives no interval;
     /// default 10 ms.
     pub probe_interval: Time,
+    /// How long after the run starts the backup QPs are ready: the shadow
+    /// control verbs run in the background and do not hold traffic back,
+    /// but a fallback cannot finish before they have (s4.1). Default
+    /// 35 ms, the paper's measured time (s5.1.2: mostly ibv_open_device and
+    /// the KV transfer).
+    pub setup_time: Time,
 }
 
 impl Default for ShiftConfig {
     fn default() -> Self {
-        ShiftConfig { backup_rail_offset: 1, fallback_time: Time::from_us(2300), probe_interval: Time::from_ms(10) }
+        ShiftConfig {
+            backup_rail_offset: 1,
+            fallback_time: Time::from_us(2300),
+            probe_interval: Time::from_ms(10),
+            setup_time: Time::from_ms(35),
+        }
     }
 }
 

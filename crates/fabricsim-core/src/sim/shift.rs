@@ -1,7 +1,8 @@
 //! SHIFT (shift-rdma-failover.txt s4.2): each default QP's send-side state
 //! machine, at the granularity of messages (every message a signaled work
 //! request). Default: messages go to the default QP. When it fails
-//! (retries exhausted), the fallback takes `fallback_time`; then its
+//! (retries exhausted), the fallback takes `fallback_time` (and cannot end
+//! before the backup QPs are set up, `setup_time` into the run); then its
 //! outstanding messages, and those posted meanwhile, are reposted in order
 //! on the backup QP, the default QP is reset, and new messages go to the
 //! backup (Fallback). Every `probe_interval` an empty write probes the
@@ -110,12 +111,14 @@ impl Simulation {
     pub(super) fn shift_takes_failure(&mut self, q: QpId) -> bool {
         let Some(shift) = self.shift.as_mut() else { return false };
         let (fallback_time, probe_interval) = (shift.cfg.fallback_time, shift.cfg.probe_interval);
+        // The fallback ends once its own steps are done and the backup QP is ready.
+        let fallback_done = (self.events.now() + fallback_time).max(shift.cfg.setup_time);
         let Some(pair) = shift.pair(q) else { return false };
         match (pair.state, pair.probing) {
             (State::Default, _) => {
                 pair.state = State::FallingBack;
                 shift.counters.fallbacks += 1;
-                self.events.schedule_in(fallback_time, Event::ShiftFallback(q));
+                self.events.schedule(fallback_done, Event::ShiftFallback(q));
             }
             (State::Fallback, true) => {
                 pair.probing = false;
