@@ -36,6 +36,11 @@ fn a_failed_qp_goes_on_over_the_backup_nics() {
     assert_eq!(summary_u64(&out, "flows_completed"), 1, "{}", out.summary);
     let shift = &out.summary["shift"];
     assert_eq!((shift["fallbacks"].as_u64(), shift["reposted_messages"].as_u64()), (Some(1), Some(1)), "{shift}");
+    // Part of the write had reached the receiver before the link failed: the
+    // repost writes it again (the LL128 hazard of s4.3), counted.
+    assert_eq!(shift["rewritten_messages"].as_u64(), Some(1), "{shift}");
+    let rewritten = shift["rewritten_bytes"].as_u64().unwrap();
+    assert!(rewritten > 0 && rewritten < 8_000_000, "{rewritten}");
     // The write is reposted whole on the backup, once: NIC 1 sends it.
     let (node, sent) = (common::texts(&out.ports, "node"), ints(&out.ports, "tx_bytes"));
     let nic1: u64 = (0..node.len()).filter(|&i| node[i] == "nic1").map(|i| sent[i]).sum();

@@ -143,9 +143,11 @@ impl Simulation {
 
     /// The responder finished `count` messages of QP `q`, oldest first.
     fn messages_arrived(&mut self, q: QpId, count: u32) {
+        let mut completed = 0;
         for _ in 0..count {
             let (m, bytes) = self.qps[q].messages.pop_front().expect("a completed message was posted");
             self.qps[q].outstanding -= bytes;
+            completed += bytes;
             // A write with immediate raises its completion at the responder
             // only now that every byte of it has been placed.
             if self.messages[m].imm {
@@ -157,6 +159,7 @@ impl Simulation {
             }
         }
         if self.shift.is_some() {
+            self.shift_completed(q, completed);
             self.shift_backup_drained(q);
         }
     }
@@ -339,6 +342,9 @@ impl Simulation {
         self.totals.delivered_payload += delivered as u64;
         self.totals.discarded_payload += discarded as u64;
         self.nic_rx_payload[self.qps[q].dst.0 as usize] += delivered as u64;
+        if self.shift.is_some() {
+            self.shift_placed(q, u64::from(delivered));
+        }
         self.messages_arrived(q, messages);
     }
 

@@ -309,6 +309,8 @@ impl Simulation {
                 "failed_probes": c.failed_probes,
                 "reposted_messages": c.reposted_messages,
                 "reposted_bytes": c.reposted_bytes,
+                "rewritten_messages": c.rewritten_messages,
+                "rewritten_bytes": c.rewritten_bytes,
             });
         }
         let mut warnings = Vec::new();

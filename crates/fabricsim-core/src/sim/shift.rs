@@ -51,6 +51,11 @@ pub(super) struct ShiftCounters {
     pub failed_probes: u64,
     pub reposted_messages: u64,
     pub reposted_bytes: u64,
+    /// Reposted writes part of which the receiver had already placed, and
+    /// those bytes: written twice, which breaks the write-once flags of
+    /// NCCL's LL128 protocol (s4.3).
+    pub rewritten_messages: u64,
+    pub rewritten_bytes: u64,
 }
 
 pub(super) struct Shift {
@@ -59,6 +64,8 @@ pub(super) struct Shift {
     pairs: Vec<Option<Pair>>,
     /// By backup QP id, its default QP.
     default_of: Vec<Option<QpId>>,
+    /// By QP id, the bytes the receiver placed of messages not yet complete.
+    placed: Vec<u64>,
     pub counters: ShiftCounters,
 }
 
@@ -72,7 +79,7 @@ impl Shift {
                 Some(Pair { backup, state: State::Default, held: VecDeque::new(), probing: false });
             default_of[backup.0 as usize] = Some(default);
         }
-        Shift { cfg, pairs, default_of, counters: ShiftCounters::default() }
+        Shift { cfg, pairs, default_of, placed: vec![0; qps], counters: ShiftCounters::default() }
     }
 
     fn pair(&mut self, q: QpId) -> Option<&mut Pair> {
@@ -141,6 +148,20 @@ impl Simulation {
         true
     }
 
+    /// The receiver of QP `q` placed `bytes` more.
+    pub(super) fn shift_placed(&mut self, q: QpId, bytes: u64) {
+        if let Some(placed) = self.shift.as_mut().and_then(|s| s.placed.get_mut(q.0 as usize)) {
+            *placed += bytes;
+        }
+    }
+
+    /// Messages of `bytes` in all completed on QP `q`.
+    pub(super) fn shift_completed(&mut self, q: QpId, bytes: u64) {
+        if let Some(placed) = self.shift.as_mut().and_then(|s| s.placed.get_mut(q.0 as usize)) {
+            *placed = placed.saturating_sub(bytes);
+        }
+    }
+
     /// The fallback is done: the default QP's outstanding messages, then
     /// those posted meanwhile, go to the backup in order.
     pub(super) fn on_shift_fallback(&mut self, q: QpId) {
@@ -153,6 +174,11 @@ impl Simulation {
         let (backup, held) = (pair.backup, std::mem::take(&mut pair.held));
         shift.counters.reposted_messages += outstanding.len() as u64;
         shift.counters.reposted_bytes += outstanding.iter().map(|&(_, b)| b).sum::<u64>();
+        let rewritten = std::mem::take(&mut shift.placed[q.0 as usize]);
+        if rewritten > 0 {
+            shift.counters.rewritten_messages += 1;
+            shift.counters.rewritten_bytes += rewritten;
+        }
         for (id, bytes) in outstanding.into_iter().chain(held) {
             self.shift_repost(backup, id, bytes);
         }
