@@ -567,37 +567,17 @@ fn hierarchical_all_reduce(
     let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
     let share: Vec<u64> = per_channel.iter().map(|&b| b / g as u64).collect();
     let mut done: Vec<Vec<TransferId>> = vec![Vec::new(); members.len()];
-    let sub_ring = |gen: &mut Generator,
-                    positions: &[usize],
-                    data: &[u64],
-                    steps: usize,
-                    base: u32,
-                    done: &mut Vec<Vec<TransferId>>| {
-        let ranks: Vec<u32> = positions.iter().map(|&p| members[p]).collect();
-        let start: Vec<Vec<TransferId>> = positions.iter().map(|&p| std::mem::take(&mut done[p])).collect();
-        let mut sub = Generator {
-            transfers: gen.transfers,
-            members: &ranks,
-            collective: gen.collective,
-            slice: gen.slice,
-            channel_base: 0,
-        };
-        let finals = sub.ring(data, steps, &start, base);
-        for (k, &p) in positions.iter().enumerate() {
-            done[p] = finals[k].clone();
-        }
-    };
     for host in &local {
-        sub_ring(gen, host, &per_channel, g - 1, 0, &mut done);
+        gen.sub_ring(host, &per_channel, g - 1, 0, &mut done);
     }
     let hosts_count = local.len();
     for l in 0..g {
         let rail: Vec<usize> = local.iter().map(|h| h[l]).collect();
-        sub_ring(gen, &rail, &share, 2 * (hosts_count - 1), g as u32, &mut done);
+        gen.sub_ring(&rail, &share, 2 * (hosts_count - 1), g as u32, &mut done);
     }
     let base = (g + 2 * (hosts_count - 1)) as u32;
     for host in &local {
-        sub_ring(gen, host, &per_channel, g - 1, base, &mut done);
+        gen.sub_ring(host, &per_channel, g - 1, base, &mut done);
     }
     Ok(())
 }
@@ -678,19 +658,7 @@ fn nvls_all_reduce(gen: &mut Generator, per_channel: &[u64], hosts: &[u32], fiel
     let hosts_count = local.len();
     for l in 0..g {
         let rail: Vec<usize> = local.iter().map(|h| h[l]).collect();
-        let ranks: Vec<u32> = rail.iter().map(|&p| members[p]).collect();
-        let start: Vec<Vec<TransferId>> = rail.iter().map(|&p| std::mem::take(&mut done[p])).collect();
-        let mut sub = Generator {
-            transfers: gen.transfers,
-            members: &ranks,
-            collective: gen.collective,
-            slice: gen.slice,
-            channel_base: 0,
-        };
-        let finals = sub.ring(&share, 2 * (hosts_count - 1), &start, 1);
-        for (k, &p) in rail.iter().enumerate() {
-            done[p] = finals[k].clone();
-        }
+        gen.sub_ring(&rail, &share, 2 * (hosts_count - 1), 1, &mut done);
     }
     let step = 1 + 2 * (hosts_count - 1) as u32;
     for host in &local {
@@ -718,6 +686,25 @@ struct Generator<'a> {
 }
 
 impl Generator<'_> {
+    /// A ring over some of the collective's positions (in that order),
+    /// each position's first sends waiting for `done[p]`, which then holds
+    /// what it received at the last step.
+    fn sub_ring(&mut self, positions: &[usize], data: &[u64], steps: usize, base: u32, done: &mut [Vec<TransferId>]) {
+        let ranks: Vec<u32> = positions.iter().map(|&p| self.members[p]).collect();
+        let start: Vec<Vec<TransferId>> = positions.iter().map(|&p| std::mem::take(&mut done[p])).collect();
+        let mut sub = Generator {
+            transfers: &mut *self.transfers,
+            members: &ranks,
+            collective: self.collective,
+            slice: self.slice,
+            channel_base: self.channel_base,
+        };
+        let finals = sub.ring(data, steps, &start, base);
+        for (k, &p) in positions.iter().enumerate() {
+            done[p] = finals[k].clone();
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
