@@ -74,6 +74,7 @@ __all__ = [
     "Run",
     "in_range",
     "merge_seeds",
+    "not_run",
     "reproduce",
     "run_experiment",
     "scenarios_dir",
@@ -158,6 +159,11 @@ class Row:
             low, high = self.expect
             if low is not None and high is not None and low > high:
                 raise ValueError(f"{self.metric}: expected range {low} to {high} is empty")
+
+
+def not_run(metric: str, paper: str, reason: str) -> Row:
+    """The row of a claim the reproduction does not run, and why."""
+    return Row(metric, paper, "not run", verdict=NOT_RUN, reason=reason)
 
 
 @dataclass(frozen=True)

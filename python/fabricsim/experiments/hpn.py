@@ -35,7 +35,6 @@ from ..sweep import SweepResults
 from .framework import (
     CONTRADICTS,
     MATCHES,
-    NOT_RUN,
     PARTLY,
     Expect,
     Experiment,
@@ -43,6 +42,7 @@ from .framework import (
     Row,
     Run,
     in_range,
+    not_run,
     scenarios_dir,
 )
 
@@ -403,12 +403,10 @@ def _table1_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bo
             )
         )
     rows.append(
-        Row(
+        not_run(
             "Jupiter",
             "O(8x256) = O(2048) (26,000 GPUs, 3 tiers)",
-            "not run",
-            verdict=NOT_RUN,
-            reason="Jupiter's OCS-based spine blocks are not a Clos the topology generators build",
+            "Jupiter's OCS-based spine blocks are not a Clos the topology generators build",
         )
     )
     return rows
@@ -682,11 +680,8 @@ def _fig15_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
 
 
 def _not_run_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-    def row(metric: str, paper: str, reason: str) -> Row:
-        return Row(metric, paper, "not run", verdict=NOT_RUN, reason=reason)
-
     return [
-        row(
+        not_run(
             "Fig 16: LLaMa-7B/13B, GPT3-175B on 448 GPUs (HPN vs DCN+)",
             "+7.9%, +14.4%, +6.3%",
             "the three models' steps (their parallelism and message sizes) are not built; fig15 runs one training "

@@ -34,7 +34,7 @@ import polars as pl
 from ..results import Results
 from ..sweep import SweepResults
 from .analysis import size_bytes
-from .framework import CONTRADICTS, MATCHES, NOT_RUN, PARTLY, Expect, Experiment, Outcome, Row, Run
+from .framework import CONTRADICTS, MATCHES, PARTLY, Expect, Experiment, Outcome, Row, Run, not_run
 
 __all__ = ["DESIGNS", "EXPERIMENTS", "jct_slowdown", "tor_uplink_load"]
 
@@ -677,16 +677,13 @@ def _fig13_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
 
 
 def _not_run_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-    def row(metric: str, paper: str, reason: str) -> Row:
-        return Row(metric, paper, "not run", verdict=NOT_RUN, reason=reason)
-
     return [
-        row(
+        not_run(
             "Fig 7: testbed JCT slowdown (MoE, NCCL all-to-all)",
             "PRO 1.3-1.48x better than ECMP; iteration -10.4%",
             "the FPGA testbed's applications (MoE training, nccl-tests) are not modelled",
         ),
-        row(
+        not_run(
             "Fig 11(a) under the paper's tree traffic",
             "continuous queue growth at the Aggr downlinks to a ToR",
             "run with each NIC sending to two ToRs (fig11a), the case the paper's explanation names; not repeated "

@@ -20,7 +20,7 @@ import polars as pl
 
 from ..results import Results
 from .analysis import host_throughput, window_mean
-from .framework import CONTRADICTS, MATCHES, NOT_RUN, Experiment, Outcome, Row, Run
+from .framework import CONTRADICTS, MATCHES, Experiment, Outcome, Row, Run, not_run
 
 __all__ = ["EXPERIMENTS"]
 
@@ -173,16 +173,13 @@ def _fig10_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
 
 
 def _not_run_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-    def row(metric: str, paper: str, reason: str) -> Row:
-        return Row(metric, paper, "not run", verdict=NOT_RUN, reason=reason)
-
     return [
-        row(
+        not_run(
             "Fig 8: ib_send_bw and ib_read_bw through a NIC failure",
             "SHIFT continues on the backup and returns, as for writes",
             "SHIFT is built for one-sided writes only: two-sided SEND/RECV (with RNR) and READ are not",
         ),
-        row(
+        not_run(
             "Table 1: write latency 1-16 B, with SHIFT and with 500 idle QPs",
             "2.68-2.71 us, no difference",
             "our NICs model no QP context cache, so idle QPs cannot cost anything: nothing to measure",
