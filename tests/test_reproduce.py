@@ -782,3 +782,50 @@ def test_hpn_tables_read_the_topology_calculator(tmp_path: Path) -> None:
     assert table2 == [128, 4096, 1024, 15360]
     # The counts know no seed; over the three seeds every exact count matches.
     assert {r["verdict"] for r in summary["experiments"]["table2"]["rows"]} == {MATCHES}
+
+
+def _step_run(step_ms: float, network_ms: float) -> Results:
+    """A synthetic run of two equal steps, each communicating for its last `network_ms`."""
+    run = Results.__new__(Results)
+    run.scenario, run.summary, run.complete = {}, {}, True
+    ends = [step_ms * 1e-3, 2 * step_ms * 1e-3]
+    run.frames = {
+        "steps": pl.DataFrame({"iteration": [0, 1], "start_s": [e - step_ms * 1e-3 for e in ends], "end_s": ends}),
+        "collectives": pl.DataFrame(
+            {"iteration": [0, 1], "start_s": [e - network_ms * 1e-3 for e in ends], "end_s": ends}
+        ),
+    }
+    return run
+
+
+def test_hpn_fig16_gains_and_their_order() -> None:
+    outcomes: dict[str, Outcome] = {
+        "hpn_llama7b": _step_run(1.0, 0.2),
+        "dcn_llama7b": _step_run(1.08, 0.28),  # +8%
+        "hpn_llama13b": _step_run(2.0, 0.4),
+        "dcn_llama13b": _step_run(2.6, 1.0),  # +30%: beyond 14.4% x 1.2
+        "hpn_gpt3_175b": _step_run(17.0, 0.5),
+        "dcn_gpt3_175b": _step_run(17.5, 1.0),  # +2.9%
+    }
+    rows = _hpn_rows("fig16", outcomes)
+    seven = rows["LLaMa-7B: training throughput, HPN's gain over DCN+"]
+    assert seven.value == pytest.approx(0.08) and seven.verdict == MATCHES
+    assert "the network 20% of HPN's step" in seven.ours
+    assert rows["LLaMa-13B: training throughput, HPN's gain over DCN+"].verdict == CONTRADICTS
+    assert rows["the order of the gains"].verdict == MATCHES  # 13B, 7B, 175B
+    outcomes["dcn_llama7b"] = _step_run(1.5, 0.7)  # +50%: 7B now gains most
+    assert _hpn_rows("fig16", outcomes)["the order of the gains"].verdict == CONTRADICTS
+
+
+def test_hpn_fig16_proxies_cross_segments_only_on_dcn_plus() -> None:
+    """The LLaMa-7B step's NVLS all-reduce on 14 hosts: HPN keeps every rail ring under its ToR pair, DCN+ (3.5
+    segments of 4 hosts) sends part of it down the aggregation switches."""
+    small = {"jobs.0.iterations": 1, "jobs.0.phases.1.collective.bytes": "2MB"}
+    crossing = {}
+    for net in ("hpn", "dcn"):
+        results = fabricsim_run(load_scenario(scenarios_dir() / f"hpn/fig16_{net}_llama7b.yaml", small))
+        assert results.steps.height == 1, net
+        down = results.ports.filter(pl.col("node").str.starts_with("t1."), pl.col("peer").str.starts_with("t0."))
+        crossing[net] = down["tx_bytes"].sum()
+    assert crossing["hpn"] == 0
+    assert crossing["dcn"] > 0
