@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use common::{ints, summary_u64};
 use fabricsim_core::net::{flag, Packet, PacketKind};
-use fabricsim_core::transport::{Action, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport};
+use fabricsim_core::transport::{Action, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
 use fabricsim_core::units::Time;
 use fabricsim_core::{RunOutput, Scenario, Simulation};
 use serde_json::json;
@@ -46,7 +46,7 @@ impl FixedPath {
 }
 
 impl Transport for FixedPath {
-    fn post(&mut self, bytes: u64, _imm: bool) {
+    fn post(&mut self, bytes: u64, _verb: Verb) {
         let first = self.payloads.len() as u32;
         let packets = bytes.div_ceil(self.mtu as u64).max(1);
         for k in 0..packets {
@@ -70,7 +70,8 @@ impl Transport for FixedPath {
         self.next_psn += 1;
         let first = self.message_bytes.iter().any(|&(f, _)| f == psn);
         let last = self.message_ends.contains(&(psn + 1));
-        let data = DataPacket { psn, payload, first, last, imm: false, retransmission: false, addressed: false };
+        let data =
+            DataPacket { psn, payload, first, last, imm: false, retransmission: false, addressed: false, send: false };
         Some(Outgoing { data, entropy: self.entropy, not_before: now })
     }
 

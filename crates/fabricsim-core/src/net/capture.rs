@@ -26,6 +26,10 @@ const DSCP_CONTROL: u8 = 48;
 
 /// BTH opcodes of the RC transport (IBTA; protocols.md s2.3).
 mod opcode {
+    pub const SEND_FIRST: u8 = 0x00;
+    pub const SEND_MIDDLE: u8 = 0x01;
+    pub const SEND_LAST: u8 = 0x02;
+    pub const SEND_ONLY: u8 = 0x04;
     pub const WRITE_FIRST: u8 = 0x06;
     pub const WRITE_MIDDLE: u8 = 0x07;
     pub const WRITE_LAST: u8 = 0x08;
@@ -134,11 +138,21 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
             };
             (op, packet.has(flag::LAST))
         }
+        PacketKind::Send => {
+            let op = match (packet.has(flag::FIRST), packet.has(flag::LAST)) {
+                (true, true) => opcode::SEND_ONLY,
+                (true, false) => opcode::SEND_FIRST,
+                (false, true) => opcode::SEND_LAST,
+                (false, false) => opcode::SEND_MIDDLE,
+            };
+            (op, packet.has(flag::LAST))
+        }
         // MRC's probe format is not published: probes travel as RoCE
         // acknowledgements naming the probed EV in the PSN field; so do
         // ConWeave's signals (the model's own header is a simulator tag).
         PacketKind::Ack
         | PacketKind::Nak
+        | PacketKind::RnrNak
         | PacketKind::Probe
         | PacketKind::ProbeReply
         | PacketKind::MapProbe
@@ -171,15 +185,23 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
                 transport.extend_from_slice(&packet.psn.to_be_bytes());
             }
         }
+        // A SEND carries no RETH: its RECV says where it goes.
+        PacketKind::Send => {}
         PacketKind::Ack
         | PacketKind::Nak
+        | PacketKind::RnrNak
         | PacketKind::Probe
         | PacketKind::ProbeReply
         | PacketKind::MapProbe
         | PacketKind::Conweave => {
-            // AETH: syndrome (ACK with unlimited credits, or NAK "PSN
-            // sequence error"), MSN.
-            transport.push(if packet.kind == PacketKind::Nak { 0x60 } else { 0x1F });
+            // AETH: syndrome (ACK with unlimited credits; NAK "PSN sequence
+            // error"; RNR NAK with the timer code of `rnr_timer`'s default,
+            // 12 = 0.64 ms), MSN.
+            transport.push(match packet.kind {
+                PacketKind::Nak => 0x60,
+                PacketKind::RnrNak => 0x20 | 12,
+                _ => 0x1F,
+            });
             transport.extend_from_slice(&[0, 0, 0]);
         }
         PacketKind::Cnp => transport.extend_from_slice(&[0; 16]),
@@ -371,6 +393,37 @@ mod tests {
         let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire());
         assert_eq!(f[62], opcode::WRITE_LAST_WITH_IMM);
+    }
+
+    #[test]
+    fn send_frames_carry_send_opcodes_and_no_reth() {
+        for (first, last, op) in [
+            (true, false, opcode::SEND_FIRST),
+            (false, false, opcode::SEND_MIDDLE),
+            (false, true, opcode::SEND_LAST),
+            (true, true, opcode::SEND_ONLY),
+        ] {
+            let mut p = data(first, last, 4096);
+            p.kind = PacketKind::Send;
+            p.wire = headers::data_wire(IpVersion::Ipv6, 4096, false) as u16;
+            let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
+            assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
+            assert_eq!(f[62], op);
+        }
+        // An RNR NAK is an acknowledgement whose AETH syndrome is 001 and
+        // its timer code (IBTA Vol.1 9.7.5.2.8).
+        let wire = headers::ack_wire(IpVersion::Ipv6);
+        let p = Packet {
+            kind: PacketKind::RnrNak,
+            class: 0,
+            flags: 0,
+            payload: 0,
+            wire: wire as u16,
+            ..data(false, false, 0)
+        };
+        let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 0));
+        assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire);
+        assert_eq!((f[62], f[74] >> 5, f[74] & 0x1F), (opcode::ACKNOWLEDGE, 0b001, 12));
     }
 
     #[test]

@@ -19,10 +19,16 @@ pub const CLASSES: usize = 2;
 pub enum PacketKind {
     /// An RDMA WRITE packet with payload.
     Data,
+    /// An RDMA SEND packet with payload: no RETH; its message takes a RECV
+    /// posted at the responder.
+    Send,
     /// Cumulative acknowledgement: `psn` is the next PSN expected.
     Ack,
     /// NAK "PSN sequence error": `psn` is the PSN expected.
     Nak,
+    /// RNR NAK "receiver not ready": the SEND at `psn` found no RECV
+    /// posted; the requester waits its RNR timer and sends it again.
+    RnrNak,
     /// Congestion notification packet (RoCEv2 BTH opcode 0x81).
     Cnp,
     /// MRC EV probe: tests the path of the EV named in `psn`.

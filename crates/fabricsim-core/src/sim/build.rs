@@ -20,7 +20,7 @@ use crate::switch::{
 };
 use crate::topology::{LinkId, NodeId, NodeRole, Topology};
 use crate::transport::{
-    CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, TIMERS,
+    CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, Verb, TIMERS,
 };
 use crate::units::{Rate, Time};
 use crate::workload::program::{self, Program};
@@ -139,6 +139,9 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         if let Some(why) = unreachable(spec.src, spec.dst) {
             return invalid("traffic", format!("flow {f}: {why}"));
         }
+        if spec.verb == Verb::Send && !scenario.transport.sends() {
+            return invalid("traffic", format!("flow {f}: op: send {SENDS_NEED}"));
+        }
     }
     if !setup.goes_on() {
         return Ok(None);
@@ -149,6 +152,10 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
             return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
         }
+    }
+    if let Some(run) = program.collectives.iter().find(|c| c.verb == Verb::Send && !scenario.transport.sends()) {
+        let j = program.phases[run.phase].job.0;
+        return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: send {SENDS_NEED}"));
     }
     let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
     let faults = faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
@@ -201,6 +208,11 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
 /// How many items a build's loops create between two questions to the
 /// caller's `keep_going` hook.
 const ASK_EVERY: usize = 1 << 14;
+
+/// Why a transport cannot carry a SEND.
+const SENDS_NEED: &str =
+    "needs transport.kind: rocev2 with its in-order responder (no direct_placement, ooo_window or \
+                          mprdma_bitmap): a SEND's packets are matched to its RECV in order";
 
 pub(super) fn build(
     scenario: Scenario,
@@ -344,6 +356,7 @@ pub(super) fn build(
         mtu: scenario.nic.mtu.0 as u32,
         keep_setups: program.jobs.iter().any(|j| j.checkpoint.is_some()) || scenario.nic.shift.is_some(),
         setups: Arena::default(),
+        recv_depth: scenario.transport.recv_depth(),
     };
     let port_node = |p: PortId| ports[p.0 as usize].node;
     let switch_seed = |n: NodeId| switches[n.0 as usize].as_ref().map_or(0, |s| s.ecmp_seed);
@@ -382,7 +395,7 @@ pub(super) fn build(
             end: None,
             ideal: Time::ZERO,
             failed: false,
-            imm: spec.imm,
+            verb: spec.verb,
             rate_limit: spec.rate,
         });
     }
@@ -706,6 +719,8 @@ struct Links {
     /// Each QP's setup, kept when a job may restart and open its QPs again.
     keep_setups: bool,
     setups: Arena<QpId, QpSetup>,
+    /// RECVs each connection's QPs start with.
+    recv_depth: u64,
 }
 
 impl Links {
@@ -778,7 +793,11 @@ impl Links {
                 }
             };
             let ends = QpEnds { src, dst, port_index, job };
-            ids.push(self.new_qp(ports, node_ports, srv6, ends, entropy));
+            let q = self.new_qp(ports, node_ports, srv6, ends, entropy);
+            // The responder's application posts its RECVs before any SEND
+            // can come (SHIFT's backups get theirs moved over at a fallback).
+            self.qps[q].transport.post_recvs(self.recv_depth);
+            ids.push(q);
         }
         if let Some(d) = disjoint {
             d.tally.add_connection(u64::from(count), found);

@@ -186,11 +186,11 @@ impl Simulation {
         self.jobs.ready[t] = Some(now);
         let transfer = &self.jobs.program.transfers[t];
         if let Some(conn) = self.jobs.transfer_conn[t] {
-            let credits = self.jobs.program.collectives[transfer.collective].credits;
-            if self.jobs.conn_in_flight[conn] < credits {
+            let collective = &self.jobs.program.collectives[transfer.collective];
+            if self.jobs.conn_in_flight[conn] < collective.credits {
                 self.jobs.conn_in_flight[conn] += 1;
                 self.jobs.posted[t] = Some(now);
-                self.post_message(conn, transfer.bytes, Owner::Transfer(t), true);
+                self.post_message(conn, transfer.bytes, Owner::Transfer(t), collective.verb);
             } else {
                 self.jobs.conn_waiting[conn].push_back(t);
             }
@@ -229,8 +229,9 @@ impl Simulation {
             if let Some(next) = self.jobs.conn_waiting[conn].pop_front() {
                 self.jobs.conn_in_flight[conn] += 1;
                 self.jobs.posted[next] = Some(self.now());
-                let bytes = self.jobs.program.transfers[next].bytes;
-                self.post_message(conn, bytes, Owner::Transfer(next), true);
+                let transfer = &self.jobs.program.transfers[next];
+                let (bytes, verb) = (transfer.bytes, self.jobs.program.collectives[transfer.collective].verb);
+                self.post_message(conn, bytes, Owner::Transfer(next), verb);
             }
         }
         let (from, to) = (self.jobs.dep_start[t.index()], self.jobs.dep_start[t.index() + 1]);

@@ -32,7 +32,7 @@ use crate::nic::{Orchestrator, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Balancer, Routes, Srv6};
 use crate::topology::{NodeId, Topology};
-use crate::transport::{Action, CustomTransport, Framing, QpFactory, QpSetup, Timer};
+use crate::transport::{Action, CustomTransport, Framing, QpFactory, QpSetup, Timer, Verb};
 use crate::units::{Rate, Time};
 
 #[derive(Clone, Copy, Debug)]
@@ -124,14 +124,17 @@ enum Owner {
     /// traffic returns to it.
     ShiftProbe(QpId),
     ShiftNotify(QpId),
+    /// A message SHIFT reposted that had already arrived, its
+    /// acknowledgement lost: arriving again completes nothing.
+    ShiftDuplicate,
 }
 
-/// One RDMA write, striped over the QPs of its connection.
+/// One RDMA write or SEND, striped over the QPs of its connection.
 struct Message {
     owner: Owner,
     parts_left: u32,
-    /// Each part is a write with immediate.
-    imm: bool,
+    /// What each part is posted as.
+    verb: Verb,
 }
 
 struct Flow {
@@ -143,8 +146,8 @@ struct Flow {
     end: Option<Time>,
     ideal: Time,
     failed: bool,
-    /// Posted as a write with immediate.
-    imm: bool,
+    /// What it posts: a write, with immediate or not, or a SEND.
+    verb: Verb,
     /// The NIC's rate limit for the flow, over all its QPs.
     rate_limit: Option<Rate>,
 }

@@ -14,7 +14,7 @@ use crate::net::{
 use crate::nic::repac;
 use crate::nic::{MessageSplit, PathSelection, Pick, PortFailover, Qp};
 use crate::topology::{LinkId, NodeId};
-use crate::transport::{Action, Control, End, Outgoing, QpSetup, Timer, Transport, TIMERS};
+use crate::transport::{Action, Control, End, Outgoing, QpSetup, Timer, Transport, Verb, TIMERS};
 use crate::units::Time;
 use crate::workload::split_evenly;
 
@@ -100,42 +100,42 @@ impl Simulation {
 
     pub(super) fn on_flow_start(&mut self, f: FlowId) {
         let flow = &self.flows[f];
-        self.post_message(flow.conn, flow.bytes, Owner::Flow(f), flow.imm);
+        self.post_message(flow.conn, flow.bytes, Owner::Flow(f), flow.verb);
     }
 
-    /// Posts an RDMA WRITE of `bytes` on a connection, striped evenly over
-    /// its QPs (QP scaling). A zero-byte write still sends one packet, as
-    /// NCCL still signals every step of a tiny collective.
-    pub(super) fn post_message(&mut self, conn: ConnectionId, bytes: u64, owner: Owner, imm: bool) {
+    /// Posts an RDMA WRITE or SEND of `bytes` on a connection, striped
+    /// evenly over its QPs (QP scaling). A zero-byte message still sends
+    /// one packet, as NCCL still signals every step of a tiny collective.
+    pub(super) fn post_message(&mut self, conn: ConnectionId, bytes: u64, owner: Owner, verb: Verb) {
         if self.scenario.nic.message_split == MessageSplit::LeastLoaded {
             // The first of the connection's QPs with the fewest outstanding bytes.
             let qps = &self.connections[conn].qps;
             let q = *qps.iter().min_by_key(|&&q| self.qps[q].outstanding).expect("a connection has a QP");
-            let id = self.messages.push(Message { owner, parts_left: 1, imm });
-            self.put_on_qp(q, id, bytes, imm);
+            let id = self.messages.push(Message { owner, parts_left: 1, verb });
+            self.put_on_qp(q, id, bytes, verb);
             return;
         }
         let qps = self.connections[conn].qps.len() as u64;
         let parts = bytes.clamp(1, qps) as u32;
-        let id = self.messages.push(Message { owner, parts_left: parts, imm });
+        let id = self.messages.push(Message { owner, parts_left: parts, verb });
         for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
             let q = self.connections[conn].qps[k];
-            self.put_on_qp(q, id, share, imm);
+            self.put_on_qp(q, id, share, verb);
         }
     }
 
     /// Posts `bytes` of message `id` for QP `q`: on it, or where SHIFT
     /// sends its work now.
-    fn put_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, imm: bool) {
+    fn put_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, verb: Verb) {
         if let super::shift::Route::Post(to) = self.shift_route(q, id, bytes) {
-            self.post_on_qp(to, id, bytes, imm);
+            self.post_on_qp(to, id, bytes, verb);
         }
     }
 
     /// Posts `bytes` of message `id` on QP `q` itself.
-    pub(super) fn post_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, imm: bool) {
+    pub(super) fn post_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, verb: Verb) {
         let qp = &mut self.qps[q];
-        qp.transport.post(bytes, imm);
+        qp.transport.post(bytes, verb);
         qp.messages.push_back((id, bytes));
         qp.outstanding += bytes;
         self.make_ready(q);
@@ -143,15 +143,19 @@ impl Simulation {
 
     /// The responder finished `count` messages of QP `q`, oldest first.
     fn messages_arrived(&mut self, q: QpId, count: u32) {
-        let mut completed = 0;
         for _ in 0..count {
             let (m, bytes) = self.qps[q].messages.pop_front().expect("a completed message was posted");
             self.qps[q].outstanding -= bytes;
-            completed += bytes;
+            if self.shift.is_some() {
+                self.shift_delivered(q, m, bytes);
+            }
             // A write with immediate raises its completion at the responder
-            // only now that every byte of it has been placed.
-            if self.messages[m].imm {
-                self.totals.imm_completions += 1;
+            // only now that every byte of it has been placed; a SEND
+            // completes its RECV, and the application posts another.
+            match self.messages[m].verb {
+                Verb::WriteImm => self.totals.imm_completions += 1,
+                Verb::Send => self.qps[q].transport.post_recvs(1),
+                Verb::Write => {}
             }
             self.messages[m].parts_left -= 1;
             if self.messages[m].parts_left == 0 {
@@ -159,7 +163,6 @@ impl Simulation {
             }
         }
         if self.shift.is_some() {
-            self.shift_completed(q, completed);
             self.shift_backup_drained(q);
         }
     }
@@ -173,6 +176,7 @@ impl Simulation {
             }
             Owner::Transfer(t) => self.transfer_done(t),
             Owner::ShiftProbe(_) | Owner::ShiftNotify(_) => self.shift_write_done(owner),
+            Owner::ShiftDuplicate => {}
         }
     }
 
@@ -189,7 +193,7 @@ impl Simulation {
                     self.flows[f].failed = true;
                     self.work_left -= 1;
                 }
-                Owner::Flow(_) | Owner::ShiftProbe(_) | Owner::ShiftNotify(_) => {}
+                Owner::Flow(_) | Owner::ShiftProbe(_) | Owner::ShiftNotify(_) | Owner::ShiftDuplicate => {}
                 Owner::Transfer(t) => self.transfer_failed(t),
             }
         }
@@ -243,6 +247,7 @@ impl Simulation {
             };
             let (src, dst) = (qp.src, qp.dst);
             self.qps.push(qp);
+            self.qps[id].transport.post_recvs(self.scenario.transport.recv_depth());
             self.qp_setups.push(setup);
             self.recorder.number_qp(id, src, dst);
             self.connections[conn].qps[k] = id;
@@ -393,7 +398,7 @@ impl Simulation {
         self.totals.sent_payload += data.payload as u64;
         let qp = &self.qps[q];
         let packet = Packet {
-            kind: PacketKind::Data,
+            kind: if data.send { PacketKind::Send } else { PacketKind::Data },
             class: CLASS_DATA as u8,
             flags,
             entropy: out.entropy,
@@ -402,7 +407,7 @@ impl Simulation {
             qp: q.0,
             psn: data.psn,
             payload: data.payload as u16,
-            wire: self.framing.data_wire(data.payload, data.first || data.addressed, data.imm) as u16,
+            wire: self.framing.data_wire(data.payload, data.reth(), data.imm) as u16,
             port: NO_PORT,
             ports_up: 0xFF,
             ack: 0,

@@ -240,6 +240,7 @@ impl Simulation {
             "ecn_replacements": self.qp_sum(|s| s.ecn_replacements),
             "out_of_order_packets": self.qp_sum(|s| s.out_of_order_packets),
             "plane_failovers": self.qp_sum(|s| s.plane_failovers),
+            "rnr_naks": self.qp_sum(|s| s.rnr_naks),
             "timeouts": self.qp_sum(|s| s.timeouts),
             "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
             "packet_pool_high_water": self.pool.capacity(),
@@ -311,6 +312,7 @@ impl Simulation {
                 "reposted_bytes": c.reposted_bytes,
                 "rewritten_messages": c.rewritten_messages,
                 "rewritten_bytes": c.rewritten_bytes,
+                "resent_sends": c.resent_sends,
             });
         }
         let mut warnings = Vec::new();

@@ -11,13 +11,20 @@
 //! at once) until the backup has completed all it was given; then a
 //! notification write goes first on the default QP and, once it completes,
 //! the held messages follow (Default). Work requests keep their order.
+//!
+//! The receive side follows: at a fallback the RECVs the receiver had
+//! posted on the default QP and not consumed move to the backup, and at the
+//! recovery back. What the requester finds outstanding is every message not
+//! wholly acknowledged, so a message that arrived but whose acknowledgement
+//! was lost is reposted too, and arrives twice: s4.3's corner cases, counted
+//! (a SEND takes a second RECV, a write writes its bytes again).
 
 use std::collections::VecDeque;
 
 use super::{Event, Message, Owner, Simulation};
 use crate::ids::{MessageId, QpId};
 use crate::nic::ShiftConfig;
-use crate::transport::TIMERS;
+use crate::transport::{Transport, Verb, TIMERS};
 use crate::units::Time;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +47,9 @@ struct Pair {
     /// for the backup to drain (for the default QP), in order.
     held: VecDeque<(MessageId, u64)>,
     probing: bool,
+    /// While Default: messages the receiver completed, latest last, of which
+    /// the requester may not yet have had every acknowledgement.
+    arrived: VecDeque<(MessageId, u64)>,
 }
 
 /// What SHIFT did over a run.
@@ -51,11 +61,15 @@ pub(super) struct ShiftCounters {
     pub failed_probes: u64,
     pub reposted_messages: u64,
     pub reposted_bytes: u64,
-    /// Reposted writes part of which the receiver had already placed, and
-    /// those bytes: written twice, which breaks the write-once flags of
-    /// NCCL's LL128 protocol (s4.3).
+    /// Reposted writes part or all of which the receiver had already
+    /// placed, and those bytes: written twice, which breaks the write-once
+    /// flags of NCCL's LL128 protocol (s4.3).
     pub rewritten_messages: u64,
     pub rewritten_bytes: u64,
+    /// Reposted SENDs that had already taken a RECV at the receiver: each
+    /// takes another, one meant for a later SEND, or finds none and draws
+    /// an RNR NAK (s4.3).
+    pub resent_sends: u64,
 }
 
 pub(super) struct Shift {
@@ -75,8 +89,13 @@ impl Shift {
         let mut pairs: Vec<Option<Pair>> = (0..qps).map(|_| None).collect();
         let mut default_of = vec![None; qps];
         for &(default, backup) in backups {
-            pairs[default.0 as usize] =
-                Some(Pair { backup, state: State::Default, held: VecDeque::new(), probing: false });
+            pairs[default.0 as usize] = Some(Pair {
+                backup,
+                state: State::Default,
+                held: VecDeque::new(),
+                probing: false,
+                arrived: VecDeque::new(),
+            });
             default_of[backup.0 as usize] = Some(default);
         }
         Shift { cfg, pairs, default_of, placed: vec![0; qps], counters: ShiftCounters::default() }
@@ -155,16 +174,34 @@ impl Simulation {
         }
     }
 
-    /// Messages of `bytes` in all completed on QP `q`.
-    pub(super) fn shift_completed(&mut self, q: QpId, bytes: u64) {
-        if let Some(placed) = self.shift.as_mut().and_then(|s| s.placed.get_mut(q.0 as usize)) {
-            *placed = placed.saturating_sub(bytes);
+    /// Message `m`, `bytes` of it, completed at QP `q`'s receiver.
+    pub(super) fn shift_delivered(&mut self, q: QpId, m: MessageId, bytes: u64) {
+        let unacknowledged = self.qps[q].transport.unacknowledged_messages();
+        let pending = self.qps[q].messages.len();
+        let owned = matches!(self.messages[m].owner, Owner::Flow(_) | Owner::Transfer(_));
+        let Some(shift) = self.shift.as_mut() else { return };
+        let placed = &mut shift.placed[q.0 as usize];
+        *placed = placed.saturating_sub(bytes);
+        let Some(pair) = shift.pair(q) else { return };
+        if pair.state != State::Default {
+            pair.arrived.clear();
+            return;
+        }
+        if owned {
+            pair.arrived.push_back((m, bytes));
+        }
+        // Those acknowledged since are done with.
+        let keep = unacknowledged.saturating_sub(pending);
+        while pair.arrived.len() > keep {
+            pair.arrived.pop_front();
         }
     }
 
     /// The fallback is done: the default QP's outstanding messages, then
     /// those posted meanwhile, go to the backup in order.
     pub(super) fn on_shift_fallback(&mut self, q: QpId) {
+        let unacknowledged = self.qps[q].transport.unacknowledged_messages();
+        let recvs = self.qps[q].transport.take_recvs();
         let outstanding: Vec<(MessageId, u64)> = self.qps[q].messages.drain(..).collect();
         self.reset_qp(q);
         let shift = self.shift.as_mut().expect("SHIFT is on");
@@ -172,12 +209,30 @@ impl Simulation {
         let pair = shift.pair(q).expect("a default QP");
         pair.state = State::Fallback;
         let (backup, held) = (pair.backup, std::mem::take(&mut pair.held));
-        shift.counters.reposted_messages += outstanding.len() as u64;
-        shift.counters.reposted_bytes += outstanding.iter().map(|&(_, b)| b).sum::<u64>();
-        let rewritten = std::mem::take(&mut shift.placed[q.0 as usize]);
-        if rewritten > 0 {
-            shift.counters.rewritten_messages += 1;
-            shift.counters.rewritten_bytes += rewritten;
+        // Arrived, but not all of it acknowledged: the requester cannot
+        // tell these from the lost ones.
+        let mut arrived = std::mem::take(&mut pair.arrived);
+        let duplicates = arrived.split_off(arrived.len().saturating_sub(unacknowledged - outstanding.len()));
+        let counters = &mut shift.counters;
+        counters.reposted_messages += (duplicates.len() + outstanding.len()) as u64;
+        counters.reposted_bytes += duplicates.iter().chain(&outstanding).map(|&(_, b)| b).sum::<u64>();
+        let partial = std::mem::take(&mut shift.placed[q.0 as usize]);
+        let head = outstanding.first().filter(|_| partial > 0).map(|&(m, _)| (m, partial));
+        for &(m, bytes) in duplicates.iter().chain(&head) {
+            match self.messages[m].verb {
+                Verb::Send => counters.resent_sends += 1,
+                Verb::Write | Verb::WriteImm => {
+                    counters.rewritten_messages += 1;
+                    counters.rewritten_bytes += bytes;
+                }
+            }
+        }
+        // The receiver's RECVs follow the SENDs (s4.2.2), before them.
+        self.qps[backup].transport.post_recvs(recvs);
+        for (m, bytes) in duplicates {
+            let verb = self.messages[m].verb;
+            let id = self.messages.push(Message { owner: Owner::ShiftDuplicate, parts_left: 1, verb });
+            self.post_on_qp(backup, id, bytes, verb);
         }
         for (id, bytes) in outstanding.into_iter().chain(held) {
             self.shift_repost(backup, id, bytes);
@@ -214,11 +269,14 @@ impl Simulation {
                 shift.counters.recoveries += 1;
                 let pair = shift.pair(q).expect("a default QP");
                 pair.state = State::Default;
-                for (id, bytes) in std::mem::take(&mut pair.held) {
+                let (backup, held) = (pair.backup, std::mem::take(&mut pair.held));
+                let recvs = self.qps[backup].transport.take_recvs();
+                self.qps[q].transport.post_recvs(recvs);
+                for (id, bytes) in held {
                     self.shift_repost(q, id, bytes);
                 }
             }
-            Owner::Flow(_) | Owner::Transfer(_) => unreachable!("not a SHIFT write"),
+            Owner::Flow(_) | Owner::Transfer(_) | Owner::ShiftDuplicate => unreachable!("not a SHIFT write"),
         }
     }
 
@@ -238,14 +296,14 @@ impl Simulation {
     }
 
     fn shift_repost(&mut self, q: QpId, id: MessageId, bytes: u64) {
-        let imm = self.messages[id].imm;
-        self.post_on_qp(q, id, bytes, imm);
+        let verb = self.messages[id].verb;
+        self.post_on_qp(q, id, bytes, verb);
     }
 
     /// SHIFT's own one-byte write on QP `q` (an empty write on the wire).
     fn post_control_write(&mut self, q: QpId, owner: Owner) {
-        let id = self.messages.push(Message { owner, parts_left: 1, imm: false });
-        self.post_on_qp(q, id, 1, false);
+        let id = self.messages.push(Message { owner, parts_left: 1, verb: Verb::Write });
+        self.post_on_qp(q, id, 1, Verb::Write);
     }
 
     /// Resets QP `q` (an error-state QP made reusable, s4.2.2): a fresh

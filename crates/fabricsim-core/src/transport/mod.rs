@@ -34,7 +34,29 @@ pub use placement::DegreeHistogram;
 pub use rocev2::{RoceConfig, RoceQp};
 pub use spx::{PlaneLb, SpxConfig, SpxQp};
 
-/// One RDMA WRITE packet a transport's sender chose to send.
+/// What a posted work request asks the requester to do: the RDMA
+/// operations the model carries (IBTA Vol.1 ch.9.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// RDMA WRITE: placed at the address its RETH names; no work request
+    /// at the responder.
+    Write,
+    /// RDMA WRITE with immediate: as a write, and its last packet's
+    /// immediate raises a completion at the responder.
+    WriteImm,
+    /// SEND: placed where the responder's next posted RECV says; a message
+    /// that finds no RECV posted is refused with an RNR NAK.
+    Send,
+}
+
+impl Verb {
+    pub fn imm(self) -> bool {
+        self == Verb::WriteImm
+    }
+}
+
+/// One data packet (of an RDMA WRITE or SEND) a transport's sender chose
+/// to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataPacket {
     pub psn: u32,
@@ -50,6 +72,16 @@ pub struct DataPacket {
     /// Carries its own RDMA address and length (a RETH in every packet),
     /// so the responder can place it in any order.
     pub addressed: bool,
+    /// A SEND packet: no RETH; the first packet of its message takes a
+    /// posted RECV at the responder.
+    pub send: bool,
+}
+
+impl DataPacket {
+    /// Whether it carries a RETH: a write's first packet, or any addressed one.
+    pub fn reth(&self) -> bool {
+        (self.first && !self.send) || self.addressed
+    }
 }
 
 /// A data packet to send, with the UDP source port it goes out with (the
@@ -84,8 +116,9 @@ pub enum Timer {
     /// RACK's reordering timer).
     Reorder,
     /// The QP may send again on ports it left for want of something other
-    /// than time (Spectrum-X's `sw_lb`: a plane that waited for the
-    /// others' shares); a per-port pacer is `Transport::paced_until`.
+    /// than a pacer (Spectrum-X's `sw_lb`: a plane that waited for the
+    /// others' shares; RoCE: an RNR NAK's wait is over); a per-port pacer
+    /// is `Transport::paced_until`.
     Wake,
 }
 
@@ -227,13 +260,36 @@ pub struct QpStats {
     pub max_reorder_distance: u64,
     /// Planes taken out of use after a failure was detected (Spectrum-X).
     pub plane_failovers: u64,
+    /// RNR NAKs the requester got: a SEND found no RECV posted.
+    pub rnr_naks: u64,
 }
 
 /// A QP's transport: both ends' state machines.
 pub trait Transport {
-    /// Posts an RDMA WRITE of `bytes` (at least one packet), with
-    /// immediate when `imm`.
-    fn post(&mut self, bytes: u64, imm: bool);
+    /// Posts a work request of `bytes` (at least one packet). Only a
+    /// transport whose `sends` is true is ever given a `Verb::Send`.
+    fn post(&mut self, bytes: u64, verb: Verb);
+
+    /// Whether it carries SENDs (two-sided operations, with RECVs at the
+    /// responder). The scenario refuses SENDs over a transport without.
+    fn sends(&self) -> bool {
+        false
+    }
+
+    /// The responder's application posts `count` RECVs.
+    fn post_recvs(&mut self, _count: u64) {}
+
+    /// Takes the RECVs posted at the responder and not yet consumed out of
+    /// its receive queue (SHIFT moves them to another QP), returning how many.
+    fn take_recvs(&mut self) -> u64 {
+        0
+    }
+
+    /// Messages posted whose every packet the requester has not yet had
+    /// acknowledged, arrived or not (what SHIFT finds outstanding).
+    fn unacknowledged_messages(&self) -> usize {
+        0
+    }
 
     /// Whether the requester has a packet it could send now.
     fn has_data(&self) -> bool;
@@ -342,8 +398,20 @@ macro_rules! dispatch {
 
 impl Transport for QpTransport {
     #[inline]
-    fn post(&mut self, bytes: u64, imm: bool) {
-        dispatch!(self, t => t.post(bytes, imm))
+    fn post(&mut self, bytes: u64, verb: Verb) {
+        dispatch!(self, t => t.post(bytes, verb))
+    }
+    fn sends(&self) -> bool {
+        dispatch!(self, t => t.sends())
+    }
+    fn post_recvs(&mut self, count: u64) {
+        dispatch!(self, t => t.post_recvs(count))
+    }
+    fn take_recvs(&mut self) -> u64 {
+        dispatch!(self, t => t.take_recvs())
+    }
+    fn unacknowledged_messages(&self) -> usize {
+        dispatch!(self, t => t.unacknowledged_messages())
     }
     #[inline]
     fn has_data(&self) -> bool {
@@ -447,6 +515,23 @@ impl TransportSpec {
         match self {
             TransportSpec::Mrc(c) => &c.denylist,
             TransportSpec::Rocev2(_) | TransportSpec::Spx(_) => &[],
+        }
+    }
+
+    /// Whether its QPs carry SENDs (see `Transport::sends`): RoCEv2 with
+    /// the in-order responder.
+    pub fn sends(&self) -> bool {
+        match self {
+            TransportSpec::Rocev2(c) => !c.direct_placement && !c.ooo_window && c.mprdma_bitmap.is_none(),
+            TransportSpec::Mrc(_) | TransportSpec::Spx(_) => false,
+        }
+    }
+
+    /// RECVs the responder's application keeps posted on each QP.
+    pub fn recv_depth(&self) -> u64 {
+        match self {
+            TransportSpec::Rocev2(c) => u64::from(c.recv_depth),
+            TransportSpec::Mrc(_) | TransportSpec::Spx(_) => 0,
         }
     }
 

@@ -1,5 +1,5 @@
-//! RoCEv2 reliable connection (RC) for RDMA WRITE: the baseline every paper
-//! compares against.
+//! RoCEv2 reliable connection (RC) for RDMA WRITE and SEND: the baseline
+//! every paper compares against.
 //!
 //! A message is cut into MTU packets with consecutive PSNs and sent on one
 //! path (the QP's fixed UDP source port). The responder accepts packets in
@@ -9,6 +9,13 @@
 //! protocols.md s2.5). The requester goes back to the NAKed PSN, and on a
 //! retransmission timeout goes back to the oldest unacknowledged PSN; after
 //! `retry_count` timeouts without progress the QP enters the error state.
+//!
+//! A SEND takes a RECV the responder's application posted. When the first
+//! packet of a SEND finds none, the responder answers with an RNR NAK and
+//! drops what follows until that packet comes again; the requester, told
+//! that every earlier PSN arrived, waits `rnr_timer` and resends from it,
+//! and fails after `rnr_retry` RNR NAKs in a row unless that is 7, which
+//! retries for ever (IBTA Vol.1 9.7.5.2.8, 9.9.6.1).
 //!
 //! With `direct_placement` the responder instead places packets in any
 //! order and acknowledges cumulatively without a NAK, as Spectrum-X NICs do
@@ -36,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::ooo_window::OooWindow;
 use super::placement::Placement;
 use super::writes::PostedWrites;
-use super::{Action, Control, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
+use super::{Action, Control, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
 use crate::cc::{Dcqcn, DcqcnConfig};
 use crate::net::{flag, Packet, PacketKind};
 use crate::units::{Rate, Time, PS_PER_NS};
@@ -90,6 +97,17 @@ pub struct RoceConfig {
     /// Under `ooo_window` the responder also halves its window when a gap
     /// outlives it.
     pub retransmit_timeout: Option<Time>,
+    /// RECVs the responder's application keeps posted on each QP for
+    /// SENDs, posting another as each SEND completes: perftest's default
+    /// `--rx-depth`, 512. Default 512.
+    pub recv_depth: u32,
+    /// How long the requester waits after an RNR NAK before it sends the
+    /// SEND again: default 0.64ms, min_rnr_timer 12 in IBTA's encoding
+    /// (Vol.1 Table 45), the value perftest sets.
+    pub rnr_timer: Time,
+    /// RNR NAKs in a row before the QP fails; 7, the default (perftest's
+    /// and NCCL's), means retry for ever (IBTA).
+    pub rnr_retry: u32,
     pub dcqcn: DcqcnConfig,
 }
 
@@ -105,6 +123,9 @@ impl Default for RoceConfig {
             ooo_window_initial: None,
             mprdma_bitmap: None,
             retransmit_timeout: None,
+            recv_depth: 512,
+            rnr_timer: Time::from_us(640),
+            rnr_retry: RoceConfig::RNR_RETRY_FOREVER,
             dcqcn: DcqcnConfig::default(),
         }
     }
@@ -115,6 +136,8 @@ impl RoceConfig {
     pub const NCCL_TIMEOUT_EXPONENT: u8 = 20;
     /// perftest's default `-u` (DEF_QP_TIME).
     pub const PERFTEST_TIMEOUT_EXPONENT: u8 = 14;
+    /// The `rnr_retry` that never gives up (IBTA).
+    pub const RNR_RETRY_FOREVER: u32 = 7;
 
     /// The timeout exponent of a job's QP (`job`) or a flow's.
     pub fn timeout_exponent_for(&self, job: bool) -> u8 {
@@ -158,6 +181,10 @@ pub(super) struct RoceSender {
     resend: VecDeque<u32>,
     /// Retransmits selectively (PRO) instead of going back N.
     selective: bool,
+    /// While an RNR NAK holds the requester back: when it may send again.
+    pub(super) rnr_until: Option<Time>,
+    rnr_retries: u32,
+    pub(super) rnr_naks: u64,
 }
 
 impl RoceSender {
@@ -167,10 +194,10 @@ impl RoceSender {
         RoceSender { selective: true, ..RoceSender::default() }
     }
 
-    /// Posts an RDMA WRITE (with immediate when `imm`) of `bytes` (at least
-    /// one byte) cut at `mtu`; returns its first PSN and its packets.
-    pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) -> (u32, u32) {
-        self.writes.post(bytes, mtu, imm)
+    /// Posts a message of `bytes` (at least one byte) cut at `mtu`;
+    /// returns its first PSN and its packets.
+    pub fn post(&mut self, bytes: u64, mtu: u32, verb: Verb) -> (u32, u32) {
+        self.writes.post(bytes, mtu, verb)
     }
 
     /// Length of the message that `psn` belongs to (for the RETH).
@@ -179,7 +206,7 @@ impl RoceSender {
     }
 
     pub fn has_data(&self) -> bool {
-        !self.failed && (self.snd_nxt < self.writes.end() || !self.resend.is_empty())
+        !self.failed && self.rnr_until.is_none() && (self.snd_nxt < self.writes.end() || !self.resend.is_empty())
     }
 
     pub fn outstanding(&self) -> bool {
@@ -223,8 +250,40 @@ impl RoceSender {
         self.snd_una = expected.min(self.writes.end());
         self.snd_nxt = self.snd_nxt.max(self.snd_una);
         self.writes.forget_below(self.snd_una);
-        self.retries = 0;
+        (self.retries, self.rnr_retries) = (0, 0);
         true
+    }
+
+    /// RNR NAK: every PSN before `psn` arrived, and the SEND at `psn` found
+    /// no RECV. The requester goes back to it and holds off until
+    /// `now + rnr_timer`, or fails after `rnr_retry` in a row. Returns
+    /// whether it failed.
+    pub fn on_rnr_nak(&mut self, psn: u32, now: Time, rnr_timer: Time, rnr_retry: u32) -> bool {
+        self.on_ack(psn);
+        self.snd_nxt = self.snd_una;
+        self.rnr_naks += 1;
+        self.rnr_retries += 1;
+        self.rto_deadline = None;
+        if rnr_retry != RoceConfig::RNR_RETRY_FOREVER && self.rnr_retries > rnr_retry {
+            self.failed = true;
+            return true;
+        }
+        self.rnr_until = Some(now + rnr_timer);
+        false
+    }
+
+    /// The RNR wait is over at `now`: whether the requester may send again.
+    pub fn rnr_wait_over(&mut self, now: Time) -> bool {
+        if self.rnr_until.is_some_and(|t| t <= now) {
+            self.rnr_until = None;
+            return true;
+        }
+        false
+    }
+
+    /// Messages posted and not wholly acknowledged.
+    pub fn unacknowledged_messages(&self) -> usize {
+        self.writes.unacknowledged()
     }
 
     /// NAK (PSN sequence error): go back to `expected`; a selective
@@ -322,6 +381,10 @@ pub(super) struct RoceReceiver {
     /// MP-RDMA's bitmap length, and the hole it last NACKed.
     bitmap: Option<u32>,
     bitmap_nacked: Option<u32>,
+    /// RECVs posted and not yet taken by a SEND.
+    recvs: u64,
+    /// An RNR NAK went out for `expected`: drop what follows it silently.
+    rnr_outstanding: bool,
 }
 
 impl RoceReceiver {
@@ -341,9 +404,41 @@ impl RoceReceiver {
         RoceReceiver { bitmap: Some(length), ..RoceReceiver::new(true) }
     }
 
-    /// A data packet with `psn` arrived. A trimmed packet carries no payload
-    /// but tells the responder that `psn` was sent and lost.
-    pub fn on_data(&mut self, psn: u32, payload: u32, last: bool, trimmed: bool, ack_every: u32) -> RxReply {
+    /// The application posted `count` RECVs.
+    pub(super) fn post_recvs(&mut self, count: u64) {
+        self.recvs += count;
+    }
+
+    /// Takes the RECVs posted and not consumed out of the receive queue.
+    pub(super) fn take_recvs(&mut self) -> u64 {
+        std::mem::take(&mut self.recvs)
+    }
+
+    /// The first packet of a SEND, `psn`, arrived in order: it takes a
+    /// RECV, or, with none posted, is refused with an RNR NAK (each time it
+    /// comes) and what follows it is dropped silently until it comes again.
+    fn on_send_first(&mut self, psn: u32, payload: u32) -> Option<RxReply> {
+        if self.recvs > 0 {
+            self.recvs -= 1;
+            self.rnr_outstanding = false;
+            return None;
+        }
+        self.rnr_outstanding = true;
+        Some(RxReply { discarded: payload, reply: Some((PacketKind::RnrNak, psn)), ..RxReply::default() })
+    }
+
+    /// A data packet with `psn` arrived (`send_first`: the first of a SEND).
+    /// A trimmed packet carries no payload but tells the responder that
+    /// `psn` was sent and lost.
+    pub fn on_data(
+        &mut self,
+        psn: u32,
+        payload: u32,
+        last: bool,
+        send_first: bool,
+        trimmed: bool,
+        ack_every: u32,
+    ) -> RxReply {
         if self.bitmap.is_some_and(|length| psn >= self.expected.saturating_add(length)) {
             // Beyond the bitmap: no slot to record it in. The hole at its
             // head is taken as lost, and NACKed once.
@@ -368,6 +463,11 @@ impl RoceReceiver {
         }
         let mut out = RxReply::default();
         if psn == self.expected && !trimmed {
+            if send_first {
+                if let Some(refused) = self.on_send_first(psn, payload) {
+                    return refused;
+                }
+            }
             self.expected += 1;
             self.nak_outstanding = false;
             self.unacked += 1;
@@ -380,6 +480,9 @@ impl RoceReceiver {
         } else if psn < self.expected {
             out.discarded = payload;
             out.reply = Some((PacketKind::Ack, self.expected));
+        } else if self.rnr_outstanding {
+            // Behind a refused SEND: the requester goes back to it anyway.
+            out.discarded = payload;
         } else {
             if !trimmed {
                 self.out_of_order += 1;
@@ -513,7 +616,9 @@ impl RoceQp {
         if trimmed {
             out.push(Action::TrimmedArrived);
         }
-        let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
+        let send_first = pkt.kind == PacketKind::Send && pkt.has(flag::FIRST);
+        let (last, every) = (pkt.has(flag::LAST), self.cfg.ack_every);
+        let reply = self.receiver.on_data(pkt.psn, pkt.payload(), last, send_first, trimmed, every);
         out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
         let port = port as u8;
         self.rx_port = port;
@@ -541,9 +646,27 @@ impl RoceQp {
 
 impl Transport for RoceQp {
     #[inline]
-    fn post(&mut self, bytes: u64, imm: bool) {
-        let (first, packets) = self.sender.post(bytes, self.mtu, imm);
+    fn post(&mut self, bytes: u64, verb: Verb) {
+        let (first, packets) = self.sender.post(bytes, self.mtu, verb);
         self.receiver.expect(first, packets);
+    }
+
+    /// SENDs need the in-order responder: placed out of order, a SEND's
+    /// packets could not be matched to their RECV.
+    fn sends(&self) -> bool {
+        !self.cfg.direct_placement && !self.cfg.ooo_window && self.cfg.mprdma_bitmap.is_none()
+    }
+
+    fn post_recvs(&mut self, count: u64) {
+        self.receiver.post_recvs(count);
+    }
+
+    fn take_recvs(&mut self) -> u64 {
+        self.receiver.take_recvs()
+    }
+
+    fn unacknowledged_messages(&self) -> usize {
+        self.sender.unacknowledged_messages()
     }
 
     #[inline]
@@ -568,7 +691,7 @@ impl Transport for RoceQp {
         let mut not_before = now;
         let dcqcn = &self.cfg.dcqcn;
         if dcqcn.enabled {
-            let wire = self.framing.data_wire(data.payload, data.first || data.addressed, data.imm) as u64;
+            let wire = self.framing.data_wire(data.payload, data.reth(), data.imm) as u64;
             self.cc.on_sent(dcqcn, wire);
             let rate = self.cc.rate();
             if rate < self.line {
@@ -586,7 +709,14 @@ impl Transport for RoceQp {
     #[inline]
     fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
         match pkt.kind {
-            PacketKind::Data => self.on_data(port, pkt, now, out),
+            PacketKind::Data | PacketKind::Send => self.on_data(port, pkt, now, out),
+            PacketKind::RnrNak => {
+                if self.sender.on_rnr_nak(pkt.psn, now, self.cfg.rnr_timer, self.cfg.rnr_retry) {
+                    out.push(Action::Failed);
+                } else {
+                    out.push(Action::Arm { timer: Timer::Wake, at: now + self.cfg.rnr_timer });
+                }
+            }
             PacketKind::Ack | PacketKind::Nak => {
                 let progressed = if pkt.kind == PacketKind::Nak {
                     self.sender.on_nak(pkt.psn);
@@ -636,7 +766,12 @@ impl Transport for RoceQp {
                     out.push(Action::Arm { timer, at: now + self.timeout });
                 }
             }
-            Timer::Probe | Timer::Wake => {}
+            Timer::Wake => {
+                if self.sender.rnr_wait_over(now) {
+                    out.push(Action::Ready);
+                }
+            }
+            Timer::Probe => {}
         }
     }
 
@@ -651,6 +786,7 @@ impl Transport for RoceQp {
             failed: self.sender.failed,
             out_of_order_packets: self.receiver.reordering().0,
             max_reorder_distance: self.receiver.reordering().1 as u64,
+            rnr_naks: self.sender.rnr_naks,
             ..QpStats::default()
         }
     }
@@ -668,23 +804,23 @@ mod tests {
     fn go_back_n_after_a_gap() {
         let mut tx = RoceSender::default();
         let mut rx = RoceReceiver::default();
-        tx.post(4 * 1000, 1000, false);
+        tx.post(4 * 1000, 1000, Verb::Write);
         let p: Vec<_> = (0..4).map(|_| tx.next_packet().unwrap()).collect();
         assert!(p[0].first && p[3].last);
-        assert_eq!(rx.on_data(0, 1000, false, false, 1).reply, Some((PacketKind::Ack, 1)));
+        assert_eq!(rx.on_data(0, 1000, false, false, false, 1).reply, Some((PacketKind::Ack, 1)));
         // PSN 1 lost: PSN 2 triggers one NAK, PSN 3 is dropped silently.
-        assert_eq!(rx.on_data(2, 1000, false, false, 1).reply, Some((PacketKind::Nak, 1)));
-        assert_eq!(rx.on_data(3, 1000, true, false, 1).reply, None);
+        assert_eq!(rx.on_data(2, 1000, false, false, false, 1).reply, Some((PacketKind::Nak, 1)));
+        assert_eq!(rx.on_data(3, 1000, true, false, false, 1).reply, None);
         tx.on_nak(1);
         let again = tx.next_packet().unwrap();
         assert_eq!((again.psn, again.retransmission), (1, true));
-        assert_eq!(rx.on_data(1, 1000, false, false, 1).delivered, 1000);
+        assert_eq!(rx.on_data(1, 1000, false, false, false, 1).delivered, 1000);
     }
 
     #[test]
     fn a_selective_requester_resends_only_the_nacked_psn_and_on_timeout_the_oldest() {
         let mut tx = RoceSender::selective();
-        tx.post(8 * 1000, 1000, false);
+        tx.post(8 * 1000, 1000, Verb::Write);
         let sent: Vec<u32> = (0..6).map(|_| tx.next_packet().unwrap().psn).collect();
         assert_eq!(sent, [0, 1, 2, 3, 4, 5]);
         tx.on_ack(1);
@@ -704,32 +840,32 @@ mod tests {
         let mut rx = RoceReceiver::with_bitmap(4);
         rx.expect(0, 16);
         let mut tx = RoceSender::default();
-        tx.post(16 * 1000, 1000, false);
+        tx.post(16 * 1000, 1000, Verb::Write);
         for _ in 0..8 {
             tx.next_packet();
         }
         // PSN 0 lost: 1 to 3 are placed (the bitmap holds 0 to 3)...
         for psn in 1..4 {
-            let r = rx.on_data(psn, 1000, false, false, 1);
+            let r = rx.on_data(psn, 1000, false, false, false, 1);
             assert_eq!((r.delivered, r.reply), (1000, Some((PacketKind::Ack, 0))), "PSN {psn}");
         }
         // ...4 has no slot: dropped, and the hole NACKed, once.
-        let r = rx.on_data(4, 1000, false, false, 1);
+        let r = rx.on_data(4, 1000, false, false, false, 1);
         assert_eq!((r.discarded, r.reply), (1000, Some((PacketKind::Nak, 0))));
-        let r = rx.on_data(5, 1000, false, false, 1);
+        let r = rx.on_data(5, 1000, false, false, false, 1);
         assert_eq!((r.discarded, r.reply), (1000, None));
         // The requester goes back to the hole and resends everything from it.
         tx.on_nak(0);
         let again: Vec<u32> = (0..3).map(|_| tx.next_packet().unwrap().psn).collect();
         assert_eq!(again, [0, 1, 2]);
-        assert_eq!(rx.on_data(0, 1000, false, false, 1).reply, Some((PacketKind::Ack, 4)));
-        assert_eq!(rx.on_data(1, 1000, false, false, 1).discarded, 1000, "a duplicate");
+        assert_eq!(rx.on_data(0, 1000, false, false, false, 1).reply, Some((PacketKind::Ack, 4)));
+        assert_eq!(rx.on_data(1, 1000, false, false, false, 1).discarded, 1000, "a duplicate");
     }
 
     #[test]
     fn retries_exhausted_fail_the_qp() {
         let mut tx = RoceSender::default();
-        tx.post(1, 4096, false);
+        tx.post(1, 4096, Verb::Write);
         tx.next_packet();
         for _ in 0..8 {
             tx.on_timeout(7);
@@ -740,8 +876,8 @@ mod tests {
     #[test]
     fn ack_coalescing() {
         let mut rx = RoceReceiver::default();
-        assert_eq!(rx.on_data(0, 1, false, false, 2).reply, None);
-        assert_eq!(rx.on_data(1, 1, false, false, 2).reply, Some((PacketKind::Ack, 2)));
-        assert_eq!(rx.on_data(2, 1, true, false, 2).reply, Some((PacketKind::Ack, 3)));
+        assert_eq!(rx.on_data(0, 1, false, false, false, 2).reply, None);
+        assert_eq!(rx.on_data(1, 1, false, false, false, 2).reply, Some((PacketKind::Ack, 2)));
+        assert_eq!(rx.on_data(2, 1, true, false, false, 2).reply, Some((PacketKind::Ack, 3)));
     }
 }

@@ -34,7 +34,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::rocev2::{local_ack_timeout, RoceConfig, RoceReceiver, RoceSender};
-use super::{Action, Control, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport};
+use super::{Action, Control, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
 use crate::cc::{SpxCc, SpxCcConfig};
 use crate::net::{flag, Packet, PacketKind};
 use crate::units::{Bytes, Rate, Time, PS_PER_NS};
@@ -419,7 +419,8 @@ impl SpxQp {
     /// and turn an ECN mark into a CNP for that plane's context.
     fn on_data(&mut self, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
         let trimmed = pkt.has(flag::TRIMMED);
-        let reply = self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), trimmed, self.cfg.ack_every);
+        let reply =
+            self.receiver.on_data(pkt.psn, pkt.payload(), pkt.has(flag::LAST), false, trimmed, self.cfg.ack_every);
         out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
         self.watch_gap(now, port as u8, out);
         if let Some((kind, psn)) = reply.reply {
@@ -472,8 +473,8 @@ impl SpxQp {
 }
 
 impl Transport for SpxQp {
-    fn post(&mut self, bytes: u64, imm: bool) {
-        let (first, packets) = self.sender.post(bytes, self.mtu, imm);
+    fn post(&mut self, bytes: u64, verb: Verb) {
+        let (first, packets) = self.sender.post(bytes, self.mtu, verb);
         self.receiver.expect(first, packets);
     }
 
@@ -580,7 +581,8 @@ impl Transport for SpxQp {
                 out.push(Action::Send { end: End::Responder, port: port as u8, control: reply });
             }
             PacketKind::ProbeReply => self.on_probe_reply(port, pkt.ack, now, out),
-            PacketKind::MapProbe | PacketKind::Conweave => {}
+            // Writes only: no SENDs, so no RNR NAKs.
+            PacketKind::MapProbe | PacketKind::Conweave | PacketKind::Send | PacketKind::RnrNak => {}
         }
     }
 

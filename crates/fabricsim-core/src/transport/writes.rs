@@ -1,11 +1,12 @@
-//! The RDMA writes a requester has posted and not yet had acknowledged,
-//! each cut into MTU-sized packets numbered by PSN: what every transport's
-//! sender needs to know about a packet (its payload, whether it starts or
-//! ends its write, whether it carries the immediate) before it sends it.
+//! The RDMA writes (and SENDs) a requester has posted and not yet had
+//! acknowledged, each cut into MTU-sized packets numbered by PSN: what
+//! every transport's sender needs to know about a packet (its payload,
+//! whether it starts or ends its message, whether it carries the
+//! immediate, whether it is a SEND) before it sends it.
 
 use std::collections::VecDeque;
 
-use super::DataPacket;
+use super::{DataPacket, Verb};
 
 /// One posted write: PSNs `[first, end)`.
 #[derive(Clone, Copy, Debug)]
@@ -14,7 +15,7 @@ struct Write {
     end: u32,
     mtu: u32,
     last_payload: u32,
-    imm: bool,
+    verb: Verb,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -24,14 +25,14 @@ pub struct PostedWrites {
 }
 
 impl PostedWrites {
-    /// Posts a write (with immediate when `imm`) of `bytes`, at least one
-    /// packet, cut at `mtu`; returns its first PSN and packet count.
-    pub fn post(&mut self, bytes: u64, mtu: u32, imm: bool) -> (u32, u32) {
+    /// Posts a message of `bytes`, at least one packet, cut at `mtu`;
+    /// returns its first PSN and packet count.
+    pub fn post(&mut self, bytes: u64, mtu: u32, verb: Verb) -> (u32, u32) {
         let packets = bytes.div_ceil(mtu as u64).max(1) as u32;
         let last_payload = (bytes - (packets as u64 - 1) * mtu as u64) as u32;
         let first = self.end;
         self.end += packets;
-        self.writes.push_back(Write { first, end: self.end, mtu, last_payload, imm });
+        self.writes.push_back(Write { first, end: self.end, mtu, last_payload, verb });
         (first, packets)
     }
 
@@ -53,15 +54,21 @@ impl PostedWrites {
             payload: if last { w.last_payload } else { w.mtu },
             first: psn == w.first,
             last,
-            imm: last && w.imm,
+            imm: last && w.verb.imm(),
             retransmission: false,
             addressed: false,
+            send: w.verb == Verb::Send,
         })
     }
 
     /// Length of the write `psn` belongs to (the RETH's DMA length).
     pub fn write_bytes(&self, psn: u32) -> u64 {
         self.write_of(psn).map_or(0, |w| (w.end - w.first - 1) as u64 * w.mtu as u64 + w.last_payload as u64)
+    }
+
+    /// Messages posted and not wholly acknowledged.
+    pub fn unacknowledged(&self) -> usize {
+        self.writes.len()
     }
 
     /// Forgets the writes wholly below `psn`: all acknowledged.
@@ -79,12 +86,13 @@ mod tests {
     #[test]
     fn writes_are_cut_at_the_mtu_and_numbered_on() {
         let mut w = PostedWrites::default();
-        assert_eq!(w.post(2500, 1000, true), (0, 3));
-        assert_eq!(w.post(1, 1000, false), (3, 1));
+        assert_eq!(w.post(2500, 1000, Verb::WriteImm), (0, 3));
+        assert_eq!(w.post(1, 1000, Verb::Send), (3, 1));
         let p: Vec<DataPacket> = (0..4).map(|psn| w.packet(psn).unwrap()).collect();
         assert_eq!(p.iter().map(|p| p.payload).collect::<Vec<_>>(), [1000, 1000, 500, 1]);
         assert_eq!(p.iter().map(|p| (p.first, p.last, p.imm)).collect::<Vec<_>>()[2], (false, true, true));
-        assert!(p[3].first && p[3].last && !p[3].imm);
+        assert!(p[3].first && p[3].last && !p[3].imm && p[3].send && !p[3].reth());
+        assert!(p[0].reth() && !p[0].send);
         assert_eq!((w.write_bytes(1), w.write_bytes(3), w.end()), (2500, 1, 4));
         w.forget_below(3);
         assert_eq!(w.packet(1), None);

@@ -17,6 +17,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::RdmaOp;
 use crate::units::Bytes;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -218,6 +219,16 @@ pub struct CollectiveSpec {
     /// change rails). Default `ranks`.
     #[serde(default)]
     pub ring_order: RingOrder,
+    /// How each transfer goes over the network: NCCL's RDMA WRITE with
+    /// immediate (`write_with_imm`, the default), or `send` (two-sided, as
+    /// `ib_send_bw` and MPI-style libraries do, each taking a RECV of
+    /// `transport.recv_depth`; RoCEv2 in order only).
+    #[serde(default = "nccl_rdma_op")]
+    pub rdma_op: RdmaOp,
+}
+
+fn nccl_rdma_op() -> RdmaOp {
+    RdmaOp::WriteWithImm
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

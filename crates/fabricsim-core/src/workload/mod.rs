@@ -14,6 +14,7 @@ use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
 pub use crate::topology::NicRef;
 use crate::topology::{NodeId, NodeRole, Topology};
+use crate::transport::Verb;
 use crate::units::{Bytes, Rate, Time};
 
 /// One traffic source of the scenario, chosen by `kind`.
@@ -54,21 +55,34 @@ pub struct Flow {
     /// NIC's per-QP hardware rate limiter, as `ib_write_bw --rate_limit`
     /// sets it), counted in bytes on the wire. Default: none.
     pub rate: Option<Rate>,
-    /// The RDMA operation: `write`, or `write_with_imm`, whose immediate
-    /// raises a completion at the responder once the whole message is in.
+    /// The RDMA operation: `write`; `write_with_imm`, whose immediate
+    /// raises a completion at the responder once the whole message is in;
+    /// or `send`, two-sided, taking one of the RECVs the responder keeps
+    /// posted (`transport.recv_depth`; RoCEv2 in order only).
     #[serde(default)]
-    pub op: WriteOp,
+    pub op: RdmaOp,
     /// MRC only: the EVs this flow's QPs spray over, instead of drawn ones.
     pub ev_set: Option<crate::transport::mrc::EvSet>,
 }
 
-/// The two RDMA operations MRC supports (s2.1).
+/// The RDMA operation of a flow: the two MRC supports (s2.1), and SEND.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum WriteOp {
+pub enum RdmaOp {
     #[default]
     Write,
     WriteWithImm,
+    Send,
+}
+
+impl RdmaOp {
+    pub fn verb(self) -> Verb {
+        match self {
+            RdmaOp::Write => Verb::Write,
+            RdmaOp::WriteWithImm => Verb::WriteImm,
+            RdmaOp::Send => Verb::Send,
+        }
+    }
 }
 
 /// Every NIC sends to exactly one other NIC and receives from one: a random
@@ -185,8 +199,8 @@ pub struct FlowSpec {
     pub bytes: u64,
     pub start: Time,
     pub qps: u32,
-    /// A write with immediate.
-    pub imm: bool,
+    /// What the flow posts: a write, with immediate or not, or a SEND.
+    pub verb: Verb,
     /// Hand-picked MRC EVs.
     pub ev_set: Option<crate::transport::mrc::EvSet>,
     /// The NIC's rate limit for the whole flow.
@@ -196,7 +210,7 @@ pub struct FlowSpec {
 impl FlowSpec {
     /// A plain write (no immediate, no pinned EVs).
     fn write(src: NodeId, dst: NodeId, bytes: u64, start: Time, qps: u32, rate: Option<Rate>) -> FlowSpec {
-        FlowSpec { src, dst, bytes, start, qps, imm: false, ev_set: None, rate }
+        FlowSpec { src, dst, bytes, start, qps, verb: Verb::Write, ev_set: None, rate }
     }
 }
 
@@ -266,7 +280,7 @@ pub fn expand(
                     bytes: check_bytes(*bytes)?,
                     start: *start,
                     qps: qps_of(qps)?,
-                    imm: *op == WriteOp::WriteWithImm,
+                    verb: op.verb(),
                     ev_set: ev_set.clone(),
                     rate: *rate,
                 });

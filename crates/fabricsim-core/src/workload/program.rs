@@ -12,6 +12,7 @@ use crate::engine::Rng;
 use crate::error::{invalid, ScenarioError};
 use crate::ids::{Arena, CollectiveId, Id, IdRange, JobId, PhaseId, TransferId};
 use crate::topology::{NodeId, NodeRole, Topology};
+use crate::transport::Verb;
 use crate::units::Time;
 
 /// One RDMA write (or intra-host copy) of a collective.
@@ -57,6 +58,8 @@ pub struct CollectiveRun {
     pub qps: u32,
     /// Transfers a connection may have in flight (NCCL's buffer slots).
     pub credits: u32,
+    /// What each of its network transfers is posted as.
+    pub verb: Verb,
     /// Its transfers, pushed together.
     pub transfers: IdRange<TransferId>,
     /// Longest chain of dependent transfers: the alpha-beta model's steps.
@@ -539,6 +542,7 @@ fn expand_collective(
         bytes,
         qps,
         credits: spec.credits(),
+        verb: spec.rdma_op.verb(),
         transfers: mine,
         fill_bytes: if pipelined_from_one_rank && chain > 1 {
             (chain as u64 - 1).saturating_mul(spec.slice().min(bytes / channels as u64)).saturating_mul(channels as u64)

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport};
+use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
 use crate::cc::NsccConfig;
 use crate::engine::Rng;
 use crate::net::{flag, Ev, Packet, PacketKind, MAX_PLANES};
@@ -345,8 +345,8 @@ impl MrcQp {
 }
 
 impl Transport for MrcQp {
-    fn post(&mut self, bytes: u64, imm: bool) {
-        let (first, packets) = self.sender.post(bytes, imm);
+    fn post(&mut self, bytes: u64, verb: Verb) {
+        let (first, packets) = self.sender.post(bytes, verb);
         self.receiver.placement.expect(first, packets);
     }
 
@@ -441,7 +441,8 @@ impl Transport for MrcQp {
                     End::Responder => self.receiver.on_probe_reply(probed),
                 }
             }
-            PacketKind::Cnp | PacketKind::MapProbe | PacketKind::Conweave => {}
+            // MRC carries no SENDs (s2.1), so it neither gets nor refuses them.
+            PacketKind::Cnp | PacketKind::MapProbe | PacketKind::Conweave | PacketKind::Send | PacketKind::RnrNak => {}
         }
     }
 
@@ -503,6 +504,7 @@ impl Transport for MrcQp {
             out_of_order_packets: self.receiver.placement.out_of_order(),
             max_reorder_distance: self.receiver.placement.max_distance() as u64,
             plane_failovers: 0,
+            rnr_naks: 0,
         }
     }
 
@@ -563,7 +565,7 @@ mod tests {
     fn a_late_duplicate_sack_does_not_fail_an_idle_qp() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(100, false);
+        qp.post(100, Verb::Write);
         let sent = qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
         let mut sack = Packet::control(PacketKind::Ack, NodeId(1), NodeId(0), 0, 0, 0, 84);
         (sack.ack, sack.echo, sack.ports_up) = (1, sent.entropy, 1);
@@ -580,7 +582,7 @@ mod tests {
     fn a_data_sack_reports_a_working_path_to_the_other_direction() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(10_000, false);
+        qp.post(10_000, Verb::Write);
         let sent: Vec<Outgoing> = (0..3).map(|_| qp.next_packet(0, Time::ZERO, &mut out).unwrap()).collect();
         let works = |out: &[Action]| out.iter().filter(|a| matches!(a, Action::PathWorks(_))).count();
         let sack = |psn: u32, echo: u16| {
@@ -604,7 +606,7 @@ mod tests {
     fn a_qp_that_only_gets_nacks_fails_at_its_error_timeout() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(100, false);
+        qp.post(100, Verb::Write);
         let mut nack = Packet::control(PacketKind::Nak, NodeId(1), NodeId(0), 0, 0, 0, 84);
         nack.ports_up = 1;
         for ms in 0..10 {
@@ -619,7 +621,7 @@ mod tests {
     fn a_qp_waiting_without_progress_fails_at_its_error_timeout() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(100, false);
+        qp.post(100, Verb::Write);
         qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
         qp.on_timer(Timer::Retransmit, Time::from_ms(5), &mut out);
         assert!(!failed(&out));

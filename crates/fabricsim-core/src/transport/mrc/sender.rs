@@ -10,7 +10,7 @@ use crate::cc::Nscc;
 use crate::engine::Rng;
 use crate::net::{Ev, PathSpace};
 use crate::transport::writes::PostedWrites;
-use crate::transport::DataPacket;
+use crate::transport::{DataPacket, Verb};
 use crate::units::Time;
 
 /// Convictions remembered for acquittal: about one window's worth of
@@ -337,10 +337,10 @@ impl MrcSender {
         }
     }
 
-    /// Posts a write (with immediate when `imm`); returns its first PSN and
+    /// Posts a write (with immediate for `Verb::WriteImm`); returns its first PSN and
     /// packet count.
-    pub(super) fn post(&mut self, bytes: u64, imm: bool) -> (u32, u32) {
-        let (first, packets) = self.writes.post(bytes, self.mtu, imm);
+    pub(super) fn post(&mut self, bytes: u64, verb: Verb) -> (u32, u32) {
+        let (first, packets) = self.writes.post(bytes, self.mtu, verb);
         self.slots.extend(std::iter::repeat_n(Slot::Pending { copies: 0, suspect: NO_EV }, packets as usize));
         self.resend.extend(first..first + packets);
         (first, packets)
@@ -1085,7 +1085,7 @@ mod tests {
     #[test]
     fn sprays_over_the_evs_of_each_plane_in_turn() {
         let mut s = sender(2);
-        s.post(8000, false);
+        s.post(8000, Verb::Write);
         let evs: Vec<Ev> = (0..8).map(|k| s.next_packet(k % 2, Time::ZERO).unwrap().1).collect();
         let distinct: std::collections::BTreeSet<Ev> = evs.iter().copied().collect();
         assert_eq!(distinct.len(), 8);
@@ -1095,7 +1095,7 @@ mod tests {
     #[test]
     fn a_lost_packet_retires_its_ev_for_a_backup_of_the_same_plane() {
         let mut s = sender(1);
-        s.post(40 * 1000, false);
+        s.post(40 * 1000, Verb::Write);
         let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         // Everything but PSN 0 arrives, including later packets on its EV.
         for (p, ev) in &sent[1..] {
@@ -1112,7 +1112,7 @@ mod tests {
     #[test]
     fn a_declared_loss_shrinks_the_window() {
         let mut s = sender(1);
-        s.post(4 * 1000, false);
+        s.post(4 * 1000, Verb::Write);
         let sent: Vec<(DataPacket, Ev)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
         s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
         let full = s.cc.window();
@@ -1127,7 +1127,7 @@ mod tests {
         for lost in [None, Some(0), Some(5)] {
             let mut s = sender(1);
             s.next_seq = u32::MAX - 6;
-            s.post(40 * 1000, false);
+            s.post(40 * 1000, Verb::Write);
             let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
             for (p, ev) in sent.iter().filter(|(p, _)| Some(p.psn) != lost) {
                 s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
@@ -1143,7 +1143,7 @@ mod tests {
     #[test]
     fn trimmed_packets_are_resent_first_and_shrink_the_window() {
         let mut s = sender(1);
-        s.post(5000, false);
+        s.post(5000, Verb::Write);
         let p: Vec<(DataPacket, Ev)> = (0..5).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         let before = s.cc.window();
         s.on_nack(p[2].0.psn, Time::ZERO);
@@ -1154,7 +1154,7 @@ mod tests {
     /// Loses the first packet sent on plane 0 (later ones on its EV are
     /// acknowledged), retiring its EV; returns that EV.
     fn retire_one(s: &mut MrcSender) -> Ev {
-        s.post(40 * 1000, false);
+        s.post(40 * 1000, Verb::Write);
         let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         for (p, ev) in &sent[1..] {
             s.on_sack(p.psn, *ev, false, 0, Time::ZERO, Time::ZERO);
@@ -1203,7 +1203,7 @@ mod tests {
         let mut s = MrcSender::new(&cfg, 1, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
         let ev = retire_one(&mut s);
         assert_eq!(s.active_evs_per_plane(), [3]);
-        s.post(1000, false);
+        s.post(1000, Verb::Write);
         assert!((0..8).all(|_| s.next_packet(0, Time::ZERO).is_none_or(|(_, e)| e != ev)));
         s.probe_retired();
         s.on_probe_reply(ev);
@@ -1239,7 +1239,7 @@ mod tests {
     fn retirements_keep_the_planes_active_ev_counts_equal() {
         let cfg = MrcConfig { evs: 16, backup_evs: 16, ..Default::default() };
         let mut s = MrcSender::new(&cfg, 4, None, 1000, 1_000_000, &mut Rng::stream(3, &[]));
-        s.post(400 * 1000, false);
+        s.post(400 * 1000, Verb::Write);
         // Three of plane 2's paths lose everything; the rest all arrive.
         let bad: Vec<Ev> = s.planes[2].active[..3].iter().map(|slot| slot.ev).collect();
         let sent: Vec<(DataPacket, Ev)> =
@@ -1289,7 +1289,7 @@ mod tests {
     fn data_no_ev_can_carry_keeps_the_timer_running() {
         let cfg = MrcConfig { evs: 1, backup_evs: 0, ..Default::default() };
         let mut s = MrcSender::new(&cfg, 1, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
-        s.post(2000, false);
+        s.post(2000, Verb::Write);
         s.next_packet(0, Time::ZERO).unwrap();
         s.on_timeout();
         assert!(!s.waiting(), "an EV is left: the NIC resends, no timer needed");
@@ -1304,7 +1304,7 @@ mod tests {
     fn a_plane_down_resends_what_a_swapped_ev_still_carries() {
         let cfg = MrcConfig { evs: 4, backup_evs: 2, ..Default::default() };
         let mut s = MrcSender::new(&cfg, 2, None, 1000, 1_000_000, &mut Rng::stream(1, &[]));
-        s.post(4000, false);
+        s.post(4000, Verb::Write);
         // Plane 0's two EVs take packets 0, 2 (EV a) and 1, 3 (EV b).
         let sent: Vec<(DataPacket, Ev)> = (0..4).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         assert_eq!(sent[1].1, sent[3].1);
@@ -1319,7 +1319,7 @@ mod tests {
     #[test]
     fn a_timeout_blames_and_the_resent_copy_convicts() {
         let mut s = sender(1);
-        s.post(2000, false);
+        s.post(2000, Verb::Write);
         let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
         let (b, ev_b) = s.next_packet(0, Time::ZERO).unwrap();
         s.on_timeout();
@@ -1345,7 +1345,7 @@ mod tests {
     #[test]
     fn a_first_copy_arriving_after_its_resent_copy_acquits_an_ev_retired_when_the_loss_was_declared() {
         let mut s = sender(1);
-        s.post(10 * 1000, false);
+        s.post(10 * 1000, Verb::Write);
         let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
         let (b, ev_b) = s.next_packet(0, Time::from_us(60)).unwrap();
         // b arrives; a, sent more than the reordering window before, is
@@ -1367,7 +1367,7 @@ mod tests {
     #[test]
     fn the_reordering_timer_finds_losses_no_later_sack_reveals() {
         let mut s = sender(1);
-        s.post(4 * 1000, false);
+        s.post(4 * 1000, Verb::Write);
         let sent: Vec<(DataPacket, Ev)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
         // Only the last arrives; the first three were sent within the window of it.
         s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
@@ -1387,7 +1387,7 @@ mod tests {
     #[test]
     fn a_duplicate_sack_acquits_the_ev_a_lost_sack_convicted() {
         let mut s = sender(1);
-        s.post(10 * 1000, false);
+        s.post(10 * 1000, Verb::Write);
         let (a, ev_a) = s.next_packet(0, Time::ZERO).unwrap();
         let (b, ev_b) = s.next_packet(0, Time::from_us(60)).unwrap();
         s.on_sack(b.psn, ev_b, false, 0, Time::from_us(70), Time::ZERO);
@@ -1404,7 +1404,7 @@ mod tests {
     #[test]
     fn a_packet_the_cumulative_ack_covers_is_not_declared_lost() {
         let mut s = sender(1);
-        s.post(40 * 1000, false);
+        s.post(40 * 1000, Verb::Write);
         let sent: Vec<(DataPacket, Ev)> = (0..40).map(|_| s.next_packet(0, Time::ZERO).unwrap()).collect();
         let (first, ev) = sent[0];
         let (later, _) = *sent.iter().find(|(p, e)| *e == ev && p.psn > first.psn).unwrap();
@@ -1428,7 +1428,7 @@ mod tests {
     #[test]
     fn confirmed_losses_narrow_the_reordering_window_and_spurious_ones_widen_it() {
         let mut s = sender(1);
-        s.post(40 * 1000, false);
+        s.post(40 * 1000, Verb::Write);
         let sent: Vec<(DataPacket, Ev)> = (0..4).map(|k| s.next_packet(0, Time::from_us(k)).unwrap()).collect();
         s.on_sack(sent[3].0.psn, sent[3].1, false, 0, Time::from_us(13), Time::ZERO);
         let wide = s.reorder_window();
