@@ -134,3 +134,28 @@ fn a_fallback_cannot_end_before_the_backup_qps_are_set_up() {
     assert!(ready < 1e-3, "{ready}");
     assert!(late > 2e-3 && late < 2.2e-3, "{late}");
 }
+
+#[test]
+fn messages_that_arrived_but_whose_acks_were_lost_are_reposted_and_counted() {
+    // Rank 1's NIC stops sending at 30us (its uplink's egress fails): rank
+    // 0's writes keep arriving but their ACKs do not, so the QP fails with
+    // messages complete at the receiver yet unacknowledged. SHIFT reposts
+    // them with the lost ones (s4.3): they are written a second time.
+    let mut s = two_nic_hosts(true);
+    s["jobs"] = json!([{"name": "j", "ranks": 2, "placement": {"explicit": [0, 12]},
+        "phases": [{"name": "p", "collective": {"op": "send_recv", "bytes": "2MB", "channels": 1,
+                                                 "slice": "64KB", "credits": 8}}]}]);
+    s["faults"] = json!([{"kind": "link_down", "at": "30us", "port": "nic12:0", "direction": "egress"}]);
+    s["telemetry"] = json!({"transfers": true});
+    let out = run(s);
+    assert_eq!(out.summary["jobs"]["j"]["completed"], true, "{}", out.summary);
+    let shift = &out.summary["shift"];
+    assert!(shift["fallbacks"].as_u64() >= Some(1), "{shift}");
+    let rewritten = shift["rewritten_messages"].as_u64().unwrap();
+    assert!(rewritten >= 1, "{shift}");
+    // Whole 64KB slices were written again, not just a head's part.
+    assert!(shift["rewritten_bytes"].as_u64().unwrap() >= 64 * 1024, "{shift}");
+    // Every transfer completed once: the duplicates complete nothing.
+    let ends = floats(&out.transfers, "end_s");
+    assert!(ends.iter().all(Option::is_some));
+}
