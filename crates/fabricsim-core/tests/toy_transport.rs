@@ -46,7 +46,7 @@ impl FixedPath {
 }
 
 impl Transport for FixedPath {
-    fn post(&mut self, bytes: u64, _verb: Verb) {
+    fn post(&mut self, bytes: u64, _verb: Verb, _now: Time, _out: &mut Vec<Action>) {
         let first = self.payloads.len() as u32;
         let packets = bytes.div_ceil(self.mtu as u64).max(1);
         for k in 0..packets {
@@ -70,8 +70,16 @@ impl Transport for FixedPath {
         self.next_psn += 1;
         let first = self.message_bytes.iter().any(|&(f, _)| f == psn);
         let last = self.message_ends.contains(&(psn + 1));
-        let data =
-            DataPacket { psn, payload, first, last, imm: false, retransmission: false, addressed: false, send: false };
+        let data = DataPacket {
+            psn,
+            payload,
+            first,
+            last,
+            imm: false,
+            retransmission: false,
+            addressed: false,
+            verb: Verb::Write,
+        };
         Some(Outgoing { data, entropy: self.entropy, not_before: now })
     }
 

@@ -30,6 +30,11 @@ mod opcode {
     pub const SEND_MIDDLE: u8 = 0x01;
     pub const SEND_LAST: u8 = 0x02;
     pub const SEND_ONLY: u8 = 0x04;
+    pub const READ_REQUEST: u8 = 0x0C;
+    pub const READ_RESPONSE_FIRST: u8 = 0x0D;
+    pub const READ_RESPONSE_MIDDLE: u8 = 0x0E;
+    pub const READ_RESPONSE_LAST: u8 = 0x0F;
+    pub const READ_RESPONSE_ONLY: u8 = 0x10;
     pub const WRITE_FIRST: u8 = 0x06;
     pub const WRITE_MIDDLE: u8 = 0x07;
     pub const WRITE_LAST: u8 = 0x08;
@@ -147,6 +152,16 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
             };
             (op, packet.has(flag::LAST))
         }
+        PacketKind::ReadResponse => {
+            let op = match (packet.has(flag::FIRST), packet.has(flag::LAST)) {
+                (true, true) => opcode::READ_RESPONSE_ONLY,
+                (true, false) => opcode::READ_RESPONSE_FIRST,
+                (false, true) => opcode::READ_RESPONSE_LAST,
+                (false, false) => opcode::READ_RESPONSE_MIDDLE,
+            };
+            (op, false)
+        }
+        PacketKind::ReadRequest => (opcode::READ_REQUEST, true),
         // MRC's probe format is not published: probes travel as RoCE
         // acknowledgements naming the probed EV in the PSN field; so do
         // ConWeave's signals (the model's own header is a simulator tag).
@@ -187,6 +202,19 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
         }
         // A SEND carries no RETH: its RECV says where it goes.
         PacketKind::Send => {}
+        // The first and last READ responses carry an AETH (an ACK).
+        PacketKind::ReadResponse => {
+            if packet.has(flag::FIRST) || packet.has(flag::LAST) {
+                transport.extend_from_slice(&[0x1F, 0, 0, 0]);
+            }
+        }
+        // RETH: what to read, from the PSN asked for (the DMA length is
+        // the model's to know, not the frame's: zero).
+        PacketKind::ReadRequest => {
+            transport.extend_from_slice(&(packet.psn as u64 * 4096).to_be_bytes());
+            transport.extend_from_slice(&packet.qp.to_be_bytes());
+            transport.extend_from_slice(&0u32.to_be_bytes());
+        }
         PacketKind::Ack
         | PacketKind::Nak
         | PacketKind::RnrNak
@@ -424,6 +452,36 @@ mod tests {
         let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 0));
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire);
         assert_eq!((f[62], f[74] >> 5, f[74] & 0x1F), (opcode::ACKNOWLEDGE, 0b001, 12));
+    }
+
+    #[test]
+    fn read_frames_carry_read_opcodes_and_their_headers() {
+        for (first, last, op, aeth) in [
+            (true, false, opcode::READ_RESPONSE_FIRST, true),
+            (false, false, opcode::READ_RESPONSE_MIDDLE, false),
+            (false, true, opcode::READ_RESPONSE_LAST, true),
+            (true, true, opcode::READ_RESPONSE_ONLY, true),
+        ] {
+            let mut p = data(first, last, 4096);
+            p.kind = PacketKind::ReadResponse;
+            let extra = if aeth { headers::AETH } else { 0 };
+            p.wire = (headers::data_wire(IpVersion::Ipv6, 4096, false) + extra) as u16;
+            let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
+            assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
+            assert_eq!(f[62], op);
+        }
+        let wire = headers::read_request_wire(IpVersion::Ipv6);
+        let p = Packet {
+            kind: PacketKind::ReadRequest,
+            class: 0,
+            flags: 0,
+            payload: 0,
+            wire: wire as u16,
+            ..data(false, false, 0)
+        };
+        let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 0));
+        assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire);
+        assert_eq!(f[62], opcode::READ_REQUEST);
     }
 
     #[test]

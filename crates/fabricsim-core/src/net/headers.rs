@@ -14,7 +14,7 @@ const ETH: u32 = 14 + 4;
 const UDP: u32 = 8;
 const BTH: u32 = 12;
 const RETH: u32 = 16;
-const AETH: u32 = 4;
+pub const AETH: u32 = 4;
 /// Immediate data of a write with immediate (IBTA ImmDt).
 pub const IMM_DT: u32 = 4;
 const ICRC: u32 = 4;
@@ -50,6 +50,11 @@ fn on_wire(frame: u32) -> u32 {
 /// packet of a message; every MRC packet).
 pub fn data_wire(ip: IpVersion, payload: u32, reth: bool) -> u32 {
     on_wire(ETH + ip.header() + UDP + BTH + if reth { RETH } else { 0 } + payload.next_multiple_of(4) + ICRC)
+}
+
+/// Wire bytes of an RDMA READ request: its RETH names what to read.
+pub fn read_request_wire(ip: IpVersion) -> u32 {
+    on_wire(ETH + ip.header() + UDP + BTH + RETH + ICRC)
 }
 
 /// Wire bytes of an ACK or NAK.

@@ -22,6 +22,9 @@ pub enum PacketKind {
     /// An RDMA SEND packet with payload: no RETH; its message takes a RECV
     /// posted at the responder.
     Send,
+    /// An RDMA READ response with payload: the data a READ request asked
+    /// for, sent back unacknowledged.
+    ReadResponse,
     /// Cumulative acknowledgement: `psn` is the next PSN expected.
     Ack,
     /// NAK "PSN sequence error": `psn` is the PSN expected.
@@ -29,6 +32,9 @@ pub enum PacketKind {
     /// RNR NAK "receiver not ready": the SEND at `psn` found no RECV
     /// posted; the requester waits its RNR timer and sends it again.
     RnrNak,
+    /// An RDMA READ request from the end that receives the data: the READ
+    /// from `psn` on, every PSN before `ack` received.
+    ReadRequest,
     /// Congestion notification packet (RoCEv2 BTH opcode 0x81).
     Cnp,
     /// MRC EV probe: tests the path of the EV named in `psn`.
@@ -42,6 +48,14 @@ pub enum PacketKind {
     /// (`switch::conweave::Signal`, in `echo`, `psn` and `ack`), addressed
     /// from the flow's destination NIC to its source.
     Conweave,
+}
+
+impl PacketKind {
+    /// A packet with payload in the data class: a write's, a SEND's or a
+    /// READ response.
+    pub fn carries_data(self) -> bool {
+        matches!(self, PacketKind::Data | PacketKind::Send | PacketKind::ReadResponse)
+    }
 }
 
 /// Flag bits of `Packet::flags`.
@@ -96,8 +110,9 @@ pub struct Packet {
     /// The sending NIC's ports that are up, one bit per port: MRC's port
     /// state bitmap, which SACKs carry to the other end (s3).
     pub ports_up: u8,
-    /// An MRC SACK's cumulative acknowledgement: every PSN below it has
-    /// arrived, so a lost SACK is made up for by the next one.
+    /// An MRC SACK's (or a READ request's) cumulative acknowledgement:
+    /// every PSN below it has arrived, so a lost SACK is made up for by the
+    /// next one.
     pub ack: u32,
     /// An MRC SACK's or NACK's echo of the EV the data packet came on, so
     /// the sender knows which of its transmissions arrived.

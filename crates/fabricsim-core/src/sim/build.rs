@@ -139,8 +139,9 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         if let Some(why) = unreachable(spec.src, spec.dst) {
             return invalid("traffic", format!("flow {f}: {why}"));
         }
-        if spec.verb == Verb::Send && !scenario.transport.sends() {
-            return invalid("traffic", format!("flow {f}: op: send {SENDS_NEED}"));
+        if matches!(spec.verb, Verb::Send | Verb::Read) && !scenario.transport.sends_and_reads() {
+            let op = if spec.verb == Verb::Send { "send" } else { "read" };
+            return invalid("traffic", format!("flow {f}: op: {op} {SENDS_NEED}"));
         }
     }
     if !setup.goes_on() {
@@ -153,9 +154,11 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
             return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
         }
     }
-    if let Some(run) = program.collectives.iter().find(|c| c.verb == Verb::Send && !scenario.transport.sends()) {
+    let two_sided = |c: &&program::CollectiveRun| matches!(c.verb, Verb::Send | Verb::Read);
+    if let Some(run) = program.collectives.iter().find(two_sided).filter(|_| !scenario.transport.sends_and_reads()) {
         let j = program.phases[run.phase].job.0;
-        return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: send {SENDS_NEED}"));
+        let op = if run.verb == Verb::Send { "send" } else { "read" };
+        return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: {op} {SENDS_NEED}"));
     }
     let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
     let faults = faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
@@ -209,10 +212,11 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
 /// caller's `keep_going` hook.
 const ASK_EVERY: usize = 1 << 14;
 
-/// Why a transport cannot carry a SEND.
+/// Why a transport cannot carry a SEND or a READ.
 const SENDS_NEED: &str =
     "needs transport.kind: rocev2 with its in-order responder (no direct_placement, ooo_window or \
-                          mprdma_bitmap): a SEND's packets are matched to its RECV in order";
+                          mprdma_bitmap): a SEND's packets are matched to its RECV, a READ's responses are placed, \
+                          in order";
 
 pub(super) fn build(
     scenario: Scenario,

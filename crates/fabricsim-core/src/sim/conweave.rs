@@ -44,17 +44,17 @@ impl Simulation {
                 self.pool.free(id);
                 return;
             }
-            PacketKind::Data if from_nic && to_nic.is_none() => {
+            kind if kind.carries_data() && from_nic && to_nic.is_none() => {
                 let (routes, ports) = (&self.routes, &self.ports);
                 let sample = |raw| conweave::walk(routes, ports, switch, pkt.dst, raw);
                 let cw = conweave_of(&mut self.balancer);
                 let path = cw.on_source(switch, (pkt.src, pkt.dst, pkt.entropy), id, now, &sample);
                 path.and_then(|path| Conweave::hop_along(path, 0, hops)).or_else(ecmp)
             }
-            PacketKind::Data if !from_nic && to_nic.is_none() => {
+            kind if kind.carries_data() && !from_nic && to_nic.is_none() => {
                 conweave_of(&mut self.balancer).on_transit(id, hops).or_else(ecmp)
             }
-            PacketKind::Data if !from_nic => {
+            kind if kind.carries_data() && !from_nic => {
                 let marked = pkt.has(crate::net::flag::CE);
                 let mut signals = std::mem::take(&mut self.conweave_signals);
                 let flow = (pkt.src, pkt.dst, pkt.entropy);

@@ -82,7 +82,7 @@ impl Simulation {
     /// the probes that test the EV are lost alike.
     fn ev_lost(&mut self, port: PortId, id: PacketId) -> bool {
         let pkt = self.pool.get(id);
-        if !matches!(pkt.kind, PacketKind::Data | PacketKind::Probe) {
+        if !pkt.kind.carries_data() && pkt.kind != PacketKind::Probe {
             return false;
         }
         let ev = pkt.entropy;
@@ -325,7 +325,7 @@ impl Simulation {
     /// Counts a lost packet at `port` and frees it.
     pub(super) fn drop_packet(&mut self, port: PortId, id: PacketId, cause: DropCause) {
         let pkt = self.pool.get(id);
-        if pkt.kind == PacketKind::Data {
+        if pkt.kind.carries_data() {
             self.totals.data_drops += 1;
             let q = QpId(pkt.qp);
             if self.recorder.counts_per_ev() && self.qps[q].sprays {

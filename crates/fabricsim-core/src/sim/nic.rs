@@ -134,11 +134,13 @@ impl Simulation {
 
     /// Posts `bytes` of message `id` on QP `q` itself.
     pub(super) fn post_on_qp(&mut self, q: QpId, id: MessageId, bytes: u64, verb: Verb) {
+        let (now, first) = (self.now(), self.actions.len());
         let qp = &mut self.qps[q];
-        qp.transport.post(bytes, verb);
+        qp.transport.post(bytes, verb, now, &mut self.actions);
         qp.messages.push_back((id, bytes));
         qp.outstanding += bytes;
         self.make_ready(q);
+        self.carry_out(q, first);
     }
 
     /// The responder finished `count` messages of QP `q`, oldest first.
@@ -155,7 +157,7 @@ impl Simulation {
             match self.messages[m].verb {
                 Verb::WriteImm => self.totals.imm_completions += 1,
                 Verb::Send => self.qps[q].transport.post_recvs(1),
-                Verb::Write => {}
+                Verb::Write | Verb::Read => {}
             }
             self.messages[m].parts_left -= 1;
             if self.messages[m].parts_left == 0 {
@@ -398,7 +400,11 @@ impl Simulation {
         self.totals.sent_payload += data.payload as u64;
         let qp = &self.qps[q];
         let packet = Packet {
-            kind: if data.send { PacketKind::Send } else { PacketKind::Data },
+            kind: match data.verb {
+                Verb::Write | Verb::WriteImm => PacketKind::Data,
+                Verb::Send => PacketKind::Send,
+                Verb::Read => PacketKind::ReadResponse,
+            },
             class: CLASS_DATA as u8,
             flags,
             entropy: out.entropy,
@@ -407,7 +413,7 @@ impl Simulation {
             qp: q.0,
             psn: data.psn,
             payload: data.payload as u16,
-            wire: self.framing.data_wire(data.payload, data.reth(), data.imm) as u16,
+            wire: self.framing.wire_of(&data) as u16,
             port: NO_PORT,
             ports_up: 0xFF,
             ack: 0,
@@ -468,6 +474,7 @@ impl Simulation {
         let wire = self.framing.encap
             + match control.kind {
                 PacketKind::Cnp => headers::cnp_wire(ip),
+                PacketKind::ReadRequest => headers::read_request_wire(ip),
                 _ => headers::ack_wire(ip),
             };
         let base = Packet::control(control.kind, from, to, q.0, control.psn, control.entropy, wire);

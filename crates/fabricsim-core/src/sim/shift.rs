@@ -225,6 +225,8 @@ impl Simulation {
                     counters.rewritten_messages += 1;
                     counters.rewritten_bytes += bytes;
                 }
+                // Read again, the same bytes land in the same place.
+                Verb::Read => {}
             }
         }
         // The receiver's RECVs follow the SENDs (s4.2.2), before them.

@@ -16,6 +16,7 @@
 pub mod mrc;
 mod ooo_window;
 pub mod placement;
+pub mod reads;
 pub mod rocev2;
 pub mod spx;
 pub mod writes;
@@ -47,6 +48,11 @@ pub enum Verb {
     /// SEND: placed where the responder's next posted RECV says; a message
     /// that finds no RECV posted is refused with an RNR NAK.
     Send,
+    /// RDMA READ: the end that receives the data asks for it (a READ
+    /// request naming the PSNs) and the other end sends it as READ
+    /// responses, unacknowledged; the reader re-asks from the first PSN
+    /// missing when a gap or its timeout says one was lost.
+    Read,
 }
 
 impl Verb {
@@ -72,15 +78,21 @@ pub struct DataPacket {
     /// Carries its own RDMA address and length (a RETH in every packet),
     /// so the responder can place it in any order.
     pub addressed: bool,
-    /// A SEND packet: no RETH; the first packet of its message takes a
-    /// posted RECV at the responder.
-    pub send: bool,
+    /// The operation of its message: a write's packet, a SEND's (no RETH;
+    /// the first takes a posted RECV at the responder), or a READ response
+    /// (no RETH; an AETH on the first and last).
+    pub verb: Verb,
 }
 
 impl DataPacket {
     /// Whether it carries a RETH: a write's first packet, or any addressed one.
     pub fn reth(&self) -> bool {
-        (self.first && !self.send) || self.addressed
+        (self.first && matches!(self.verb, Verb::Write | Verb::WriteImm)) || self.addressed
+    }
+
+    /// Whether it carries an AETH: the first and last READ responses.
+    pub fn aeth(&self) -> bool {
+        self.verb == Verb::Read && (self.first || self.last)
     }
 }
 
@@ -198,6 +210,12 @@ impl Framing {
     pub fn data_wire(&self, payload: u32, reth: bool, imm: bool) -> u32 {
         headers::data_wire(self.ip, payload, reth) + if imm { headers::IMM_DT } else { 0 } + self.encap
     }
+
+    /// Bytes on the wire of `data`, with the headers its operation and
+    /// place in its message give it.
+    pub fn wire_of(&self, data: &DataPacket) -> u32 {
+        self.data_wire(data.payload, data.reth(), data.imm) + if data.aeth() { headers::AETH } else { 0 }
+    }
 }
 
 /// What a NIC tells a QP's transport about where it runs.
@@ -266,13 +284,14 @@ pub struct QpStats {
 
 /// A QP's transport: both ends' state machines.
 pub trait Transport {
-    /// Posts a work request of `bytes` (at least one packet). Only a
-    /// transport whose `sends` is true is ever given a `Verb::Send`.
-    fn post(&mut self, bytes: u64, verb: Verb);
+    /// Posts a work request of `bytes` (at least one packet) at `now`. Only
+    /// a transport whose `sends_and_reads` is true is ever given a
+    /// `Verb::Send` or `Verb::Read`.
+    fn post(&mut self, bytes: u64, verb: Verb, now: Time, out: &mut Vec<Action>);
 
-    /// Whether it carries SENDs (two-sided operations, with RECVs at the
-    /// responder). The scenario refuses SENDs over a transport without.
-    fn sends(&self) -> bool {
+    /// Whether it carries SENDs (two-sided, with RECVs at the responder)
+    /// and READs. The scenario refuses them over a transport without.
+    fn sends_and_reads(&self) -> bool {
         false
     }
 
@@ -398,11 +417,11 @@ macro_rules! dispatch {
 
 impl Transport for QpTransport {
     #[inline]
-    fn post(&mut self, bytes: u64, verb: Verb) {
-        dispatch!(self, t => t.post(bytes, verb))
+    fn post(&mut self, bytes: u64, verb: Verb, now: Time, out: &mut Vec<Action>) {
+        dispatch!(self, t => t.post(bytes, verb, now, out))
     }
-    fn sends(&self) -> bool {
-        dispatch!(self, t => t.sends())
+    fn sends_and_reads(&self) -> bool {
+        dispatch!(self, t => t.sends_and_reads())
     }
     fn post_recvs(&mut self, count: u64) {
         dispatch!(self, t => t.post_recvs(count))
@@ -518,9 +537,9 @@ impl TransportSpec {
         }
     }
 
-    /// Whether its QPs carry SENDs (see `Transport::sends`): RoCEv2 with
-    /// the in-order responder.
-    pub fn sends(&self) -> bool {
+    /// Whether its QPs carry SENDs and READs (see
+    /// `Transport::sends_and_reads`): RoCEv2 with the in-order responder.
+    pub fn sends_and_reads(&self) -> bool {
         match self {
             TransportSpec::Rocev2(c) => !c.direct_placement && !c.ooo_window && c.mprdma_bitmap.is_none(),
             TransportSpec::Mrc(_) | TransportSpec::Spx(_) => false,

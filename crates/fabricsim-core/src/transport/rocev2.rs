@@ -17,6 +17,11 @@
 //! and fails after `rnr_retry` RNR NAKs in a row unless that is 7, which
 //! retries for ever (IBTA Vol.1 9.7.5.2.8, 9.9.6.1).
 //!
+//! A READ runs the other way round (`reads.rs`): the end that receives the
+//! data asks for it and times it; the end that sends it sends a READ's
+//! PSNs only once they are asked for, unacknowledged, and goes back to
+//! where a repeated request starts.
+//!
 //! With `direct_placement` the responder instead places packets in any
 //! order and acknowledges cumulatively without a NAK, as Spectrum-X NICs do
 //! under per-packet adaptive routing (spectrum-x.txt s3); the requester
@@ -42,6 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ooo_window::OooWindow;
 use super::placement::Placement;
+use super::reads::{ReadRequest, ReadRequester};
 use super::writes::PostedWrites;
 use super::{Action, Control, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
 use crate::cc::{Dcqcn, DcqcnConfig};
@@ -108,6 +114,10 @@ pub struct RoceConfig {
     /// RNR NAKs in a row before the QP fails; 7, the default (perftest's
     /// and NCCL's), means retry for ever (IBTA).
     pub rnr_retry: u32,
+    /// READs a reader has asked for at once (the QP's initiator depth,
+    /// max_rd_atomic): default 16, what ConnectX NICs allow and perftest's
+    /// ib_read_bw asks for.
+    pub read_depth: u32,
     pub dcqcn: DcqcnConfig,
 }
 
@@ -126,6 +136,7 @@ impl Default for RoceConfig {
             recv_depth: 512,
             rnr_timer: Time::from_us(640),
             rnr_retry: RoceConfig::RNR_RETRY_FOREVER,
+            read_depth: 16,
             dcqcn: DcqcnConfig::default(),
         }
     }
@@ -185,6 +196,9 @@ pub(super) struct RoceSender {
     pub(super) rnr_until: Option<Time>,
     rnr_retries: u32,
     pub(super) rnr_naks: u64,
+    /// The first PSNs of READs posted and not yet asked for, in order: no
+    /// PSN from the first of them on may be sent.
+    unasked_reads: VecDeque<u32>,
 }
 
 impl RoceSender {
@@ -197,7 +211,28 @@ impl RoceSender {
     /// Posts a message of `bytes` (at least one byte) cut at `mtu`;
     /// returns its first PSN and its packets.
     pub fn post(&mut self, bytes: u64, mtu: u32, verb: Verb) -> (u32, u32) {
-        self.writes.post(bytes, mtu, verb)
+        let (first, packets) = self.writes.post(bytes, mtu, verb);
+        if verb == Verb::Read {
+            self.unasked_reads.push_back(first);
+        }
+        (first, packets)
+    }
+
+    /// One past the last PSN it may send now: a READ's only once asked for.
+    fn limit(&self) -> u32 {
+        self.unasked_reads.front().copied().unwrap_or(self.writes.end())
+    }
+
+    /// A READ request: the reader has every PSN before `received` and asks
+    /// for the READ from `from` on, again if it had asked before (go back).
+    pub fn on_read_request(&mut self, request: ReadRequest) {
+        self.on_ack(request.received);
+        if let Some(end) = self.writes.message_end(request.from) {
+            while self.unasked_reads.front().is_some_and(|&first| first < end) {
+                self.unasked_reads.pop_front();
+            }
+        }
+        self.snd_nxt = self.snd_nxt.min(request.from.max(self.snd_una));
     }
 
     /// Length of the message that `psn` belongs to (for the RETH).
@@ -206,7 +241,7 @@ impl RoceSender {
     }
 
     pub fn has_data(&self) -> bool {
-        !self.failed && self.rnr_until.is_none() && (self.snd_nxt < self.writes.end() || !self.resend.is_empty())
+        !self.failed && self.rnr_until.is_none() && (self.snd_nxt < self.limit() || !self.resend.is_empty())
     }
 
     pub fn outstanding(&self) -> bool {
@@ -229,7 +264,7 @@ impl RoceSender {
                 return Some(DataPacket { retransmission: true, ..self.writes.packet(psn)? });
             }
         }
-        if self.snd_nxt >= self.writes.end() {
+        if self.snd_nxt >= self.limit() {
             return None;
         }
         let psn = self.snd_nxt;
@@ -574,6 +609,8 @@ pub struct RoceQp {
     cfg: Arc<RoceConfig>,
     sender: RoceSender,
     receiver: RoceReceiver,
+    /// The receiving end's READ requests.
+    reader: ReadRequester,
     cc: Dcqcn,
     framing: Framing,
     mtu: u32,
@@ -598,6 +635,7 @@ impl RoceQp {
                 RoceReceiver::new(cfg.direct_placement)
             },
             sender: if cfg.ooo_window { RoceSender::selective() } else { RoceSender::default() },
+            reader: ReadRequester::default(),
             cfg,
             cc: Dcqcn::new(setup.line_rate),
             framing: setup.framing,
@@ -608,8 +646,27 @@ impl RoceQp {
         }
     }
 
-    /// The responder's answer to a data packet: an ACK or NAK, and a CNP
-    /// (at most one per `cnp_interval`) when it came ECN-marked.
+    /// Sends READ requests from the receiving end for READs not yet asked
+    /// for, as the initiator depth allows, and keeps its timer armed.
+    fn ask_for_reads(&mut self, now: Time, out: &mut Vec<Action>) {
+        let received = self.receiver.expected();
+        for request in self.reader.ask(self.cfg.read_depth, received, now, self.timeout) {
+            self.send_read_request(request, out);
+        }
+        if let Some(at) = self.reader.deadline {
+            out.push(Action::Arm { timer: Timer::Probe, at });
+        }
+    }
+
+    fn send_read_request(&self, request: ReadRequest, out: &mut Vec<Action>) {
+        let control =
+            Control { ack: request.received, ..Control::new(PacketKind::ReadRequest, request.from, self.entropy) };
+        out.push(Action::Send { end: End::Responder, port: self.rx_port, control });
+    }
+
+    /// The responder's answer to a data packet: an ACK or NAK (for a READ
+    /// response, nothing, or a repeated request past a gap), and a CNP (at
+    /// most one per `cnp_interval`) when it came ECN-marked.
     #[inline]
     fn on_data(&mut self, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
         let trimmed = pkt.has(flag::TRIMMED);
@@ -618,10 +675,23 @@ impl RoceQp {
         }
         let send_first = pkt.kind == PacketKind::Send && pkt.has(flag::FIRST);
         let (last, every) = (pkt.has(flag::LAST), self.cfg.ack_every);
-        let reply = self.receiver.on_data(pkt.psn, pkt.payload(), last, send_first, trimmed, every);
+        let mut reply = self.receiver.on_data(pkt.psn, pkt.payload(), last, send_first, trimmed, every);
         out.push(Action::Received { delivered: reply.delivered, discarded: reply.discarded, messages: reply.messages });
         let port = port as u8;
         self.rx_port = port;
+        if pkt.kind == PacketKind::ReadResponse {
+            // Nobody acknowledges READ responses: the reader asks again.
+            if let Some((PacketKind::Nak, psn)) = reply.reply {
+                if let Some(request) = self.reader.on_gap(psn) {
+                    self.send_read_request(request, out);
+                }
+            }
+            reply.reply = None;
+            if reply.delivered > 0 {
+                self.reader.on_progress(self.receiver.expected(), now, self.timeout);
+                self.ask_for_reads(now, out);
+            }
+        }
         if let Some((kind, psn)) = reply.reply {
             out.push(Action::Send { end: End::Responder, port, control: Control::new(kind, psn, self.entropy) });
         }
@@ -646,14 +716,19 @@ impl RoceQp {
 
 impl Transport for RoceQp {
     #[inline]
-    fn post(&mut self, bytes: u64, verb: Verb) {
+    fn post(&mut self, bytes: u64, verb: Verb, now: Time, out: &mut Vec<Action>) {
         let (first, packets) = self.sender.post(bytes, self.mtu, verb);
         self.receiver.expect(first, packets);
+        if verb == Verb::Read {
+            self.reader.post(first, first + packets);
+            self.ask_for_reads(now, out);
+        }
     }
 
-    /// SENDs need the in-order responder: placed out of order, a SEND's
-    /// packets could not be matched to their RECV.
-    fn sends(&self) -> bool {
+    /// SENDs and READs need the in-order responder: placed out of order, a
+    /// SEND's packets could not be matched to their RECV, nor a READ's
+    /// responses be told lost by their order.
+    fn sends_and_reads(&self) -> bool {
         !self.cfg.direct_placement && !self.cfg.ooo_window && self.cfg.mprdma_bitmap.is_none()
     }
 
@@ -691,14 +766,15 @@ impl Transport for RoceQp {
         let mut not_before = now;
         let dcqcn = &self.cfg.dcqcn;
         if dcqcn.enabled {
-            let wire = self.framing.data_wire(data.payload, data.reth(), data.imm) as u64;
+            let wire = self.framing.wire_of(&data) as u64;
             self.cc.on_sent(dcqcn, wire);
             let rate = self.cc.rate();
             if rate < self.line {
                 not_before = now + rate.tx_time(wire);
             }
         }
-        if self.sender.rto_deadline.is_none() {
+        // READ responses are the reader's to time, not the sender's.
+        if self.sender.rto_deadline.is_none() && data.verb != Verb::Read {
             let at = now + self.timeout;
             self.sender.rto_deadline = Some(at);
             out.push(Action::Arm { timer: Timer::Retransmit, at });
@@ -709,7 +785,11 @@ impl Transport for RoceQp {
     #[inline]
     fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
         match pkt.kind {
-            PacketKind::Data | PacketKind::Send => self.on_data(port, pkt, now, out),
+            PacketKind::Data | PacketKind::Send | PacketKind::ReadResponse => self.on_data(port, pkt, now, out),
+            PacketKind::ReadRequest => {
+                self.sender.on_read_request(ReadRequest { from: pkt.psn, received: pkt.ack });
+                out.push(Action::Ready);
+            }
             PacketKind::RnrNak => {
                 if self.sender.on_rnr_nak(pkt.psn, now, self.cfg.rnr_timer, self.cfg.rnr_retry) {
                     out.push(Action::Failed);
@@ -771,7 +851,20 @@ impl Transport for RoceQp {
                     out.push(Action::Ready);
                 }
             }
-            Timer::Probe => {}
+            Timer::Probe => {
+                let received = self.receiver.expected();
+                let request = self.reader.on_timer(received, now, self.timeout, self.cfg.retry_count);
+                if let Some(request) = request {
+                    self.send_read_request(request, out);
+                }
+                if self.reader.failed {
+                    // The QP enters the error state at the reader.
+                    self.sender.failed = true;
+                    out.push(Action::Failed);
+                } else if let Some(at) = self.reader.deadline {
+                    out.push(Action::Arm { timer, at });
+                }
+            }
         }
     }
 
@@ -782,7 +875,7 @@ impl Transport for RoceQp {
     fn stats(&self) -> QpStats {
         QpStats {
             retransmitted_packets: self.sender.retransmitted_packets,
-            timeouts: self.sender.timeouts,
+            timeouts: self.sender.timeouts + self.reader.timeouts,
             failed: self.sender.failed,
             out_of_order_packets: self.receiver.reordering().0,
             max_reorder_distance: self.receiver.reordering().1 as u64,

@@ -473,7 +473,7 @@ impl SpxQp {
 }
 
 impl Transport for SpxQp {
-    fn post(&mut self, bytes: u64, verb: Verb) {
+    fn post(&mut self, bytes: u64, verb: Verb, _now: Time, _out: &mut Vec<Action>) {
         let (first, packets) = self.sender.post(bytes, self.mtu, verb);
         self.receiver.expect(first, packets);
     }
@@ -581,8 +581,13 @@ impl Transport for SpxQp {
                 out.push(Action::Send { end: End::Responder, port: port as u8, control: reply });
             }
             PacketKind::ProbeReply => self.on_probe_reply(port, pkt.ack, now, out),
-            // Writes only: no SENDs, so no RNR NAKs.
-            PacketKind::MapProbe | PacketKind::Conweave | PacketKind::Send | PacketKind::RnrNak => {}
+            // Writes only: no SENDs or READs.
+            PacketKind::MapProbe
+            | PacketKind::Conweave
+            | PacketKind::Send
+            | PacketKind::RnrNak
+            | PacketKind::ReadRequest
+            | PacketKind::ReadResponse => {}
         }
     }
 

@@ -57,8 +57,13 @@ impl PostedWrites {
             imm: last && w.verb.imm(),
             retransmission: false,
             addressed: false,
-            send: w.verb == Verb::Send,
+            verb: w.verb,
         })
+    }
+
+    /// One past the last PSN of the message `psn` belongs to.
+    pub fn message_end(&self, psn: u32) -> Option<u32> {
+        self.write_of(psn).map(|w| w.end)
     }
 
     /// Length of the write `psn` belongs to (the RETH's DMA length).
@@ -91,8 +96,8 @@ mod tests {
         let p: Vec<DataPacket> = (0..4).map(|psn| w.packet(psn).unwrap()).collect();
         assert_eq!(p.iter().map(|p| p.payload).collect::<Vec<_>>(), [1000, 1000, 500, 1]);
         assert_eq!(p.iter().map(|p| (p.first, p.last, p.imm)).collect::<Vec<_>>()[2], (false, true, true));
-        assert!(p[3].first && p[3].last && !p[3].imm && p[3].send && !p[3].reth());
-        assert!(p[0].reth() && !p[0].send);
+        assert!(p[3].first && p[3].last && !p[3].imm && p[3].verb == Verb::Send && !p[3].reth());
+        assert!(p[0].reth() && p[0].verb == Verb::WriteImm);
         assert_eq!((w.write_bytes(1), w.write_bytes(3), w.end()), (2500, 1, 4));
         w.forget_below(3);
         assert_eq!(w.packet(1), None);

@@ -220,9 +220,10 @@ pub struct CollectiveSpec {
     #[serde(default)]
     pub ring_order: RingOrder,
     /// How each transfer goes over the network: NCCL's RDMA WRITE with
-    /// immediate (`write_with_imm`, the default), or `send` (two-sided, as
+    /// immediate (`write_with_imm`, the default); `send` (two-sided, as
     /// `ib_send_bw` and MPI-style libraries do, each taking a RECV of
-    /// `transport.recv_depth`; RoCEv2 in order only).
+    /// `transport.recv_depth`); or `read` (the receiving rank reads it, as
+    /// `ib_read_bw` does). SENDs and READs need RoCEv2 in order.
     #[serde(default = "nccl_rdma_op")]
     pub rdma_op: RdmaOp,
 }

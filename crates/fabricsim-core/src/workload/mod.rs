@@ -57,15 +57,17 @@ pub struct Flow {
     pub rate: Option<Rate>,
     /// The RDMA operation: `write`; `write_with_imm`, whose immediate
     /// raises a completion at the responder once the whole message is in;
-    /// or `send`, two-sided, taking one of the RECVs the responder keeps
-    /// posted (`transport.recv_depth`; RoCEv2 in order only).
+    /// `send`, two-sided, taking one of the RECVs the responder keeps
+    /// posted (`transport.recv_depth`); or `read`: `dst` reads `bytes` from
+    /// `src` (the data still flows from src to dst), asking with READ
+    /// requests. SENDs and READs need RoCEv2 in order.
     #[serde(default)]
     pub op: RdmaOp,
     /// MRC only: the EVs this flow's QPs spray over, instead of drawn ones.
     pub ev_set: Option<crate::transport::mrc::EvSet>,
 }
 
-/// The RDMA operation of a flow: the two MRC supports (s2.1), and SEND.
+/// The RDMA operation of a flow: the two MRC supports (s2.1), SEND and READ.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RdmaOp {
@@ -73,6 +75,7 @@ pub enum RdmaOp {
     Write,
     WriteWithImm,
     Send,
+    Read,
 }
 
 impl RdmaOp {
@@ -81,6 +84,7 @@ impl RdmaOp {
             RdmaOp::Write => Verb::Write,
             RdmaOp::WriteWithImm => Verb::WriteImm,
             RdmaOp::Send => Verb::Send,
+            RdmaOp::Read => Verb::Read,
         }
     }
 }

@@ -345,7 +345,7 @@ impl MrcQp {
 }
 
 impl Transport for MrcQp {
-    fn post(&mut self, bytes: u64, verb: Verb) {
+    fn post(&mut self, bytes: u64, verb: Verb, _now: Time, _out: &mut Vec<Action>) {
         let (first, packets) = self.sender.post(bytes, verb);
         self.receiver.placement.expect(first, packets);
     }
@@ -441,8 +441,14 @@ impl Transport for MrcQp {
                     End::Responder => self.receiver.on_probe_reply(probed),
                 }
             }
-            // MRC carries no SENDs (s2.1), so it neither gets nor refuses them.
-            PacketKind::Cnp | PacketKind::MapProbe | PacketKind::Conweave | PacketKind::Send | PacketKind::RnrNak => {}
+            // MRC carries no SENDs or READs (s2.1).
+            PacketKind::Cnp
+            | PacketKind::MapProbe
+            | PacketKind::Conweave
+            | PacketKind::Send
+            | PacketKind::RnrNak
+            | PacketKind::ReadRequest
+            | PacketKind::ReadResponse => {}
         }
     }
 
@@ -565,7 +571,7 @@ mod tests {
     fn a_late_duplicate_sack_does_not_fail_an_idle_qp() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(100, Verb::Write);
+        qp.post(100, Verb::Write, Time::ZERO, &mut Vec::new());
         let sent = qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
         let mut sack = Packet::control(PacketKind::Ack, NodeId(1), NodeId(0), 0, 0, 0, 84);
         (sack.ack, sack.echo, sack.ports_up) = (1, sent.entropy, 1);
@@ -582,7 +588,7 @@ mod tests {
     fn a_data_sack_reports_a_working_path_to_the_other_direction() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(10_000, Verb::Write);
+        qp.post(10_000, Verb::Write, Time::ZERO, &mut Vec::new());
         let sent: Vec<Outgoing> = (0..3).map(|_| qp.next_packet(0, Time::ZERO, &mut out).unwrap()).collect();
         let works = |out: &[Action]| out.iter().filter(|a| matches!(a, Action::PathWorks(_))).count();
         let sack = |psn: u32, echo: u16| {
@@ -606,7 +612,7 @@ mod tests {
     fn a_qp_that_only_gets_nacks_fails_at_its_error_timeout() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(100, Verb::Write);
+        qp.post(100, Verb::Write, Time::ZERO, &mut Vec::new());
         let mut nack = Packet::control(PacketKind::Nak, NodeId(1), NodeId(0), 0, 0, 0, 84);
         nack.ports_up = 1;
         for ms in 0..10 {
@@ -621,7 +627,7 @@ mod tests {
     fn a_qp_waiting_without_progress_fails_at_its_error_timeout() {
         let mut qp = qp();
         let mut out = Vec::new();
-        qp.post(100, Verb::Write);
+        qp.post(100, Verb::Write, Time::ZERO, &mut Vec::new());
         qp.next_packet(0, Time::ZERO, &mut out).expect("a packet");
         qp.on_timer(Timer::Retransmit, Time::from_ms(5), &mut out);
         assert!(!failed(&out));
