@@ -229,13 +229,16 @@ def hpn() -> dict[str, Any]:
 
 def shift() -> dict[str, Any]:
     """SHIFT on hosts of 2 NICs: NIC 0's link flaps past RoCE's retries under a job; its QPs fall back to the backup
-    NICs, probe, and return. Beside it a flow of SENDs, with few RECVs posted."""
+    NICs, probe, and return. Beside it a flow of SENDs, with few RECVs posted, and a READ."""
     scenario = tiny()
     scenario["name"] = "shift"
     scenario["topology"]["nics_per_host"] = 2
     scenario["nic"] = {"shift": {"backup_rail_offset": 1, "fallback_time": "20us", "probe_interval": "50us"}}
     scenario["transport"] = {"kind": "rocev2", "timeout_exponent": 3, "recv_depth": 4, "rnr_timer": "20us"}
-    scenario["traffic"] = [{"kind": "flow", "src": 1, "dst": 5, "bytes": "64KiB", "op": "send"}]
+    scenario["traffic"] = [
+        {"kind": "flow", "src": 1, "dst": 5, "bytes": "64KiB", "op": "send"},
+        {"kind": "flow", "src": 5, "dst": 1, "bytes": "64KiB", "op": "read"},
+    ]
     scenario["jobs"] = [
         {
             "name": "j",

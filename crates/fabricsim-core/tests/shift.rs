@@ -159,3 +159,23 @@ fn messages_that_arrived_but_whose_acks_were_lost_are_reposted_and_counted() {
     let ends = floats(&out.transfers, "end_s");
     assert!(ends.iter().all(Option::is_some));
 }
+
+#[test]
+fn a_job_restarted_from_its_checkpoint_keeps_its_backups() {
+    // NIC 0 fails for good at 100us: SHIFT moves the job to NIC 1. NIC 1
+    // then fails for 600us: a real failure, so the job aborts and restarts
+    // from its checkpoint on new QPs, which NIC 0 cannot carry; they fall
+    // back to the backup too, and the job finishes on it once NIC 1 is back.
+    let mut s = training("1s");
+    s["faults"] = json!([
+        {"kind": "nic_port_down", "at": "100us", "nic": 0, "port": 0},
+        {"kind": "link_flap", "at": "700us", "port": "nic1:0", "duration": "600us"},
+    ]);
+    s["jobs"][0]["checkpoint"] = json!({"every": 5, "restart_delay": "100us"});
+    let out = run(s);
+    let job = &out.summary["jobs"]["j"];
+    assert_eq!(job["completed"], true, "{}", out.summary);
+    assert!(job["restarts"].as_u64() >= Some(1), "{job}");
+    // Fallbacks before the restart and after it, on the new QPs.
+    assert!(out.summary["shift"]["fallbacks"].as_u64() >= Some(2), "{}", out.summary["shift"]);
+}

@@ -293,6 +293,7 @@ impl Simulation {
                 for c in self.jobs.job_connections[job].clone() {
                     for q in self.connections[c].qps.clone() {
                         self.destroy_qp(q);
+                        self.shift_abort(q);
                     }
                     self.jobs.conn_in_flight[c] = 0;
                     self.jobs.conn_waiting[c].clear();

@@ -265,6 +265,7 @@ impl Simulation {
         }
         for &(old, new) in &renamed {
             self.qps[new].reverse = self.qps[old].reverse;
+            self.shift_renamed(old, new);
         }
     }
 

@@ -200,6 +200,10 @@ impl Simulation {
     /// The fallback is done: the default QP's outstanding messages, then
     /// those posted meanwhile, go to the backup in order.
     pub(super) fn on_shift_fallback(&mut self, q: QpId) {
+        // A job that restarted since has its QP anew.
+        if self.shift.as_mut().and_then(|s| s.pair(q)).is_none_or(|p| p.state != State::FallingBack) {
+            return;
+        }
         let unacknowledged = self.qps[q].transport.unacknowledged_messages();
         let recvs = self.qps[q].transport.take_recvs();
         let outstanding: Vec<(MessageId, u64)> = self.qps[q].messages.drain(..).collect();
@@ -245,7 +249,7 @@ impl Simulation {
     /// Time to probe the default path with an empty write.
     pub(super) fn on_shift_probe(&mut self, q: QpId) {
         let shift = self.shift.as_mut().expect("SHIFT is on");
-        let pair = shift.pair(q).expect("a default QP");
+        let Some(pair) = shift.pair(q) else { return };
         if pair.state != State::Fallback || pair.probing {
             return;
         }
@@ -295,6 +299,32 @@ impl Simulation {
             pair.state = State::Notifying;
             self.post_control_write(default, Owner::ShiftNotify(default));
         }
+    }
+
+    /// Default QP `q`'s job aborted: its backup drops what it carried for
+    /// it (destroyed like the job's own QPs) and SHIFT forgets its state.
+    pub(super) fn shift_abort(&mut self, q: QpId) {
+        let Some(pair) = self.shift.as_mut().and_then(|s| s.pair(q)) else { return };
+        (pair.state, pair.probing) = (State::Default, false);
+        pair.held.clear();
+        pair.arrived.clear();
+        let backup = pair.backup;
+        self.destroy_qp(backup);
+    }
+
+    /// The job of default QP `old` restarted on QP `new` (a new QPN between
+    /// the same NICs): the backup, made usable again, backs `new`.
+    pub(super) fn shift_renamed(&mut self, old: QpId, new: QpId) {
+        let Some(shift) = self.shift.as_mut() else { return };
+        let Some(pair) = shift.pairs.get_mut(old.0 as usize).and_then(Option::take) else { return };
+        let (backup, slot) = (pair.backup, new.0 as usize);
+        if shift.pairs.len() <= slot {
+            shift.pairs.resize_with(slot + 1, || None);
+            shift.placed.resize(slot + 1, 0);
+        }
+        shift.pairs[slot] = Some(Pair { state: State::Default, probing: false, ..pair });
+        shift.default_of[backup.0 as usize] = Some(new);
+        self.reset_qp(backup);
     }
 
     fn shift_repost(&mut self, q: QpId, id: MessageId, bytes: u64) {
