@@ -179,3 +179,39 @@ fn a_job_restarted_from_its_checkpoint_keeps_its_backups() {
     // Fallbacks before the restart and after it, on the new QPs.
     assert!(out.summary["shift"]["fallbacks"].as_u64() >= Some(2), "{}", out.summary["shift"]);
 }
+
+#[test]
+fn a_job_told_of_a_fallback_stops_at_its_next_checkpoint_and_restarts_on_the_default_nic() {
+    // NIC 0 fails at 100us and is back at 600us. Told of the fallback, the
+    // job runs on over the backup until its next checkpoint (every 5
+    // iterations), then stops and restarts from it 100us later, on new QPs
+    // of the default NICs: nothing is run twice.
+    let job = |stop: bool| {
+        let mut s = training("500us");
+        s["faults"] = json!([
+            {"kind": "nic_port_down", "at": "100us", "nic": 0, "port": 0},
+            {"kind": "nic_port_up", "at": "600us", "nic": 0, "port": 0},
+        ]);
+        s["nic"]["shift"]["probe_interval"] = json!("10ms");
+        s["jobs"][0]["checkpoint"] = json!({"every": 5, "restart_delay": "100us", "stop_after_fallback": stop});
+        run(s)
+    };
+    let on = job(false);
+    assert_eq!(on.summary["jobs"]["j"]["restarts"], 0, "{}", on.summary);
+    let stopped = job(true);
+    let summary = &stopped.summary["jobs"]["j"];
+    assert_eq!(summary["completed"], true, "{}", stopped.summary);
+    assert_eq!(summary["restarts"], 1, "{summary}");
+    assert!((summary["halted_s"].as_f64().unwrap() - 100e-6).abs() < 1e-9, "{summary}");
+    // After the restart rank 0 sends from NIC 0 again, not from the backup.
+    let (default, backup) = (common::tx_rate(&stopped, "nic0:0"), common::tx_rate(&stopped, "nic1:0"));
+    let last = default.last().unwrap().0;
+    let late = |series: &[(f64, f64)]| series.iter().filter(|(t, _)| *t > last - 200e-6).map(|(_, r)| r).sum::<f64>();
+    assert!(late(&default) > 0.0 && late(&backup) == 0.0, "{default:?} / {backup:?}");
+    // It stopped right after a checkpoint, so no iteration ran twice: the
+    // job took the restart's 100us longer than running on, and not a step
+    // (66us) more.
+    let jct = |out: &fabricsim_core::RunOutput| out.summary["jobs"]["j"]["jct_s"].as_f64().unwrap();
+    let extra = jct(&stopped) - jct(&on);
+    assert!((extra - 100e-6).abs() < 10e-6, "{extra}");
+}

@@ -149,11 +149,15 @@ def _fig10_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
     ]
     for key, label in _FIG10_SHIFT:
         job = _job(runs[key])
-        goes_on = job["restarts"] == 0 and job["completed"]
+        # With a busy backup the job stops at its next checkpoint and restarts from it, as the paper's does.
+        stops = key == "shift_busy"
+        goes_on = job["restarts"] == int(stops) and job["completed"]
         rows.append(
             Row(
-                f"SHIFT, {label}: the job goes on, and ends before the checkpoint-restart baseline",
-                "no termination, no progress lost",
+                f"SHIFT, {label}: the job goes on"
+                + (" to its next checkpoint, restarts from it" if stops else "")
+                + ", and ends before the checkpoint-restart baseline",
+                "no progress lost" + ("; terminates after the next checkpoint, resumes from it" if stops else ""),
                 f"restarts {job['restarts']}, done at {jct.get(key, float('nan')):.0f} ms against "
                 f"{jct.get('restart', float('nan')):.0f} ms",
                 jct.get(key),
@@ -161,7 +165,8 @@ def _fig10_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
                 reason="the stall before the fallback is RoCE's retry window (34 ms here), which SHIFT waits out",
             )
         )
-    idle_after, healthy = _median_step_ms(runs["shift_idle"], 0.140), _median_step_ms(runs["no_failure"])
+    # After the fallback: the failure at 167 ms, the 34 ms retry window, 2.3 ms to fall back.
+    idle_after, healthy = _median_step_ms(runs["shift_idle"], 0.205), _median_step_ms(runs["no_failure"])
     if idle_after and healthy:
         slower = idle_after / healthy - 1
         rows.append(
@@ -269,8 +274,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
         ),
         analyse=_fig10_analysis,
         note="two hosts of two 100G NICs, a 2-rank job of 160 steps (1 ms compute, 16 MB all-reduce), a checkpoint "
-        "every 40 (an epoch), 50 ms to restart; the default NIC down at 95 ms (1.78 epochs): for good, or 40 ms "
-        "then restored and the job rerun (restart), or 60 ms (flap); the busy backup carries another job's writes",
+        "every 40 (an epoch), 50 ms to restart; the default NIC down at 167 ms (1.78 epochs): for good (idle backup), "
+        "or 40 ms then restored (the baseline reruns; with a busy backup the job stops at its next checkpoint and "
+        "resumes from it), or 60 ms (flap); the busy backup carries another job's writes",
     ),
     Experiment(
         key="table1",

@@ -5,7 +5,7 @@
 //! over the intra-host link instead of the network.
 
 use super::{Event, Owner, Simulation};
-use crate::ids::{Arena, CollectiveId, ConnectionId, Id, JobId, PhaseId, TransferId};
+use crate::ids::{Arena, CollectiveId, ConnectionId, Id, JobId, PhaseId, QpId, TransferId};
 use crate::units::Time;
 use crate::workload::program::Program;
 
@@ -52,6 +52,8 @@ pub(super) struct Jobs {
     /// Since when an aborted job waits to restart; its restarts so far and
     /// the time it spent halted.
     pub halted_since: Arena<JobId, Option<Time>>,
+    /// A SHIFT fallback told the job to stop at its next checkpoint.
+    pub stop_at_checkpoint: Arena<JobId, bool>,
     pub restarts: Arena<JobId, u32>,
     pub halted: Arena<JobId, Time>,
 }
@@ -125,6 +127,7 @@ impl Jobs {
             intra_due: vec![Time::MAX; t].into(),
             job_connections: job_connections.into(),
             halted_since: vec![None; jobs].into(),
+            stop_at_checkpoint: vec![false; jobs].into(),
             restarts: vec![0; jobs].into(),
             halted: vec![Time::ZERO; jobs].into(),
             phase_dependents,
@@ -261,6 +264,12 @@ impl Simulation {
             return;
         }
         self.jobs.phase_end[p] = Some(self.now());
+        let job = self.jobs.program.phases[p].job;
+        if self.jobs.stop_at_checkpoint[job] && self.checkpoint_taken(p) {
+            self.jobs.stop_at_checkpoint[job] = false;
+            self.abort_job(job);
+            return;
+        }
         for q in self.jobs.phase_dependents[p].clone() {
             self.jobs.phase_deps_left[q] -= 1;
             if self.jobs.phase_deps_left[q] == 0 {
@@ -283,22 +292,49 @@ impl Simulation {
         if j.job_failed[job] || j.job_end[job].is_some() || j.halted_since[job].is_some() {
             return;
         }
-        match self.jobs.program.jobs[job].checkpoint {
-            None => {
-                self.jobs.job_failed[job] = true;
-                self.work_left -= 1;
+        if self.jobs.program.jobs[job].checkpoint.is_some() {
+            self.abort_job(job);
+        } else {
+            self.jobs.job_failed[job] = true;
+            self.work_left -= 1;
+        }
+    }
+
+    /// Job `job`, which has a checkpoint, stops: its connections are torn
+    /// down, and it restarts from the checkpoint `restart_delay` later.
+    fn abort_job(&mut self, job: JobId) {
+        let checkpoint = self.jobs.program.jobs[job].checkpoint.expect("a job with a checkpoint");
+        self.jobs.halted_since[job] = Some(self.now());
+        for c in self.jobs.job_connections[job].clone() {
+            for q in self.connections[c].qps.clone() {
+                self.destroy_qp(q);
+                self.shift_abort(q);
             }
-            Some(checkpoint) => {
-                self.jobs.halted_since[job] = Some(self.now());
-                for c in self.jobs.job_connections[job].clone() {
-                    for q in self.connections[c].qps.clone() {
-                        self.destroy_qp(q);
-                        self.shift_abort(q);
-                    }
-                    self.jobs.conn_in_flight[c] = 0;
-                    self.jobs.conn_waiting[c].clear();
-                }
-                self.events.schedule_in(checkpoint.restart_delay, Event::JobRestart(job));
+            self.jobs.conn_in_flight[c] = 0;
+            self.jobs.conn_waiting[c].clear();
+        }
+        self.events.schedule_in(checkpoint.restart_delay, Event::JobRestart(job));
+    }
+
+    /// Whether phase `p`, just ended, completed an iteration after which a
+    /// checkpoint is taken, with more iterations to come.
+    fn checkpoint_taken(&self, p: PhaseId) -> bool {
+        let (j, phase) = (&self.jobs, &self.jobs.program.phases[p]);
+        let plan = &j.program.jobs[phase.job];
+        let (k, every) = (phase.iteration, plan.checkpoint.map_or(0, |c| c.every));
+        every > 0
+            && (k + 1) % every == 0
+            && k + 1 < plan.iterations
+            && plan.phases.iter().all(|q| j.program.phases[q].iteration != k || j.phase_end[q].is_some())
+    }
+
+    /// SHIFT moved QP `q` to its backup: a job of `q` that stops after a
+    /// fallback will at its next checkpoint.
+    pub(super) fn job_learns_of_fallback(&mut self, q: QpId) {
+        for job in self.jobs.program.jobs.ids() {
+            let stops = self.jobs.program.jobs[job].checkpoint.is_some_and(|c| c.stop_after_fallback);
+            if stops && self.jobs.job_connections[job].iter().any(|&c| self.connections[c].qps.contains(&q)) {
+                self.jobs.stop_at_checkpoint[job] = true;
             }
         }
     }

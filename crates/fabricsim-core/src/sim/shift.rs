@@ -244,6 +244,7 @@ impl Simulation {
             self.shift_repost(backup, id, bytes);
         }
         self.events.schedule_in(probe_interval, Event::ShiftProbe(q));
+        self.job_learns_of_fallback(q);
     }
 
     /// Time to probe the default path with an empty write.

@@ -53,6 +53,13 @@ pub struct CheckpointSpec {
     /// the job down, rescheduling and loading the checkpoint. No default:
     /// the paper gives none, and it sets how much a failure costs.
     pub restart_delay: Time,
+    /// Told of a SHIFT fallback on one of its connections, the job stops
+    /// once its next checkpoint is taken and restarts from it
+    /// `restart_delay` later on new connections, losing nothing: the
+    /// busy-backup run of shift-rdma-failover.txt s5.2 (Fig 10a), and what
+    /// its s4.3 suggests. Default false: it runs on over the backup.
+    #[serde(default)]
+    pub stop_after_fallback: bool,
 }
 
 fn one() -> u32 {
