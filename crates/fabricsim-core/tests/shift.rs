@@ -215,3 +215,19 @@ fn a_job_told_of_a_fallback_stops_at_its_next_checkpoint_and_restarts_on_the_def
     let extra = jct(&stopped) - jct(&on);
     assert!((extra - 100e-6).abs() < 10e-6, "{extra}");
 }
+
+#[test]
+fn sends_return_to_the_default_qp_with_their_recvs() {
+    // The training job SENDs its transfers and the receiver keeps only 4
+    // RECVs posted. NIC 0's link is down 300us: SHIFT moves the SENDs and
+    // the RECVs to the backup, and back once a probe gets through; a RECV
+    // left behind on either QP would leave the other refusing SENDs for
+    // ever (RNR NAKs without end).
+    let mut s = training("300us");
+    s["transport"]["recv_depth"] = json!(4);
+    s["jobs"][0]["phases"][1]["collective"]["rdma_op"] = json!("send");
+    let out = run(s);
+    assert_eq!(out.summary["jobs"]["j"]["completed"], true, "{}", out.summary);
+    assert!(out.summary["shift"]["recoveries"].as_u64() >= Some(1), "{}", out.summary["shift"]);
+    assert_eq!(summary_u64(&out, "rnr_naks"), 0, "{}", out.summary);
+}
