@@ -231,3 +231,33 @@ fn sends_return_to_the_default_qp_with_their_recvs() {
     assert!(out.summary["shift"]["recoveries"].as_u64() >= Some(1), "{}", out.summary["shift"]);
     assert_eq!(summary_u64(&out, "rnr_naks"), 0, "{}", out.summary);
 }
+
+#[test]
+fn a_fallback_notifies_the_receiver_on_the_backup_before_reposting() {
+    // The host's steps take 50us; then a WRITE_WITH_IMM on the backup QP
+    // tells the receiver, and the reposts wait for its completion: the
+    // measured fallback is the 50us and the notification's trip (a few us
+    // over the 2-tier fabric of 1us links).
+    let mut s = two_nic_hosts(true);
+    s["traffic"] = json!([{"kind": "flow", "src": 0, "dst": 12, "bytes": "1MB"}]);
+    s["faults"] = json!([{"kind": "nic_port_down", "at": "20us", "nic": 0, "port": 0}]);
+    let out = run(s.clone());
+    assert_eq!(summary_u64(&out, "flows_completed"), 1, "{}", out.summary);
+    let measured = out.summary["shift"]["fallback_time_mean_s"].as_f64().unwrap();
+    assert!(measured > 53e-6 && measured < 60e-6, "{measured}");
+    // The notification is a write with immediate: its completion is counted.
+    assert_eq!(summary_u64(&out, "imm_completions"), 1);
+    // With the backup NIC dead too, the notification never completes and
+    // the write waiting for it fails with the backup QP.
+    s["faults"] = json!([
+        {"kind": "nic_port_down", "at": "20us", "nic": 0, "port": 0},
+        {"kind": "nic_port_down", "at": "20us", "nic": 1, "port": 0},
+    ]);
+    let out = run(s);
+    assert_eq!(summary_u64(&out, "flows_completed"), 0, "{}", out.summary);
+    assert_eq!(out.summary["shift"]["fallback_time_mean_s"], serde_json::Value::Null);
+    // It is given up, not left waiting: the run ends once the backup QP
+    // has failed (the default's 262us of retries, 50us, the backup's).
+    assert_eq!(floats(&out.flows, "end_s")[0], None);
+    assert!(common::summary_f64(&out, "sim_time_s") < 1e-3, "{}", out.summary);
+}

@@ -15,6 +15,7 @@ context cache, so the last cannot differ.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from statistics import mean
 from typing import Any
 
 import polars as pl
@@ -101,15 +102,23 @@ def _fig8_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool
                     "and draws no RNR NAK",
                 )
             )
-    rows.append(
-        Row(
-            "fallback time, error completion to traffic on the backup",
-            "2.30 +- 0.34 ms (s5.1.1)",
-            "an input: nic.shift.fallback_time = 2.3 ms",
-            reason="the fallback's steps (polling, notifying the receiver, rewinding and reposting) are modelled as "
-            "one delay set to the paper's mean, so it cannot agree or disagree",
+    measured = [
+        r.summary["shift"]["fallback_time_mean_s"]
+        for k, r in runs.items()
+        if k.endswith("_shift") and r.summary["shift"]["fallback_time_mean_s"] is not None
+    ]
+    if measured:
+        rows.append(
+            Row(
+                "fallback time, error completion to traffic on the backup (mean over the SHIFT runs)",
+                "2.30 +- 0.34 ms (s5.1.1)",
+                f"{mean(measured) * 1e3:.3f} ms",
+                mean(measured) * 1e3,
+                reason="not a result: the host's steps (polling, rewinding, resetting) are one delay set to the "
+                "paper's mean, nic.shift.fallback_time = 2.3 ms; the notification of the receiver on the backup "
+                "adds its trip",
+            )
         )
-    )
     return rows
 
 

@@ -88,12 +88,15 @@ pub struct ShiftConfig {
     /// A QP's backup NIC at each end: the host's NIC this many rails on
     /// (modulo the host's NICs). Default 1.
     pub backup_rail_offset: u32,
-    /// From the error completion to traffic on the backup QP: polling the
-    /// completions, notifying the receiver (a WRITE_WITH_IMM and its CQ
-    /// event), rewinding and reposting the outstanding work requests,
-    /// resetting the default QP (s4.2.2). Default 2.3 ms, the paper's
-    /// measured mean (s5.1.1) taken as one delay: fitted to that number,
-    /// so the fallback time is an input here, not a result.
+    /// The host's steps of a fallback, from the error completion: polling
+    /// the completions, finding the outstanding work requests, rewinding
+    /// them and resetting the default QP (s4.2.2). Then a WRITE_WITH_IMM
+    /// on the backup QP notifies the receiver, and once it completes the
+    /// work requests are reposted: the measured fallback time
+    /// (`summary.shift.fallback_time_mean_s`) adds that trip. Default
+    /// 2.3 ms, the paper's measured mean (s5.1.1), which the trip (a few
+    /// microseconds) barely moves: fitted to that number, so s5.1.1's
+    /// figure is not a result here.
     pub fallback_time: Time,
     /// How often the default path is probed, by an empty write, while
     /// traffic is on the backup (s4.2.3). The paper gives no interval;

@@ -124,6 +124,9 @@ enum Owner {
     /// traffic returns to it.
     ShiftProbe(QpId),
     ShiftNotify(QpId),
+    /// SHIFT's notification of the receiver, on the backup QP, before a
+    /// fallback reposts default QP's work there.
+    ShiftFallbackNotify(QpId),
     /// A message SHIFT reposted that had already arrived, its
     /// acknowledgement lost: arriving again completes nothing.
     ShiftDuplicate,

@@ -177,7 +177,9 @@ impl Simulation {
                 self.work_left -= 1;
             }
             Owner::Transfer(t) => self.transfer_done(t),
-            Owner::ShiftProbe(_) | Owner::ShiftNotify(_) => self.shift_write_done(owner),
+            Owner::ShiftProbe(_) | Owner::ShiftNotify(_) | Owner::ShiftFallbackNotify(_) => {
+                self.shift_write_done(owner)
+            }
             Owner::ShiftDuplicate => {}
         }
     }
@@ -188,14 +190,19 @@ impl Simulation {
         if self.shift_takes_failure(q) {
             return;
         }
-        let lost: Vec<Owner> = self.qps[q].messages.iter().map(|&(m, _)| self.messages[m].owner).collect();
+        let mut lost: Vec<Owner> = self.qps[q].messages.iter().map(|&(m, _)| self.messages[m].owner).collect();
+        lost.extend(self.shift_stranded(q).into_iter().map(|m| self.messages[m].owner));
         for owner in lost {
             match owner {
                 Owner::Flow(f) if !self.flows[f].failed && self.flows[f].end.is_none() => {
                     self.flows[f].failed = true;
                     self.work_left -= 1;
                 }
-                Owner::Flow(_) | Owner::ShiftProbe(_) | Owner::ShiftNotify(_) | Owner::ShiftDuplicate => {}
+                Owner::Flow(_)
+                | Owner::ShiftProbe(_)
+                | Owner::ShiftNotify(_)
+                | Owner::ShiftFallbackNotify(_)
+                | Owner::ShiftDuplicate => {}
                 Owner::Transfer(t) => self.transfer_failed(t),
             }
         }

@@ -313,6 +313,8 @@ impl Simulation {
                 "rewritten_messages": c.rewritten_messages,
                 "rewritten_bytes": c.rewritten_bytes,
                 "resent_sends": c.resent_sends,
+                "fallback_time_mean_s": (c.fallbacks_done > 0)
+                    .then(|| c.fallback_time_total.as_secs_f64() / c.fallbacks_done as f64),
             });
         }
         let mut warnings = Vec::new();

@@ -1,11 +1,12 @@
 //! SHIFT (shift-rdma-failover.txt s4.2): each default QP's send-side state
 //! machine, at the granularity of messages (every message a signaled work
 //! request). Default: messages go to the default QP. When it fails
-//! (retries exhausted), the fallback takes `fallback_time` (and cannot end
-//! before the backup QPs are set up, `setup_time` into the run); then its
-//! outstanding messages, and those posted meanwhile, are reposted in order
-//! on the backup QP, the default QP is reset, and new messages go to the
-//! backup (Fallback). Every `probe_interval` an empty write probes the
+//! (retries exhausted), the host's steps take `fallback_time` (and cannot
+//! end before the backup QPs are set up, `setup_time` into the run): the
+//! default QP is reset, and a WRITE_WITH_IMM on the backup QP notifies the
+//! receiver; once it completes, the outstanding messages, and those posted
+//! meanwhile, are reposted in order on the backup, and new messages go to
+//! it (Fallback). Every `probe_interval` an empty write probes the
 //! default QP; once one completes, new messages are held back on the
 //! default QP (WaitSinked: every message is signaled, so WaitSignaled ends
 //! at once) until the backup has completed all it was given; then a
@@ -30,8 +31,10 @@ use crate::units::Time;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Default,
-    /// The default QP failed; its work moves to the backup at `FallbackDone`.
+    /// The default QP failed; the host's steps of the fallback run.
     FallingBack,
+    /// The receiver is being notified on the backup QP; then the work moves.
+    NotifyingBackup,
     Fallback,
     /// A probe succeeded: new messages wait until the backup drains.
     WaitSinked,
@@ -50,6 +53,8 @@ struct Pair {
     /// While Default: messages the receiver completed, latest last, of which
     /// the requester may not yet have had every acknowledgement.
     arrived: VecDeque<(MessageId, u64)>,
+    /// When the default QP's error completion came, while falling back.
+    failed_at: Time,
 }
 
 /// What SHIFT did over a run.
@@ -70,6 +75,10 @@ pub(super) struct ShiftCounters {
     /// takes another, one meant for a later SEND, or finds none and draws
     /// an RNR NAK (s4.3).
     pub resent_sends: u64,
+    /// Fallbacks that reached the backup, and summed over them the time
+    /// from the error completion to the reposts there.
+    pub fallbacks_done: u64,
+    pub fallback_time_total: Time,
 }
 
 pub(super) struct Shift {
@@ -95,6 +104,7 @@ impl Shift {
                 held: VecDeque::new(),
                 probing: false,
                 arrived: VecDeque::new(),
+                failed_at: Time::ZERO,
             });
             default_of[backup.0 as usize] = Some(default);
         }
@@ -124,7 +134,7 @@ impl Simulation {
         match pair.state {
             State::Default => Route::Post(q),
             State::Fallback => Route::Post(pair.backup),
-            State::FallingBack | State::WaitSinked | State::Notifying => {
+            State::FallingBack | State::NotifyingBackup | State::WaitSinked | State::Notifying => {
                 pair.held.push_back((id, bytes));
                 Route::Held
             }
@@ -142,7 +152,7 @@ impl Simulation {
         let Some(pair) = shift.pair(q) else { return false };
         match (pair.state, pair.probing) {
             (State::Default, _) => {
-                pair.state = State::FallingBack;
+                (pair.state, pair.failed_at) = (State::FallingBack, self.events.now());
                 shift.counters.fallbacks += 1;
                 self.events.schedule(fallback_done, Event::ShiftFallback(q));
             }
@@ -162,7 +172,7 @@ impl Simulation {
                 }
                 self.events.schedule_in(probe_interval, Event::ShiftProbe(q));
             }
-            (State::Fallback, false) | (State::FallingBack, _) => {}
+            (State::Fallback, false) | (State::FallingBack | State::NotifyingBackup, _) => {}
         }
         true
     }
@@ -197,8 +207,9 @@ impl Simulation {
         }
     }
 
-    /// The fallback is done: the default QP's outstanding messages, then
-    /// those posted meanwhile, go to the backup in order.
+    /// The host's steps of the fallback are done: the default QP is reset,
+    /// its outstanding messages wait ahead of those posted meanwhile, the
+    /// receiver's RECVs move to the backup, and the receiver is notified.
     pub(super) fn on_shift_fallback(&mut self, q: QpId) {
         // A job that restarted since has its QP anew.
         if self.shift.as_mut().and_then(|s| s.pair(q)).is_none_or(|p| p.state != State::FallingBack) {
@@ -209,9 +220,8 @@ impl Simulation {
         let outstanding: Vec<(MessageId, u64)> = self.qps[q].messages.drain(..).collect();
         self.reset_qp(q);
         let shift = self.shift.as_mut().expect("SHIFT is on");
-        let probe_interval = shift.cfg.probe_interval;
         let pair = shift.pair(q).expect("a default QP");
-        pair.state = State::Fallback;
+        pair.state = State::NotifyingBackup;
         let (backup, held) = (pair.backup, std::mem::take(&mut pair.held));
         // Arrived, but not all of it acknowledged: the requester cannot
         // tell these from the lost ones.
@@ -235,16 +245,46 @@ impl Simulation {
         }
         // The receiver's RECVs follow the SENDs (s4.2.2), before them.
         self.qps[backup].transport.post_recvs(recvs);
+        let mut waiting = VecDeque::with_capacity(duplicates.len() + outstanding.len() + held.len());
         for (m, bytes) in duplicates {
             let verb = self.messages[m].verb;
-            let id = self.messages.push(Message { owner: Owner::ShiftDuplicate, parts_left: 1, verb });
-            self.post_on_qp(backup, id, bytes, verb);
+            waiting
+                .push_back((self.messages.push(Message { owner: Owner::ShiftDuplicate, parts_left: 1, verb }), bytes));
         }
-        for (id, bytes) in outstanding.into_iter().chain(held) {
+        waiting.extend(outstanding);
+        waiting.extend(held);
+        self.shift.as_mut().and_then(|s| s.pair(q)).expect("a default QP").held = waiting;
+        self.post_control_write(backup, Owner::ShiftFallbackNotify(q), Verb::WriteImm);
+    }
+
+    /// The receiver knows: the waiting messages go to the backup in order.
+    fn on_backup_notified(&mut self, q: QpId) {
+        let now = self.events.now();
+        let shift = self.shift.as_mut().expect("SHIFT is on");
+        let probe_interval = shift.cfg.probe_interval;
+        let Some(pair) = shift.pair(q).filter(|p| p.state == State::NotifyingBackup) else { return };
+        pair.state = State::Fallback;
+        let (backup, waiting, failed_at) = (pair.backup, std::mem::take(&mut pair.held), pair.failed_at);
+        shift.counters.fallbacks_done += 1;
+        shift.counters.fallback_time_total += now - failed_at;
+        for (id, bytes) in waiting {
             self.shift_repost(backup, id, bytes);
         }
         self.events.schedule_in(probe_interval, Event::ShiftProbe(q));
         self.job_learns_of_fallback(q);
+    }
+
+    /// Backup QP `q` failed: messages waiting for its default QP's
+    /// fallback notification are lost with it (returned, to be failed).
+    pub(super) fn shift_stranded(&mut self, q: QpId) -> Vec<MessageId> {
+        let Some(shift) = self.shift.as_mut() else { return Vec::new() };
+        let Some(default) = shift.owner_of_backup(q) else { return Vec::new() };
+        let pair = shift.pair(default).expect("a default QP");
+        if pair.state != State::NotifyingBackup {
+            return Vec::new();
+        }
+        pair.state = State::Fallback;
+        pair.held.drain(..).map(|(m, _)| m).collect()
     }
 
     /// Time to probe the default path with an empty write.
@@ -256,7 +296,7 @@ impl Simulation {
         }
         pair.probing = true;
         shift.counters.probes += 1;
-        self.post_control_write(q, Owner::ShiftProbe(q));
+        self.post_control_write(q, Owner::ShiftProbe(q), Verb::Write);
     }
 
     /// A probe or a notification write completed on default QP `q`.
@@ -283,6 +323,7 @@ impl Simulation {
                     self.shift_repost(q, id, bytes);
                 }
             }
+            Owner::ShiftFallbackNotify(q) => self.on_backup_notified(q),
             Owner::Flow(_) | Owner::Transfer(_) | Owner::ShiftDuplicate => unreachable!("not a SHIFT write"),
         }
     }
@@ -298,7 +339,7 @@ impl Simulation {
         let pair = shift.pair(default).expect("a default QP");
         if pair.state == State::WaitSinked {
             pair.state = State::Notifying;
-            self.post_control_write(default, Owner::ShiftNotify(default));
+            self.post_control_write(default, Owner::ShiftNotify(default), Verb::WriteImm);
         }
     }
 
@@ -333,10 +374,11 @@ impl Simulation {
         self.post_on_qp(q, id, bytes, verb);
     }
 
-    /// SHIFT's own one-byte write on QP `q` (an empty write on the wire).
-    fn post_control_write(&mut self, q: QpId, owner: Owner) {
-        let id = self.messages.push(Message { owner, parts_left: 1, verb: Verb::Write });
-        self.post_on_qp(q, id, 1, Verb::Write);
+    /// SHIFT's own one-byte write on QP `q` (an empty write on the wire):
+    /// a probe, or with immediate a notification.
+    fn post_control_write(&mut self, q: QpId, owner: Owner, verb: Verb) {
+        let id = self.messages.push(Message { owner, parts_left: 1, verb });
+        self.post_on_qp(q, id, 1, verb);
     }
 
     /// Resets QP `q` (an error-state QP made reusable, s4.2.2): a fresh
