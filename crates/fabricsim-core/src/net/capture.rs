@@ -122,13 +122,15 @@ pub struct Hop {
     pub message_len: u64,
     /// The SRv6 destination address of an encapsulated packet.
     pub outer: Option<u128>,
+    /// An RNR NAK's timer field: the IBTA code of the wait it asks for.
+    pub rnr_code: u8,
 }
 
 /// The frame's bytes, from the Ethernet header through the FCS. With an
 /// SRv6 `outer` destination, the IP packet is carried in an outer IPv6
 /// header from the source NIC to that address (IPv6 in IPv6, next header 41).
 pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
-    let Hop { from, to, dest_qp, ip, message_len, outer } = *hop;
+    let Hop { from, to, dest_qp, ip, message_len, outer, rnr_code } = *hop;
     let mut transport = Vec::with_capacity(64);
     let (op, ack_req) = match packet.kind {
         PacketKind::Data => {
@@ -223,11 +225,10 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
         | PacketKind::MapProbe
         | PacketKind::Conweave => {
             // AETH: syndrome (ACK with unlimited credits; NAK "PSN sequence
-            // error"; RNR NAK with the timer code of `rnr_timer`'s default,
-            // 12 = 0.64 ms), MSN.
+            // error"; RNR NAK with the code of the wait it asks for), MSN.
             transport.push(match packet.kind {
                 PacketKind::Nak => 0x60,
-                PacketKind::RnrNak => 0x20 | 12,
+                PacketKind::RnrNak => 0x20 | (rnr_code & 0x1F),
                 _ => 0x1F,
             });
             transport.extend_from_slice(&[0, 0, 0]);
@@ -365,7 +366,7 @@ mod tests {
     }
 
     fn hop(dest_qp: u32, ip: IpVersion, message_len: u64) -> Hop {
-        Hop { from: 1, to: 2, dest_qp, ip, message_len, outer: None }
+        Hop { from: 1, to: 2, dest_qp, ip, message_len, outer: None, rnr_code: 12 }
     }
     use crate::net::headers;
     use crate::topology::NodeId;

@@ -9,7 +9,7 @@ use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_C
 use crate::switch::admission::{self, Verdict};
 use crate::switch::{ecmp_pick, ecn, srv6, Balancer};
 use crate::topology::{NodeId, NodeRole};
-use crate::transport::Transport;
+use crate::transport::{Transport, TransportSpec};
 use crate::units::Time;
 
 impl Simulation {
@@ -318,7 +318,11 @@ impl Simulation {
                 self.recorder.qp_number(q, pkt.dst == self.qps[q].dst)
             }
         };
-        let hop = Hop { from, to, dest_qp, ip: self.framing.ip, message_len, outer };
+        let rnr_code = match &self.scenario.transport {
+            TransportSpec::Rocev2(c) if pkt.kind == PacketKind::RnrNak => c.rnr_timer_code(),
+            _ => 0,
+        };
+        let hop = Hop { from, to, dest_qp, ip: self.framing.ip, message_len, outer, rnr_code };
         self.recorder.capture(self.now(), &pkt, &hop);
     }
 

@@ -150,6 +150,18 @@ impl RoceConfig {
     /// The `rnr_retry` that never gives up (IBTA).
     pub const RNR_RETRY_FOREVER: u32 = 7;
 
+    /// The RNR NAK timer code of `rnr_timer` (IBTA Vol.1 Table 45): the
+    /// shortest listed wait at least as long, 0 (655.36 ms) past the others.
+    pub fn rnr_timer_code(&self) -> u8 {
+        // Waits of codes 1 to 31, in units of 10 us.
+        const WAITS: [u64; 31] = [
+            1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+            6144, 8192, 12288, 16384, 24576, 32768, 49152,
+        ];
+        let wait = self.rnr_timer.0.div_ceil(Time::from_us(10).0);
+        WAITS.iter().position(|&w| w >= wait).map_or(0, |i| i as u8 + 1)
+    }
+
     /// The timeout exponent of a job's QP (`job`) or a flow's.
     pub fn timeout_exponent_for(&self, job: bool) -> u8 {
         let default = if job { Self::NCCL_TIMEOUT_EXPONENT } else { Self::PERFTEST_TIMEOUT_EXPONENT };
@@ -892,6 +904,13 @@ impl Transport for RoceQp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rnr_timer_codes_follow_the_ibta_table() {
+        let code = |us: u64| RoceConfig { rnr_timer: Time::from_us(us), ..RoceConfig::default() }.rnr_timer_code();
+        assert_eq!(RoceConfig::default().rnr_timer_code(), 12);
+        assert_eq!((code(10), code(100), code(961), code(491_520), code(600_000)), (1, 7, 14, 31, 0));
+    }
 
     #[test]
     fn go_back_n_after_a_gap() {
