@@ -70,16 +70,7 @@ impl Transport for FixedPath {
         self.next_psn += 1;
         let first = self.message_bytes.iter().any(|&(f, _)| f == psn);
         let last = self.message_ends.contains(&(psn + 1));
-        let data = DataPacket {
-            psn,
-            payload,
-            first,
-            last,
-            imm: false,
-            retransmission: false,
-            addressed: false,
-            verb: Verb::Write,
-        };
+        let data = DataPacket { psn, payload, first, last, retransmission: false, addressed: false, verb: Verb::Write };
         Some(Outgoing { data, entropy: self.entropy, not_before: now })
     }
 

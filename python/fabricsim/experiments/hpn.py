@@ -486,6 +486,10 @@ def _steps(results: Results) -> pl.DataFrame:
     )
 
 
+def _mean_step_ms(results: Results) -> float:
+    return float(_steps(results)["ms"].mean())  # type: ignore[arg-type]
+
+
 def _job(results: Results) -> Mapping[str, Any]:
     return results.summary["jobs"]["train"]
 
@@ -644,7 +648,7 @@ def _fig15_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
     runs = _results(outcomes)
     if len(runs) < 2:
         return []
-    step = {k: float(_steps(runs[k])["ms"].mean()) for k in ("hpn", "dcn")}  # type: ignore[arg-type]
+    step = {k: _mean_step_ms(runs[k]) for k in ("hpn", "dcn")}
     gain = step["dcn"] / step["hpn"] - 1
     cross = {k: float(_aggregation_downlinks(runs[k])["tx_bytes"].sum()) for k in ("hpn", "dcn")}
     queue = {k: float(_aggregation_downlinks(runs[k])["max_queue_bytes"].max()) for k in ("hpn", "dcn")}  # type: ignore[arg-type]
@@ -688,10 +692,6 @@ _FIG16_MODELS = (
     ("llama13b", "LLaMa-13B", 0.144),
     ("gpt3_175b", "GPT3-175B", 0.063),
 )
-
-
-def _mean_step_ms(results: Results) -> float:
-    return float(_steps(results)["ms"].mean())  # type: ignore[arg-type]
 
 
 def _network_ms(results: Results) -> float:

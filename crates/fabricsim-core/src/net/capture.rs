@@ -397,6 +397,11 @@ mod tests {
         }
     }
 
+    /// A header-only packet of `kind`, `wire` bytes on the wire.
+    fn control(kind: PacketKind, wire: u32) -> Packet {
+        Packet { kind, class: 0, flags: 0, payload: 0, wire: wire as u16, ..data(false, false, 0) }
+    }
+
     #[test]
     fn frames_have_the_wire_sizes_the_simulator_charges() {
         for (first, last) in [(true, false), (false, false), (false, true), (true, true)] {
@@ -442,14 +447,7 @@ mod tests {
         // An RNR NAK is an acknowledgement whose AETH syndrome is 001 and
         // its timer code (IBTA Vol.1 9.7.5.2.8).
         let wire = headers::ack_wire(IpVersion::Ipv6);
-        let p = Packet {
-            kind: PacketKind::RnrNak,
-            class: 0,
-            flags: 0,
-            payload: 0,
-            wire: wire as u16,
-            ..data(false, false, 0)
-        };
+        let p = control(PacketKind::RnrNak, wire);
         let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 0));
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire);
         assert_eq!((f[62], f[74] >> 5, f[74] & 0x1F), (opcode::ACKNOWLEDGE, 0b001, 12));
@@ -472,14 +470,7 @@ mod tests {
             assert_eq!(f[62], op);
         }
         let wire = headers::read_request_wire(IpVersion::Ipv6);
-        let p = Packet {
-            kind: PacketKind::ReadRequest,
-            class: 0,
-            flags: 0,
-            payload: 0,
-            wire: wire as u16,
-            ..data(false, false, 0)
-        };
+        let p = control(PacketKind::ReadRequest, wire);
         let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 0));
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, wire);
         assert_eq!(f[62], opcode::READ_REQUEST);

@@ -140,8 +140,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
             return invalid("traffic", format!("flow {f}: {why}"));
         }
         if matches!(spec.verb, Verb::Send | Verb::Read) && !scenario.transport.sends_and_reads() {
-            let op = if spec.verb == Verb::Send { "send" } else { "read" };
-            return invalid("traffic", format!("flow {f}: op: {op} {SENDS_NEED}"));
+            return invalid("traffic", format!("flow {f}: op: {} {SENDS_NEED}", spec.verb.name()));
         }
     }
     if !setup.goes_on() {
@@ -157,8 +156,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     let two_sided = |c: &&program::CollectiveRun| matches!(c.verb, Verb::Send | Verb::Read);
     if let Some(run) = program.collectives.iter().find(two_sided).filter(|_| !scenario.transport.sends_and_reads()) {
         let j = program.phases[run.phase].job.0;
-        let op = if run.verb == Verb::Send { "send" } else { "read" };
-        return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: {op} {SENDS_NEED}"));
+        return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: {} {SENDS_NEED}", run.verb.name()));
     }
     let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
     let faults = faults::expand(&scenario.faults, &topo, &node_ports, seed)?;

@@ -398,7 +398,7 @@ impl Simulation {
             (data.first, flag::FIRST),
             (data.last, flag::LAST),
             (data.retransmission, flag::RETX),
-            (data.imm, flag::IMM),
+            (data.imm(), flag::IMM),
             (data.addressed, flag::ADDRESSED),
         ] {
             if set {

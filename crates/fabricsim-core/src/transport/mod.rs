@@ -56,8 +56,14 @@ pub enum Verb {
 }
 
 impl Verb {
-    pub fn imm(self) -> bool {
-        self == Verb::WriteImm
+    /// Its name in a scenario (a flow's `op`, a collective's `rdma_op`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Write => "write",
+            Verb::WriteImm => "write_with_imm",
+            Verb::Send => "send",
+            Verb::Read => "read",
+        }
     }
 }
 
@@ -71,9 +77,6 @@ pub struct DataPacket {
     pub first: bool,
     /// Last packet of its message.
     pub last: bool,
-    /// Last packet of a write with immediate: it carries the immediate
-    /// data (ImmDt), which raises a completion at the responder.
-    pub imm: bool,
     pub retransmission: bool,
     /// Carries its own RDMA address and length (a RETH in every packet),
     /// so the responder can place it in any order.
@@ -85,6 +88,12 @@ pub struct DataPacket {
 }
 
 impl DataPacket {
+    /// Whether it carries the immediate data (ImmDt), which raises a
+    /// completion at the responder: the last packet of a write with one.
+    pub fn imm(&self) -> bool {
+        self.last && self.verb == Verb::WriteImm
+    }
+
     /// Whether it carries a RETH: a write's first packet, or any addressed one.
     pub fn reth(&self) -> bool {
         (self.first && matches!(self.verb, Verb::Write | Verb::WriteImm)) || self.addressed
@@ -214,7 +223,7 @@ impl Framing {
     /// Bytes on the wire of `data`, with the headers its operation and
     /// place in its message give it.
     pub fn wire_of(&self, data: &DataPacket) -> u32 {
-        self.data_wire(data.payload, data.reth(), data.imm) + if data.aeth() { headers::AETH } else { 0 }
+        self.data_wire(data.payload, data.reth(), data.imm()) + if data.aeth() { headers::AETH } else { 0 }
     }
 }
 
@@ -284,16 +293,10 @@ pub struct QpStats {
 
 /// A QP's transport: both ends' state machines.
 pub trait Transport {
-    /// Posts a work request of `bytes` (at least one packet) at `now`. Only
-    /// a transport whose `sends_and_reads` is true is ever given a
-    /// `Verb::Send` or `Verb::Read`.
+    /// Posts a work request of `bytes` (at least one packet) at `now`. A
+    /// `Verb::Send` or `Verb::Read` comes only where the scenario's
+    /// `TransportSpec::sends_and_reads` allows it.
     fn post(&mut self, bytes: u64, verb: Verb, now: Time, out: &mut Vec<Action>);
-
-    /// Whether it carries SENDs (two-sided, with RECVs at the responder)
-    /// and READs. The scenario refuses them over a transport without.
-    fn sends_and_reads(&self) -> bool {
-        false
-    }
 
     /// The responder's application posts `count` RECVs.
     fn post_recvs(&mut self, _count: u64) {}
@@ -420,9 +423,6 @@ impl Transport for QpTransport {
     fn post(&mut self, bytes: u64, verb: Verb, now: Time, out: &mut Vec<Action>) {
         dispatch!(self, t => t.post(bytes, verb, now, out))
     }
-    fn sends_and_reads(&self) -> bool {
-        dispatch!(self, t => t.sends_and_reads())
-    }
     fn post_recvs(&mut self, count: u64) {
         dispatch!(self, t => t.post_recvs(count))
     }
@@ -541,6 +541,8 @@ impl TransportSpec {
     /// `Transport::sends_and_reads`): RoCEv2 with the in-order responder.
     pub fn sends_and_reads(&self) -> bool {
         match self {
+            // Placed out of order, a SEND's packets could not be matched
+            // to their RECV, nor a READ's responses be told lost.
             TransportSpec::Rocev2(c) => !c.direct_placement && !c.ooo_window && c.mprdma_bitmap.is_none(),
             TransportSpec::Mrc(_) | TransportSpec::Spx(_) => false,
         }

@@ -659,13 +659,14 @@ impl RoceQp {
     }
 
     /// Sends READ requests from the receiving end for READs not yet asked
-    /// for, as the initiator depth allows, and keeps its timer armed.
+    /// for, as the initiator depth allows, and arms the reader's timer when
+    /// it starts (a later deadline re-arms it when it fires, `on_timer`).
     fn ask_for_reads(&mut self, now: Time, out: &mut Vec<Action>) {
-        let received = self.receiver.expected();
+        let (received, idle) = (self.receiver.expected(), self.reader.deadline.is_none());
         for request in self.reader.ask(self.cfg.read_depth, received, now, self.timeout) {
             self.send_read_request(request, out);
         }
-        if let Some(at) = self.reader.deadline {
+        if let Some(at) = self.reader.deadline.filter(|_| idle) {
             out.push(Action::Arm { timer: Timer::Probe, at });
         }
     }
@@ -735,13 +736,6 @@ impl Transport for RoceQp {
             self.reader.post(first, first + packets);
             self.ask_for_reads(now, out);
         }
-    }
-
-    /// SENDs and READs need the in-order responder: placed out of order, a
-    /// SEND's packets could not be matched to their RECV, nor a READ's
-    /// responses be told lost by their order.
-    fn sends_and_reads(&self) -> bool {
-        !self.cfg.direct_placement && !self.cfg.ooo_window && self.cfg.mprdma_bitmap.is_none()
     }
 
     fn post_recvs(&mut self, count: u64) {

@@ -512,7 +512,7 @@ impl Transport for SpxQp {
             return None;
         }
         let data = self.sender.next_packet()?;
-        let wire = self.framing.data_wire(data.payload, true, data.imm) as u64;
+        let wire = self.framing.data_wire(data.payload, true, data.imm()) as u64;
         let mut not_before = now;
         let paced = self.cfg.cc.enabled;
         let plane = &mut self.planes[port];

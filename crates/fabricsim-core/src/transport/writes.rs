@@ -54,7 +54,6 @@ impl PostedWrites {
             payload: if last { w.last_payload } else { w.mtu },
             first: psn == w.first,
             last,
-            imm: last && w.verb.imm(),
             retransmission: false,
             addressed: false,
             verb: w.verb,
@@ -95,8 +94,8 @@ mod tests {
         assert_eq!(w.post(1, 1000, Verb::Send), (3, 1));
         let p: Vec<DataPacket> = (0..4).map(|psn| w.packet(psn).unwrap()).collect();
         assert_eq!(p.iter().map(|p| p.payload).collect::<Vec<_>>(), [1000, 1000, 500, 1]);
-        assert_eq!(p.iter().map(|p| (p.first, p.last, p.imm)).collect::<Vec<_>>()[2], (false, true, true));
-        assert!(p[3].first && p[3].last && !p[3].imm && p[3].verb == Verb::Send && !p[3].reth());
+        assert_eq!(p.iter().map(|p| (p.first, p.last, p.imm())).collect::<Vec<_>>()[2], (false, true, true));
+        assert!(p[3].first && p[3].last && !p[3].imm() && p[3].verb == Verb::Send && !p[3].reth());
         assert!(p[0].reth() && p[0].verb == Verb::WriteImm);
         assert_eq!((w.write_bytes(1), w.write_bytes(3), w.end()), (2500, 1, 4));
         w.forget_below(3);
