@@ -237,6 +237,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in default)")
     run.add_argument("-o", "--output", type=Path, help="output directory (default: runs/<scenario name>)")
     run.add_argument("--seed", type=int, help="master random seed (same as -s seed=N)")
+    run.add_argument(
+        "--mode",
+        choices=("packet", "flow"),
+        help="packet: every packet through every queue; flow: max-min fair rates over links, for whole clusters "
+        "(same as -s mode=...)",
+    )
     _add_overrides(run)
     run.add_argument("--overwrite", action="store_true", help="replace the results of an existing output directory")
     run.add_argument("--csv", action="store_true", help="also write every table as CSV")
@@ -301,6 +307,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scenario = load_scenario(source, args.overrides)
     if args.seed is not None:
         scenario["seed"] = args.seed
+    if args.mode is not None:
+        scenario["mode"] = args.mode
     if args.scenario is not None:
         # An unnamed scenario file names its run after the file.
         scenario.setdefault("name", args.scenario.stem)
@@ -562,8 +570,12 @@ def _summary_table(name: str, results: Results) -> Table:
         ("paused time", _seconds(s.get("paused_time_s"))),
         ("QP errors", _count(s.get("qp_errors"))),
         ("events", _count(s.get("events"))),
-        ("packet hops", _count(s.get("packet_hops"))),
     ]
+    if s.get("mode") == "flow":
+        rows = [row for row in rows if row[0] not in ("drops", "ECN marks", "trims", "PFC pauses sent", "paused time")]
+        rows.append(("rate computations", _count(s.get("rate_computations"))))
+    else:
+        rows.append(("packet hops", _count(s.get("packet_hops"))))
     for label, value in rows:
         table.add_row(label, value)
     return table

@@ -43,7 +43,10 @@ pub mod switch;
 pub mod scenario;
 pub mod sim;
 
+pub mod fluid;
+
 pub use error::ScenarioError;
+pub use fluid::FluidSimulation;
 pub use metrics::RunOutput;
 pub use scenario::Scenario;
 pub use sim::{Progress, Setup, Simulation};

@@ -31,6 +31,14 @@ pub struct Scenario {
     /// Master seed: every random stream derives from it.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// `packet` (every packet through every queue) or `flow` (max-min fair
+    /// rates over links, for whole clusters; docs/ARCHITECTURE.md lists what
+    /// it leaves out). `fabricsim run --mode` overrides it.
+    #[serde(default)]
+    pub mode: crate::fluid::Mode,
+    /// What only the flow model reads.
+    #[serde(default)]
+    pub flow_mode: crate::fluid::FlowModeConfig,
     /// Stop at this simulated time; unset runs until every flow completes.
     #[serde(default)]
     pub duration: Option<Time>,

@@ -28,7 +28,6 @@ use crate::workload::{self, split_evenly, FlowSpec};
 
 /// Random-stream keys, one per kind of entity.
 pub(super) const STREAM_PORT: u64 = 0x9027;
-const STREAM_ECMP: u64 = 0xEC39;
 
 /// A scenario resolved against its topology. Everything that can be wrong
 /// with a scenario that passed its own validation is found while planning,
@@ -259,11 +258,7 @@ pub(super) fn build(
                 buffer: SharedBuffer::new(scenario.switch.buffer.0),
                 up: true,
                 advertised: true,
-                ecmp_seed: if scenario.switch.ecmp.same_seed {
-                    Rng::stream(seed, &[STREAM_ECMP]).next_u64()
-                } else {
-                    Rng::stream(seed, &[STREAM_ECMP, n as u64]).next_u64()
-                },
+                ecmp_seed: crate::switch::switch_seed(&scenario.switch.ecmp, seed, n),
             })
         })
         .collect();
@@ -965,7 +960,7 @@ impl Simulation {
     /// When the last flow or job would finish on an ideal fabric.
     fn ideal_end(&self) -> Time {
         (self.flows.iter().map(|f| f.start + f.ideal))
-            .chain(self.jobs.program.jobs.ids().map(|j| self.jobs.program.jobs[j].start + self.ideal_jct(j)))
+            .chain(self.jobs.program.jobs.ids().map(|j| self.jobs.program.jobs[j].start + self.jobs.ideal_jct(j)))
             .max()
             .unwrap_or(Time::ZERO)
     }

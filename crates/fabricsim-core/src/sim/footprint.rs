@@ -113,16 +113,22 @@ pub(super) fn of_fabric(scenario: &Scenario) -> Result<Footprint, ScenarioError>
     Ok(footprint)
 }
 
-/// What the scenario's routes, flows, QPs and jobs will take, counted
-/// before any of them is expanded.
-pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
-    let mut footprint = Footprint::default();
-    footprint.add("route entries", Routes::table_entries(topo), 8);
+/// What a scenario's traffic and jobs count, before they are expanded.
+struct Counts {
+    flows: u64,
+    qps: u64,
+    /// Packets of the flows' messages.
+    packets: u64,
+    phases: u64,
+    transfers: u64,
+    /// Packets of collectives posted at once (MRC).
+    posted: u64,
+}
 
+fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, ScenarioError> {
     let nics = topo.nics();
     let n = nics.len() as u64;
     let default_qps = u64::from(scenario.transport.qps());
-    let qp_bytes = qp_size(scenario, topo);
     let mtu = scenario.nic.mtu.0.max(1);
     let (mut flows, mut qps, mut packets) = (0u64, 0u64, 0u64);
     for spec in &scenario.traffic {
@@ -150,13 +156,6 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
         packets = packets.saturating_add(count.saturating_mul(bytes.0.div_ceil(mtu)));
         qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
     }
-    footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
-    if scenario.transport.sprays() {
-        // MRC posts a flow's whole message at its start: a slot and a
-        // resend entry for every packet of it.
-        footprint.add("posted MRC packets", packets, 28);
-    }
-
     let (mut transfers, mut phases, mut posted) = (0u64, 0u64, 0u64);
     for (j, job) in scenario.jobs.iter().enumerate() {
         let iterations = u64::from(job.iterations);
@@ -182,19 +181,55 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
         }
         transfers = transfers.saturating_add(per_iteration.saturating_mul(iterations));
     }
+    Ok(Counts { flows, qps, packets, phases, transfers, posted })
+}
+
+/// What the scenario's routes, flows, QPs and jobs will take, counted
+/// before any of them is expanded.
+pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
+    let mut footprint = Footprint::default();
+    footprint.add("route entries", Routes::table_entries(topo), 8);
+    let qp_bytes = qp_size(scenario, topo);
+    let Counts { flows, qps, packets, phases, transfers, posted } = count_workload(scenario, topo)?;
+    footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
+    if scenario.transport.sprays() {
+        // MRC posts a flow's whole message at its start: a slot and a
+        // resend entry for every packet of it.
+        footprint.add("posted MRC packets", packets, 28);
+    }
     footprint.add("job phases", phases, PHASE);
-    // A row of the transfers table, through JSON into Python: the peak RSS
-    // of 480,000 rows was 1.14 GB above the same run without them.
-    let transfer_row = if scenario.telemetry.transfers { 2_400 } else { 0 };
-    footprint.add(
-        "collective transfers",
-        transfers,
-        size_of::<Transfer>() as u64 + 2 * 4 + ALLOC_OVERHEAD + TRANSFER_STATE + transfer_row,
-    );
+    footprint.add("collective transfers", transfers, transfer_size(scenario));
     footprint.add("QPs", qps, qp_bytes);
     if scenario.transport.sprays() {
         footprint.add("posted MRC packets of collectives", posted, 28);
     }
+    Ok(footprint)
+}
+
+/// A collective transfer's plan and run-time state, and its row of the
+/// transfers table when asked for.
+fn transfer_size(scenario: &Scenario) -> u64 {
+    // A row of the transfers table, through JSON into Python: the peak RSS
+    // of 480,000 rows was 1.14 GB above the same run without them.
+    let transfer_row = if scenario.telemetry.transfers { 2_400 } else { 0 };
+    size_of::<Transfer>() as u64 + 2 * 4 + ALLOC_OVERHEAD + TRANSFER_STATE + transfer_row
+}
+
+/// What the flow model of a scenario takes: the fabric (a port's state, its
+/// bundle and its row of the ports table), flows, QPs, and for every
+/// collective transfer its plan, state and stream (the stream's route
+/// crosses a few bundles per plane).
+pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
+    let mut footprint = Footprint::default();
+    let links = topo.links.len() as u64;
+    footprint.add("links", links, LINK);
+    footprint.add("ports", links * 2, 64 + PORT_REPORT);
+    let Counts { flows, qps, phases, transfers, .. } = count_workload(scenario, topo)?;
+    const STREAM: u64 = 160;
+    footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE + STREAM);
+    footprint.add("job phases", phases, PHASE);
+    footprint.add("collective transfers", transfers, transfer_size(scenario) + STREAM);
+    footprint.add("QPs", qps, 16);
     Ok(footprint)
 }
 

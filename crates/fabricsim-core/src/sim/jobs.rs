@@ -10,7 +10,7 @@ use crate::units::Time;
 use crate::workload::program::Program;
 
 /// The program and its run-time state.
-pub(super) struct Jobs {
+pub(crate) struct Jobs {
     pub program: Program,
     /// Connection of each transfer; none for one inside a host.
     pub transfer_conn: Arena<TransferId, Option<ConnectionId>>,

@@ -15,8 +15,8 @@ mod clustermapper;
 mod control;
 mod conweave;
 mod fabric;
-mod footprint;
-mod jobs;
+pub(crate) mod footprint;
+pub(crate) mod jobs;
 mod nic;
 mod recorder;
 mod report;
@@ -180,7 +180,7 @@ pub struct Setup<'a> {
 
 impl Setup<'_> {
     /// The memory the scenario may take, and what that figure is.
-    fn memory_budget(&self, scenario: &Scenario) -> (Option<u64>, &'static str) {
+    pub(crate) fn memory_budget(&self, scenario: &Scenario) -> (Option<u64>, &'static str) {
         match scenario.limits.memory {
             Some(limit) => (Some(limit.0), "set by limits.memory"),
             None => (self.available_memory, "this machine has available"),
@@ -188,7 +188,7 @@ impl Setup<'_> {
     }
 
     /// Whether to go on building.
-    fn goes_on(&mut self) -> bool {
+    pub(crate) fn goes_on(&mut self) -> bool {
         self.keep_going.as_mut().is_none_or(|hook| hook())
     }
 }

@@ -3,11 +3,13 @@
 
 use serde_json::json;
 
+use super::jobs::Jobs;
 use super::{Event, Simulation};
 use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
 use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
 use crate::net::{PortId, DROP_CAUSES};
 use crate::switch::Balancer;
+use crate::topology::Topology;
 use crate::transport::{QpStats, Transport};
 use crate::units::Time;
 
@@ -245,7 +247,7 @@ impl Simulation {
             "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
             "packet_pool_high_water": self.pool.capacity(),
         });
-        let (collectives, steps, transfers, jobs) = self.job_tables();
+        let (collectives, steps, transfers, jobs) = self.jobs.tables(&self.topo, self.scenario.telemetry.transfers);
         let mut summary = summary;
         summary["jobs"] = jobs;
         let pcap = self.recorder.take_capture().map(|capture| {
@@ -398,11 +400,13 @@ impl Simulation {
         });
         queued.chain(on_wires).map(|id| self.pool.get(id).payload() as u64).sum()
     }
+}
 
+impl Jobs {
     /// Collective runs, job iterations, transfers (if asked for) and the
     /// per-job summary.
-    fn job_tables(&self) -> (Table, Table, Table, serde_json::Value) {
-        let j = &self.jobs;
+    pub(crate) fn tables(&self, topo: &Topology, with_transfers: bool) -> (Table, Table, Table, serde_json::Value) {
+        let j = self;
         let p = &j.program;
         let secs = |t: Option<Time>| t.map(Time::as_secs_f64);
         let phase_of = |c: &crate::workload::program::CollectiveRun| &p.phases[c.phase];
@@ -477,13 +481,13 @@ impl Simulation {
         );
 
         let mut transfers = Table::default();
-        if self.scenario.telemetry.transfers {
+        if with_transfers {
             let ts = &p.transfers;
             transfers.push("collective", Column::Int(ts.iter().map(|t| t.collective.0 as u64).collect()));
             transfers.push("job", Column::Text(ts.ids().map(|t| p.jobs[j.job_of(t)].name.clone()).collect()));
             transfers.push("src_rank", Column::Int(ts.iter().map(|t| t.src_rank as u64).collect()));
             transfers.push("dst_rank", Column::Int(ts.iter().map(|t| t.dst_rank as u64).collect()));
-            let nic = |t: TransferId, r: u32| self.topo.name(p.jobs[j.job_of(t)].nics[r as usize]);
+            let nic = |t: TransferId, r: u32| topo.name(p.jobs[j.job_of(t)].nics[r as usize]);
             transfers.push("src", Column::Text(ts.enumerate().map(|(id, t)| nic(id, t.src_rank)).collect()));
             transfers.push("dst", Column::Text(ts.enumerate().map(|(id, t)| nic(id, t.dst_rank)).collect()));
             transfers.push("bytes", Column::Int(ts.iter().map(|t| t.bytes).collect()));
@@ -529,8 +533,8 @@ impl Simulation {
     /// its phases, each taking its compute time or its slowest collective's
     /// ideal time (PRO's JCT, pro-deterministic-lb.txt s VI.A, over the
     /// ideal).
-    pub(super) fn ideal_jct(&self, job: JobId) -> Time {
-        let p = &self.jobs.program;
+    pub(crate) fn ideal_jct(&self, job: JobId) -> Time {
+        let p = &self.program;
         let mut finish: Arena<PhaseId, Time> = vec![Time::ZERO; p.phases.len()].into();
         // Phases of a job are stored in iteration order and reference only
         // earlier iterations or their own; resolve in dependency order.
@@ -546,7 +550,7 @@ impl Simulation {
                 }
                 let start = phase.after.iter().map(|&a| finish[a]).max().unwrap_or(Time::ZERO);
                 let own = phase.compute.unwrap_or_else(|| {
-                    phase.collectives.iter().map(|&c| self.jobs.collective_ideal[c]).max().unwrap_or(Time::ZERO)
+                    phase.collectives.iter().map(|&c| self.collective_ideal[c]).max().unwrap_or(Time::ZERO)
                 });
                 finish[q] = start + own;
                 done[q] = true;

@@ -6,9 +6,24 @@
 //! model seeds its hash with the switch id (protocols.md s6.1); giving every
 //! switch the same seed reproduces hash polarization.
 
+use crate::engine::Rng;
+use crate::net::config::EcmpConfig;
 use crate::net::PortId;
 
 const ROCE_UDP_PORT: u64 = 4791;
+
+/// Random stream of the switches' ECMP seeds.
+const STREAM_ECMP: u64 = 0xEC39;
+
+/// The hash seed of switch `node`: its own, or one for all switches when
+/// `ecmp.same_seed` reproduces polarization.
+pub fn switch_seed(ecmp: &EcmpConfig, seed: u64, node: u32) -> u64 {
+    if ecmp.same_seed {
+        Rng::stream(seed, &[STREAM_ECMP]).next_u64()
+    } else {
+        Rng::stream(seed, &[STREAM_ECMP, node as u64]).next_u64()
+    }
+}
 
 /// A 32-bit hash of the flow's 5-tuple under `seed` (SplitMix64 finalizer:
 /// every input bit affects every output bit).

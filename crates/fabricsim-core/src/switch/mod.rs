@@ -23,7 +23,7 @@ mod tomahawk;
 pub use adaptive::AdaptiveRouting;
 pub use conweave::Conweave;
 pub use drill::Drill;
-pub use ecmp::{ecmp_hash, ecmp_pick};
+pub use ecmp::{ecmp_hash, ecmp_pick, switch_seed};
 pub use letflow::Letflow;
 pub use path_id::PathIdForwarding;
 pub use routes::{Routes, MAX_TABLE_ENTRIES};

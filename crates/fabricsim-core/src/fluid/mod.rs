@@ -1,0 +1,980 @@
+//! The flow-level (fluid) model: the same scenario as the packet model, at
+//! the scale of whole clusters.
+//!
+//! Every QP's share of a message is a stream, a fluid flow with a rate.
+//! Rates are max-min fair over the fabric's links (`maxmin`), recomputed
+//! when a stream starts or ends and when a link fails, comes back or the
+//! fabric's view of it changes, and only for the streams a change can reach
+//! (the connected component of streams and links around it). A stream
+//! sends its bytes at its rate and its last byte arrives one path latency
+//! later: propagation and forwarding at every hop, and one packet's
+//! serialization at every hop after the first, so a small message is
+//! latency-bound as in the packet model.
+//!
+//! Each design places traffic as it does in the packet model (`paths`):
+//! ECMP hashes each QP to one path with the same hash, seeds and UDP source
+//! ports, so that the same QPs collide; designs that spray split a stream
+//! over every shortest path. A failed link carries nothing; traffic still
+//! sent into it is lost until the design reacts (`Reactions`): the control
+//! plane's reconvergence for routes, MRC's loss detection, Spectrum-X's
+//! probes, a switch's own link state for adaptive routing. A QP whose every
+//! path is dead stalls; RoCE then resumes only at its next retransmission
+//! timeout, and gives up as its retry count says.
+//!
+//! What it does not model (queues, PFC, ECN and congestion control, incast
+//! loss, packet-level reordering) is listed in docs/ARCHITECTURE.md; a
+//! scenario that sets what only the packet model reads is told so in the
+//! summary's `flow_mode_ignores`, and one that needs it is refused.
+
+mod maxmin;
+mod paths;
+mod report;
+mod routing;
+mod work;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use maxmin::{Demand, Filling};
+pub use paths::Placement;
+use paths::{Bundles, Fabric, Route, SprayCache};
+use routing::{Routing, View};
+
+use crate::engine::EventQueue;
+use crate::error::{invalid, ScenarioError};
+use crate::faults::FaultAction;
+use crate::ids::{JobId, PhaseId, QpId, TransferId};
+use crate::metrics::{RunOutput, StopReason};
+use crate::net::{headers, Forwarding, PortId};
+use crate::scenario::Scenario;
+use crate::sim::jobs::Jobs;
+use crate::sim::{Progress, Setup};
+use crate::topology::{NodeId, NodeRole, Topology};
+use crate::transport::{QpSetup, TransportSpec};
+use crate::units::Time;
+use crate::workload::{self, program, FlowSpec};
+
+/// Which model runs a scenario.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Every packet through every queue.
+    #[default]
+    Packet,
+    /// Max-min fair rates over links, for whole clusters.
+    Flow,
+}
+
+/// Parameters only the flow model reads.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowModeConfig {
+    /// How long a transport that finds failures end to end takes to stop
+    /// sending into one. Unset, the packet model's: MRC retires an EV once
+    /// a later SACK shows its packet lost (`transport.reorder_window`);
+    /// Spectrum-X's NIC drops a plane after `transport.failure_probes`
+    /// probes time out (`failure_probes x probe_interval`). RoCE has none:
+    /// it waits for the control plane (`switch.reconvergence_delay`).
+    #[serde(default)]
+    pub detection: Option<Time>,
+}
+
+/// When each design stops using a failed link (and uses it again).
+#[derive(Clone, Copy, Debug)]
+struct Reactions {
+    /// The control plane's routes catch up with the fabric this long after
+    /// a change it sees; none when the design's paths do not follow routes
+    /// (MRC's static SRv6 paths).
+    control_plane: Option<Time>,
+    /// The transport's own detection, and whether it sees every link
+    /// (MRC's EVs name whole paths) or only the NIC links of a plane
+    /// (Spectrum-X's probes drop a plane toward a destination).
+    transport: Option<(Time, Scope)>,
+    /// A NIC notices its own port going down after this.
+    nic_notice: Time,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    AllLinks,
+    NicLinks,
+}
+
+/// What a stream carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Flow(u32),
+    Transfer(TransferId),
+}
+
+/// One QP of the fluid model: the ends and the entropy of the packet
+/// model's QP with the same id.
+#[derive(Clone, Copy, Debug)]
+struct Qp {
+    src: NodeId,
+    dst: NodeId,
+    port_index: u32,
+    entropy: u16,
+}
+
+/// One QP's share of one message, flowing.
+#[derive(Clone, Debug)]
+struct Stream {
+    owner: Owner,
+    qp: u32,
+    /// Payload bytes not yet sent.
+    left: f64,
+    /// Payload bytes per second sent, of which `route.delivered` arrives.
+    rate: f64,
+    cap: f64,
+    route: Route,
+    /// When `left` was last brought up to date.
+    updated: Time,
+    /// Bumped whenever its rate changes: older finish events are stale.
+    epoch: u32,
+    /// In the rate computation (not stalled, not waiting, not done).
+    flowing: bool,
+    done: bool,
+    /// Since when nothing it sends arrives.
+    stalled_since: Option<Time>,
+    /// A stall ended: it sends again only from here (RoCE's next timeout).
+    resume_at: Time,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    FlowStart(u32),
+    JobStart(JobId),
+    ComputeDone(PhaseId),
+    IntraHostDone(TransferId),
+    Fault(u32),
+    /// The control plane (or a transport, `true`: NIC links only when the
+    /// scope says so) catches up with the fabric.
+    Reconverge {
+        transport: bool,
+    },
+    NicNotice {
+        port: PortId,
+        up: bool,
+    },
+    Finish {
+        stream: u32,
+        epoch: u32,
+    },
+    Arrived(u32),
+    Resume(u32),
+    GiveUp {
+        stream: u32,
+        since: Time,
+    },
+    Sample,
+}
+
+struct FlowRun {
+    spec: FlowSpec,
+    conn: u32,
+    parts_left: u32,
+    end: Option<Time>,
+    failed: bool,
+    ideal: Time,
+}
+
+pub struct FluidSimulation {
+    scenario: Scenario,
+    topo: Topology,
+    routing: Routing,
+    placement: Placement,
+    bundles: Bundles,
+    reactions: Reactions,
+    /// Per port: its link end is up (faults), and its node is too.
+    port_up: Vec<bool>,
+    node_up: Vec<bool>,
+    /// Per node: a switch its control plane advertises (a gray one still).
+    advertised: Vec<bool>,
+    /// Per port: carrying traffic now.
+    alive: Vec<bool>,
+    view: View,
+    nic_sees: Vec<bool>,
+    seeds: Vec<u64>,
+    rate: Vec<u64>,
+    delay: Vec<Time>,
+    /// Payload per wire byte of a full packet.
+    efficiency: f64,
+    /// Payload bytes per second each bundle carries at most, and has carried.
+    capacity: Vec<f64>,
+    carried: Vec<f64>,
+    spray_cache: SprayCache,
+    qps: Vec<Qp>,
+    connections: Vec<Vec<u32>>,
+    flows: Vec<FlowRun>,
+    jobs: Jobs,
+    /// Streams of each transfer not yet arrived.
+    transfer_parts: Vec<u32>,
+    streams: Vec<Stream>,
+    /// Flowing streams of each bundle.
+    users: Vec<Vec<u32>>,
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+    reroute: bool,
+    /// Scratch: streams already in the component being gathered.
+    seen: Vec<bool>,
+    solver: Filling,
+    faults: Vec<(Time, FaultAction)>,
+    events: EventQueue<Event>,
+    work_left: usize,
+    end: Time,
+    recomputes: u64,
+    rate_updates: u64,
+    qp_errors: u64,
+    delivered: f64,
+    /// Payload bytes each NIC has received.
+    nic_rx: Vec<f64>,
+    samples: report::Samples,
+    telemetry_ports: Vec<PortId>,
+    telemetry_hosts: Vec<NodeId>,
+    ignored: Vec<&'static str>,
+}
+
+/// A transfer or flow message's QPs that started, by owner.
+const ASK_EVERY: usize = 1 << 14;
+
+impl FluidSimulation {
+    /// Builds the flow model of `scenario`; `Ok(None)` when `setup`'s hook
+    /// stopped it.
+    pub fn new_within(scenario: Scenario, setup: &mut Setup<'_>) -> Result<Option<FluidSimulation>, ScenarioError> {
+        let ignored = refuse_unsupported(&scenario)?;
+        let topo = scenario.topology.build_within(setup.available_memory)?;
+        check_memory(&scenario, &topo, setup)?;
+        let seed = scenario.seed;
+        let node_ports = topo.node_ports();
+        if topo.nics().is_empty() {
+            return invalid("topology", "it has no NICs: nothing could send");
+        }
+        let component = topo.components();
+        let unreachable = |a: NodeId, b: NodeId| {
+            (component[a.0 as usize] != component[b.0 as usize])
+                .then(|| format!("{} and {} have no path between them", topo.name(a), topo.name(b)))
+        };
+        let flow_specs = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
+        for (f, spec) in flow_specs.iter().enumerate() {
+            if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
+                return invalid("traffic", format!("flow {f} uses a NIC without ports"));
+            }
+            if let Some(why) = unreachable(spec.src, spec.dst) {
+                return invalid("traffic", format!("flow {f}: {why}"));
+            }
+        }
+        if !setup.goes_on() {
+            return Ok(None);
+        }
+        let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
+        for (j, job) in program.jobs.iter().enumerate() {
+            let first = job.nics[0];
+            if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
+                return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
+            }
+        }
+        let faults = crate::faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
+        let nics = topo.nics();
+        let port = |text: &str, field: String| crate::faults::resolve_port(&topo, &node_ports, text, &field);
+        let telemetry_ports = (scenario.telemetry.ports.iter().enumerate())
+            .map(|(i, text)| port(text, format!("telemetry.ports[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let telemetry_hosts = (scenario.telemetry.hosts.iter().enumerate())
+            .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        // QPs numbered as the packet model numbers them, so that each has
+        // the same UDP source port: the flows' first, then one connection
+        // per (job, channel, QP count, source, destination) in transfer order.
+        let mut qps = Vec::new();
+        let mut connections: Vec<Vec<u32>> = Vec::new();
+        let mut connect = |src: NodeId, dst: NodeId, count: u32, offset: usize| {
+            let ports = node_ports[src.0 as usize].len();
+            let ids: Vec<u32> = (0..count as usize)
+                .map(|k| {
+                    let id = qps.len() as u32;
+                    let entropy = QpSetup::entropy_of(seed, QpId(id));
+                    qps.push(Qp { src, dst, port_index: ((offset + k) % ports) as u32, entropy });
+                    id
+                })
+                .collect();
+            connections.push(ids);
+            connections.len() as u32 - 1
+        };
+        let mut flows = Vec::with_capacity(flow_specs.len());
+        for (f, spec) in flow_specs.into_iter().enumerate() {
+            let conn = connect(spec.src, spec.dst, spec.qps, f);
+            flows.push(FlowRun { spec, conn, parts_left: 0, end: None, failed: false, ideal: Time::ZERO });
+        }
+        let mut by_key: crate::engine::FastMap<(JobId, u32, u32, NodeId, NodeId), u32> = Default::default();
+        let mut transfer_conn = Vec::with_capacity(program.transfers.len());
+        for (i, t) in program.transfers.iter().enumerate() {
+            if i % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
+                return Ok(None);
+            }
+            let run = &program.collectives[t.collective];
+            let job = program.phases[run.phase].job;
+            let nics = &program.jobs[job].nics;
+            let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
+            let host = |n: NodeId| match topo.node(n).role {
+                NodeRole::Nic { host, .. } => Some(host),
+                NodeRole::Switch { .. } => None,
+            };
+            if host(src) == host(dst) {
+                transfer_conn.push(None);
+                continue;
+            }
+            let key = (job, t.channel, run.qps, src, dst);
+            let conn = *by_key.entry(key).or_insert_with(|| connect(src, dst, run.qps, t.channel as usize));
+            transfer_conn.push(Some(crate::ids::ConnectionId(conn)));
+        }
+        let n_transfers = program.transfers.len();
+        let jobs = Jobs::new(program, transfer_conn.into(), topo.nodes.len(), connections.len());
+
+        let placement = placement_of(&scenario);
+        let bundles = match placement {
+            Placement::Hash => Bundles::single(topo.links.len() * 2),
+            Placement::Spray { .. } => Bundles::tiered(&topo),
+        };
+        let n_ports = topo.links.len() * 2;
+        let mut rate = vec![0u64; n_ports];
+        let mut delay = vec![Time::ZERO; n_ports];
+        for (l, link) in topo.links.iter().enumerate() {
+            for (side, to) in [link.b, link.a].into_iter().enumerate() {
+                rate[2 * l + side] = link.rate.0;
+                delay[2 * l + side] = link.delay + topo.node(to).latency;
+            }
+        }
+        let mtu = scenario.nic.mtu.0 as u32;
+        let encap = if scenario.switch.forwarding == Forwarding::Srv6 { headers::SRV6_OUTER } else { 0 };
+        let addressed = scenario.transport.sprays();
+        let efficiency = mtu as f64 / (headers::data_wire(scenario.nic.ip, mtu, addressed) + encap) as f64;
+        let seeds =
+            (0..topo.nodes.len()).map(|n| crate::switch::switch_seed(&scenario.switch.ecmp, seed, n as u32)).collect();
+        let mut events = EventQueue::default();
+        for (f, flow) in flows.iter().enumerate() {
+            events.schedule(flow.spec.start, Event::FlowStart(f as u32));
+        }
+        for (j, job) in jobs.program.jobs.enumerate() {
+            events.schedule(job.start, Event::JobStart(j));
+        }
+        for (i, (at, _)) in faults.iter().enumerate() {
+            events.schedule(*at, Event::Fault(i as u32));
+        }
+        if scenario.telemetry.sample_interval.is_some() {
+            events.schedule(Time::ZERO, Event::Sample);
+        }
+        let n_nodes = topo.nodes.len();
+        let n_bundles = bundles.len();
+        let mut sim = FluidSimulation {
+            reactions: reactions_of(&scenario),
+            routing: Routing::new(&topo, node_ports),
+            placement,
+            port_up: vec![true; n_ports],
+            node_up: vec![true; n_nodes],
+            advertised: vec![true; n_nodes],
+            nic_rx: vec![0.0; n_nodes],
+            alive: vec![true; n_ports],
+            view: View::all_up(n_ports, n_nodes),
+            nic_sees: vec![true; n_ports],
+            seeds,
+            rate,
+            delay,
+            efficiency,
+            capacity: vec![0.0; n_bundles],
+            carried: vec![0.0; n_bundles],
+            spray_cache: SprayCache::default(),
+            work_left: flows.len() + jobs.program.jobs.len(),
+            qps,
+            connections,
+            flows,
+            transfer_parts: vec![0; n_transfers],
+            jobs,
+            streams: Vec::new(),
+            users: vec![Vec::new(); n_bundles],
+            dirty: Vec::new(),
+            is_dirty: vec![false; n_bundles],
+            reroute: false,
+            seen: Vec::new(),
+            solver: Filling::default(),
+            faults,
+            events,
+            end: Time::MAX,
+            recomputes: 0,
+            rate_updates: 0,
+            qp_errors: 0,
+            delivered: 0.0,
+            samples: report::Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
+            telemetry_ports,
+            telemetry_hosts,
+            ignored,
+            bundles,
+            topo,
+            scenario,
+        };
+        for b in 0..n_bundles {
+            sim.capacity[b] = sim.bundle_capacity(b as u32);
+        }
+        sim.set_ideals();
+        sim.end = sim.run_end();
+        Ok(Some(sim))
+    }
+
+    /// Checks a scenario as `new_within` would, without keeping what it
+    /// built; false when `setup`'s hook stopped it.
+    pub fn check_within(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<bool, ScenarioError> {
+        Ok(FluidSimulation::new_within(scenario.clone(), setup)?.is_some())
+    }
+
+    fn now(&self) -> Time {
+        self.events.now()
+    }
+
+    /// Runs to the end, telling `hook` how far it got now and then (it
+    /// returns false to stop).
+    pub fn run(&mut self, hook: &mut dyn FnMut(Progress) -> bool) -> RunOutput {
+        let stop = self.run_loop(hook);
+        hook(self.progress());
+        self.report(stop)
+    }
+
+    fn progress(&self) -> Progress {
+        let now = self.now();
+        let end = self.scenario.duration.unwrap_or(self.ideal_end());
+        let fraction = if end.0 == 0 { 1.0 } else { (now.as_secs_f64() / end.as_secs_f64()).min(1.0) };
+        Progress { now, fraction, events: self.events.executed() }
+    }
+
+    fn run_loop(&mut self, hook: &mut dyn FnMut(Progress) -> bool) -> StopReason {
+        let mut instants = 0u64;
+        loop {
+            if self.work_left == 0 && self.scenario.duration.is_none() {
+                return StopReason::Completed;
+            }
+            let Some(at) = self.events.peek_time() else {
+                return match self.scenario.duration {
+                    Some(_) => StopReason::Duration,
+                    None => StopReason::Stalled,
+                };
+            };
+            if at > self.end {
+                self.advance_all(self.end);
+                return match self.scenario.duration {
+                    Some(d) if d <= self.end => StopReason::Duration,
+                    _ => StopReason::TimeLimit,
+                };
+            }
+            // Everything due at this instant, then one rate computation.
+            while self.events.peek_time() == Some(at) {
+                let (_, event) = self.events.pop().expect("an event is due");
+                self.handle(event);
+            }
+            if std::mem::take(&mut self.reroute) {
+                self.reroute_all();
+            }
+            self.recompute();
+            instants += 1;
+            if instants.is_multiple_of(256) && !hook(self.progress()) {
+                return StopReason::Interrupted;
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::FlowStart(f) => self.on_flow_start(f),
+            Event::JobStart(j) => self.on_job_start(j),
+            Event::ComputeDone(p) => self.on_compute_done(p),
+            Event::IntraHostDone(t) => self.on_intra_host_done(t),
+            Event::Fault(i) => self.on_fault(i),
+            Event::Reconverge { transport } => self.on_reconverge(transport),
+            Event::NicNotice { port, up } => {
+                self.nic_sees[port.0 as usize] = up;
+                self.spray_cache.clear();
+                self.reroute = true;
+            }
+            Event::Finish { stream, epoch } => self.on_finish(stream, epoch),
+            Event::Arrived(s) => self.on_arrived(s),
+            Event::Resume(s) => self.on_resume(s),
+            Event::GiveUp { stream, since } => self.on_give_up(stream, since),
+            Event::Sample => self.on_sample(),
+        }
+    }
+
+    /// Payload bytes per second bundle `b` can carry: its working links.
+    fn bundle_capacity(&self, b: u32) -> f64 {
+        let bits: u64 = (self.bundles.members(b).iter())
+            .filter(|p| self.alive[p.0 as usize])
+            .map(|p| self.rate[p.0 as usize])
+            .sum();
+        bits as f64 / 8.0 * self.efficiency
+    }
+
+    fn mark(&mut self, b: u32) {
+        if !std::mem::replace(&mut self.is_dirty[b as usize], true) {
+            self.dirty.push(b);
+        }
+    }
+
+    // ---- the fabric: faults and the views that follow them ----
+
+    fn on_fault(&mut self, i: u32) {
+        let (_, action) = self.faults[i as usize];
+        let routed = match action {
+            FaultAction::PortUp { port, up, routed } => {
+                self.port_up[port.0 as usize] = up;
+                routed
+            }
+            FaultAction::SwitchUp { node, up, gray } => {
+                self.node_up[node.0 as usize] = up;
+                self.advertised[node.0 as usize] = up || gray;
+                !gray
+            }
+            FaultAction::PortLoss { .. } | FaultAction::EvLoss { .. } => unreachable!("refused when built"),
+        };
+        self.refresh_alive();
+        if let Some(delay) = self.reactions.control_plane.filter(|_| routed) {
+            self.events.schedule_in(delay, Event::Reconverge { transport: false });
+        }
+        if let Some((delay, _)) = self.reactions.transport {
+            self.events.schedule_in(delay, Event::Reconverge { transport: true });
+        }
+        self.reroute = true;
+    }
+
+    /// Brings `alive` and the bundles' capacities up to the fault state,
+    /// and tells NICs of their ports (loss of signal, after their notice
+    /// delay going down, at once coming up).
+    fn refresh_alive(&mut self) {
+        for p in 0..self.alive.len() {
+            let port = PortId(p as u32);
+            let from = self.routing.peer(port.peer());
+            let to = self.routing.peer(port);
+            let now_alive = self.port_up[p] && self.node_up[from.0 as usize] && self.node_up[to.0 as usize];
+            if now_alive == self.alive[p] {
+                continue;
+            }
+            self.alive[p] = now_alive;
+            let b = self.bundles.of_port[p];
+            self.capacity[b as usize] = self.bundle_capacity(b);
+            self.mark(b);
+            if self.routing.is_nic(from) {
+                let sees = now_alive && self.alive[port.peer().0 as usize];
+                let delay = if sees { Time::ZERO } else { self.reactions.nic_notice };
+                self.events.schedule_in(delay, Event::NicNotice { port, up: sees });
+            }
+        }
+    }
+
+    /// The routes (or a transport's view of its paths) catch up with the
+    /// fabric as it is now.
+    fn on_reconverge(&mut self, transport: bool) {
+        let scope = if transport { self.reactions.transport.map(|(_, s)| s) } else { Some(Scope::AllLinks) };
+        let Some(scope) = scope else { return };
+        let mut changed = false;
+        for p in 0..self.port_up.len() {
+            if scope == Scope::NicLinks {
+                let port = PortId(p as u32);
+                if !self.routing.is_nic(self.routing.peer(port)) && !self.routing.is_nic(self.routing.peer(port.peer()))
+                {
+                    continue;
+                }
+            }
+            changed |= self.view.port_up[p] != self.port_up[p];
+            self.view.port_up[p] = self.port_up[p];
+        }
+        if scope == Scope::AllLinks {
+            changed |= self.view.node_up != self.advertised;
+            self.view.node_up.clone_from(&self.advertised);
+        }
+        if changed {
+            self.routing.clear();
+            self.spray_cache.clear();
+            self.reroute = true;
+        }
+    }
+
+    // ---- streams ----
+
+    /// Where stream `s`'s traffic goes now.
+    fn route_of(&mut self, s: u32) -> Route {
+        let qp = self.qps[self.streams[s as usize].qp as usize];
+        let src_ports = self.routing.node_ports(qp.src).to_vec();
+        let mut fabric = Fabric {
+            routing: &mut self.routing,
+            view: &self.view,
+            alive: &self.alive,
+            nic_sees: &self.nic_sees,
+            bundles: &self.bundles,
+            seeds: &self.seeds,
+            rate: &self.rate,
+        };
+        match self.placement {
+            Placement::Hash => {
+                let first = src_ports[qp.port_index as usize % src_ports.len()];
+                paths::hashed(&mut fabric, first, qp.src, qp.dst, qp.entropy)
+            }
+            Placement::Spray { nic, avoid } => {
+                let first: Vec<(PortId, f64)> = if nic {
+                    // The NIC sprays over the ports it sees up whose plane
+                    // reaches the destination in its view.
+                    let usable: Vec<PortId> = (src_ports.iter().copied())
+                        .filter(|p| fabric.nic_sees[p.0 as usize] && fabric.view.usable(*p))
+                        .filter(|p| {
+                            let tor = fabric.routing.peer(*p);
+                            tor == qp.dst || fabric.routing.distance(tor, qp.dst, fabric.view).is_some()
+                        })
+                        .collect();
+                    let total: u64 = usable.iter().map(|p| fabric.rate[p.0 as usize]).sum();
+                    usable.iter().map(|&p| (p, fabric.rate[p.0 as usize] as f64 / total as f64)).collect()
+                } else {
+                    vec![(src_ports[qp.port_index as usize % src_ports.len()], 1.0)]
+                };
+                if first.is_empty() {
+                    return Route { path: vec![src_ports[0]], ..Route::default() };
+                }
+                paths::sprayed(&mut fabric, &mut self.spray_cache, avoid, &first, qp.dst)
+            }
+        }
+    }
+
+    /// Starts a stream of `bytes` on QP `qp` for `owner`.
+    fn start_stream(&mut self, owner: Owner, qp: u32, bytes: u64, cap: f64) {
+        let s = self.streams.len() as u32;
+        let now = self.now();
+        self.streams.push(Stream {
+            owner,
+            qp,
+            left: bytes as f64,
+            rate: 0.0,
+            cap,
+            route: Route::default(),
+            updated: now,
+            epoch: 0,
+            flowing: false,
+            done: false,
+            stalled_since: None,
+            resume_at: now,
+        });
+        let route = self.route_of(s);
+        self.set_route(s, route);
+    }
+
+    /// Gives stream `s` a new route, joining or leaving the rate
+    /// computation as it can or cannot deliver.
+    fn set_route(&mut self, s: u32, route: Route) {
+        let now = self.now();
+        self.advance(s, now);
+        self.leave(s);
+        let delivers = route.delivered > 0.0;
+        let resume = match self.streams[s as usize].stalled_since {
+            Some(since) => self.resume_after_stall(s, since, now),
+            None => now,
+        };
+        let stream = &mut self.streams[s as usize];
+        stream.route = route;
+        match (delivers, stream.stalled_since) {
+            (false, None) => {
+                stream.stalled_since = Some(now);
+                let give_up = self.scenario.transport.give_up_time();
+                self.events.schedule_in(give_up, Event::GiveUp { stream: s, since: now });
+            }
+            (true, Some(_)) => {
+                stream.stalled_since = None;
+                stream.resume_at = resume;
+            }
+            _ => {}
+        }
+        let stream = &self.streams[s as usize];
+        if delivers && stream.resume_at <= now {
+            self.join(s);
+        } else if delivers {
+            let at = stream.resume_at;
+            self.events.schedule(at, Event::Resume(s));
+        }
+    }
+
+    /// When a QP whose paths were all dead from `since` until `now` sends
+    /// again: RoCE (go-back-N, one path) waits for its next retransmission
+    /// timeout; transports that spray retransmit as soon as a path works.
+    fn resume_after_stall(&self, s: u32, since: Time, now: Time) -> Time {
+        match (&self.scenario.transport, self.placement) {
+            (TransportSpec::Rocev2(c), Placement::Hash) => {
+                let rto = c.retransmit_timeout(matches!(self.streams[s as usize].owner, Owner::Transfer(_)));
+                let waited = (now - since).0;
+                since + Time(waited.div_ceil(rto.0.max(1)) * rto.0.max(1))
+            }
+            _ => now,
+        }
+    }
+
+    fn join(&mut self, s: u32) {
+        if self.streams[s as usize].flowing || self.streams[s as usize].done {
+            return;
+        }
+        self.streams[s as usize].flowing = true;
+        self.streams[s as usize].updated = self.now();
+        for i in 0..self.streams[s as usize].route.uses.len() {
+            let b = self.streams[s as usize].route.uses[i].0;
+            self.users[b as usize].push(s);
+            self.mark(b);
+        }
+    }
+
+    fn leave(&mut self, s: u32) {
+        if !std::mem::replace(&mut self.streams[s as usize].flowing, false) {
+            return;
+        }
+        self.streams[s as usize].rate = 0.0;
+        self.streams[s as usize].epoch += 1;
+        for i in 0..self.streams[s as usize].route.uses.len() {
+            let b = self.streams[s as usize].route.uses[i].0;
+            let list = &mut self.users[b as usize];
+            if let Some(k) = list.iter().position(|&x| x == s) {
+                list.swap_remove(k);
+            }
+            self.mark(b);
+        }
+    }
+
+    /// Brings stream `s`'s bytes left (and its links' counts) up to `now`.
+    fn advance(&mut self, s: u32, now: Time) {
+        let stream = &mut self.streams[s as usize];
+        if stream.flowing && now > stream.updated {
+            let dt = (now - stream.updated).as_secs_f64();
+            let sent = (stream.rate * dt).min(stream.left / stream.route.delivered.max(f64::MIN_POSITIVE));
+            stream.left = (stream.left - sent * stream.route.delivered).max(0.0);
+            self.delivered += sent * stream.route.delivered;
+            self.nic_rx[self.qps[stream.qp as usize].dst.0 as usize] += sent * stream.route.delivered;
+            for &(b, share) in &stream.route.uses {
+                self.carried[b as usize] += sent * share;
+            }
+        }
+        stream.updated = stream.updated.max(now);
+    }
+
+    fn advance_all(&mut self, now: Time) {
+        for s in 0..self.streams.len() as u32 {
+            self.advance(s, now);
+        }
+    }
+
+    /// Every stream not done takes the route the fabric gives it now.
+    fn reroute_all(&mut self) {
+        for s in 0..self.streams.len() as u32 {
+            if self.streams[s as usize].done {
+                continue;
+            }
+            let route = self.route_of(s);
+            if route != self.streams[s as usize].route {
+                self.set_route(s, route);
+            }
+        }
+    }
+
+    /// New rates for every stream a change this instant can reach: the
+    /// connected component of flowing streams and bundles around the
+    /// bundles marked.
+    fn recompute(&mut self) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        self.recomputes += 1;
+        let now = self.now();
+        let mut bundles: Vec<u32> = std::mem::take(&mut self.dirty);
+        let mut streams: Vec<u32> = Vec::new();
+        self.seen.resize(self.streams.len(), false);
+        let mut i = 0;
+        while i < bundles.len() {
+            let b = bundles[i] as usize;
+            i += 1;
+            for k in 0..self.users[b].len() {
+                let s = self.users[b][k];
+                if std::mem::replace(&mut self.seen[s as usize], true) {
+                    continue;
+                }
+                streams.push(s);
+                for &(c, _) in &self.streams[s as usize].route.uses {
+                    if !std::mem::replace(&mut self.is_dirty[c as usize], true) {
+                        bundles.push(c);
+                    }
+                }
+            }
+        }
+        for &b in &bundles {
+            self.is_dirty[b as usize] = false;
+        }
+        for &s in &streams {
+            self.seen[s as usize] = false;
+        }
+        // Local indices, in a fixed order.
+        streams.sort_unstable();
+        bundles.sort_unstable();
+        let local: crate::engine::FastMap<u32, u32> = bundles.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
+        let capacity: Vec<f64> = bundles.iter().map(|&b| self.capacity[b as usize]).collect();
+        let uses: Vec<Vec<(u32, f64)>> = (streams.iter())
+            .map(|&s| self.streams[s as usize].route.uses.iter().map(|&(b, share)| (local[&b], share)).collect())
+            .collect();
+        let demands: Vec<Demand> =
+            (streams.iter().zip(&uses)).map(|(&s, uses)| Demand { cap: self.streams[s as usize].cap, uses }).collect();
+        let mut rates = Vec::new();
+        self.solver.solve(&capacity, &demands, &mut rates);
+        for (&s, &rate) in streams.iter().zip(&rates) {
+            self.advance(s, now);
+            let stream = &mut self.streams[s as usize];
+            stream.epoch += 1;
+            stream.rate = rate;
+            self.rate_updates += 1;
+            let goodput = rate * stream.route.delivered;
+            if goodput > 0.0 {
+                let at = now + Time::from_secs_f64(stream.left / goodput).max(Time(1));
+                let epoch = stream.epoch;
+                self.events.schedule(at, Event::Finish { stream: s, epoch });
+            }
+        }
+    }
+
+    fn on_finish(&mut self, s: u32, epoch: u32) {
+        if self.streams[s as usize].epoch != epoch || !self.streams[s as usize].flowing {
+            return;
+        }
+        let now = self.now();
+        self.advance(s, now);
+        self.leave(s);
+        let stream = &mut self.streams[s as usize];
+        stream.left = 0.0;
+        stream.done = true;
+        let latency = self.latency(&self.streams[s as usize].route.path);
+        self.events.schedule_in(latency, Event::Arrived(s));
+    }
+
+    /// One packet's way along `path`: each hop's propagation and the next
+    /// node's latency, and its serialization at every hop but the first
+    /// (which the stream's rate already counts).
+    fn latency(&self, path: &[PortId]) -> Time {
+        let mtu = self.scenario.nic.mtu.0 as u32;
+        let packet = headers::data_wire(self.scenario.nic.ip, mtu, true) as u64;
+        path.iter().enumerate().fold(Time::ZERO, |t, (i, p)| {
+            let serialize =
+                if i == 0 { Time::ZERO } else { crate::units::Rate(self.rate[p.0 as usize]).tx_time(packet) };
+            t + self.delay[p.0 as usize] + serialize
+        })
+    }
+
+    fn on_resume(&mut self, s: u32) {
+        let stream = &self.streams[s as usize];
+        if stream.done || stream.stalled_since.is_some() || stream.resume_at > self.now() {
+            return;
+        }
+        self.join(s);
+    }
+
+    /// A stall that lasted the transport's whole retry budget fails the QP.
+    fn on_give_up(&mut self, s: u32, since: Time) {
+        let stream = &self.streams[s as usize];
+        if stream.done || stream.stalled_since != Some(since) {
+            return;
+        }
+        self.streams[s as usize].done = true;
+        self.qp_errors += 1;
+        match self.streams[s as usize].owner {
+            Owner::Flow(f) => self.flow_failed(f),
+            Owner::Transfer(t) => self.transfer_failed(t),
+        }
+    }
+}
+
+/// How the scenario's design places traffic.
+pub fn placement_of(scenario: &Scenario) -> Placement {
+    let switches_choose = matches!(
+        scenario.switch.forwarding,
+        Forwarding::Adaptive | Forwarding::Drill | Forwarding::Letflow | Forwarding::ArTomahawk | Forwarding::Conweave
+    );
+    let nic = scenario.transport.sprays();
+    let orchestrated = scenario.nic.path_selection == crate::nic::PathSelection::Orchestrated
+        || scenario.switch.forwarding == Forwarding::PathId;
+    if nic || switches_choose || orchestrated {
+        Placement::Spray { nic, avoid: switches_choose }
+    } else {
+        Placement::Hash
+    }
+}
+
+fn reactions_of(scenario: &Scenario) -> Reactions {
+    let detection = scenario.flow_mode.detection;
+    let srv6 = scenario.switch.forwarding == Forwarding::Srv6;
+    let transport = match &scenario.transport {
+        TransportSpec::Rocev2(_) => None,
+        TransportSpec::Mrc(c) => Some((detection.unwrap_or(c.reorder_window), Scope::AllLinks)),
+        TransportSpec::Spx(c) => {
+            Some((detection.unwrap_or(c.probe_interval.times(u64::from(c.failure_probes))), Scope::NicLinks))
+        }
+    };
+    let mrc = matches!(scenario.transport, TransportSpec::Mrc(_));
+    Reactions {
+        control_plane: (!(srv6 && mrc)).then_some(scenario.switch.reconvergence_delay),
+        transport: transport.or(detection.map(|d| (d, Scope::AllLinks))),
+        nic_notice: scenario.nic.remap_delay,
+    }
+}
+
+/// Refuses what the flow model cannot run, naming the field; returns the
+/// settings it runs without (they shape queues and packets only).
+fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> {
+    let no = |field: &str, what: &str| -> Result<Vec<&'static str>, ScenarioError> {
+        invalid(field, format!("{what} is not modelled by the flow model (mode: flow): run it in the packet model"))
+    };
+    if s.clustermapper.is_some() {
+        return no("clustermapper", "Clustermapper's probing");
+    }
+    if s.nic.shift.is_some() {
+        return no("nic.shift", "SHIFT's failover to a backup NIC");
+    }
+    if let Some(j) = s.jobs.iter().position(|j| j.checkpoint.is_some()) {
+        return no(&format!("jobs[{j}].checkpoint"), "a job's restart from its checkpoint");
+    }
+    if s.nic.path_selection == crate::nic::PathSelection::Disjoint {
+        return no("nic.path_selection", "disjoint (RePaC) path selection");
+    }
+    let t = &s.telemetry;
+    for (set, field) in [
+        (t.pcap.is_some(), "telemetry.pcap"),
+        (t.histograms.is_some(), "telemetry.histograms"),
+        (t.imbalance.is_some(), "telemetry.imbalance"),
+        (t.ev_log, "telemetry.ev_log"),
+        (t.ev_activity, "telemetry.ev_activity"),
+    ] {
+        if set {
+            return no(field, "per-packet telemetry");
+        }
+    }
+    if let Some(f) = s.traffic.iter().position(|t| matches!(t, workload::TrafficSpec::Flow(f) if f.ev_set.is_some())) {
+        return no(&format!("traffic[{f}].ev_set"), "a hand-picked EV set");
+    }
+    let lossy = |f: &crate::faults::FaultSpec| {
+        use crate::faults::FaultSpec::*;
+        matches!(f, LossRate(_) | NicLoss(_) | EvLoss(_))
+    };
+    if let Some(i) = s.faults.iter().position(lossy) {
+        return no(&format!("faults[{i}]"), "random packet loss");
+    }
+    let mut ignored = Vec::new();
+    if s.switch.pfc.enabled {
+        ignored.push("switch.pfc: PFC pauses (no queues in the flow model)");
+    }
+    if s.switch.trimming.enabled {
+        ignored.push("switch.trimming: packet trimming (no queues)");
+    }
+    if s.switch.ecn.enabled {
+        ignored.push("switch.ecn: ECN marking and congestion control (rates are max-min fair)");
+    }
+    Ok(ignored)
+}
+
+/// Refuses a flow-model run that cannot fit, before anything grows with
+/// the scenario but the graph.
+fn check_memory(scenario: &Scenario, topo: &Topology, setup: &Setup<'_>) -> Result<(), ScenarioError> {
+    let (budget, source) = setup.memory_budget(scenario);
+    crate::sim::footprint::of_flow_model(scenario, topo)?.check(budget, source)
+}

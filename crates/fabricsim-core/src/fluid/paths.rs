@@ -1,0 +1,297 @@
+//! Where a stream's traffic goes: one path per QP under ECMP, or spread
+//! over every shortest path for a design that sprays, and what of it is
+//! lost on links that are down but still used.
+//!
+//! A sprayed stream's traffic is pushed hop by hop down the shortest-path
+//! DAG toward its destination, split at every switch over the next hops it
+//! uses (equally, or by their rates): the share reaching a dead link is
+//! lost, the share reaching a switch with no next hop too. Shares are added
+//! up per bundle: the links from a switch to the tier above, or from the
+//! tier above into a switch, which spraying loads evenly in a Clos. A
+//! bundle is one resource with the capacity of its working links, so a
+//! sprayed stream of a 131,072-GPU fabric crosses tens of resources, not
+//! thousands of links. Where a Clos is not symmetric (links of one bundle
+//! leading to different places) this is an approximation: docs/EXPERIMENTS.md
+//! ("flow mode vs packet mode") says where it shows.
+
+use super::routing::{Routing, View};
+use crate::engine::FastMap;
+use crate::net::PortId;
+use crate::switch::ecmp_pick;
+use crate::topology::{NodeId, NodeRole, Topology};
+
+/// How a design places a QP's traffic on the fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Every packet of a QP takes the path ECMP hashes its 5-tuple to.
+    Hash,
+    /// Packets are spread over every shortest path. `nic` when the NIC
+    /// sprays over its ports (planes) too; `avoid` when a switch stops
+    /// using its own dead links at once (adaptive routing); otherwise
+    /// only the routes' reaction removes them.
+    Spray { nic: bool, avoid: bool },
+}
+
+/// Resources of the flow model: single links, or bundles of them.
+pub struct Bundles {
+    /// The bundle of each port.
+    pub of_port: Vec<u32>,
+    /// Ports of each bundle: `ports[start[b]..start[b + 1]]`.
+    pub start: Vec<u32>,
+    pub ports: Vec<PortId>,
+}
+
+impl Bundles {
+    /// Each port its own resource.
+    pub fn single(ports: usize) -> Bundles {
+        Bundles {
+            of_port: (0..ports as u32).collect(),
+            start: (0..=ports as u32).collect(),
+            ports: (0..ports as u32).map(PortId).collect(),
+        }
+    }
+
+    /// Links between switches grouped by the lower switch and direction:
+    /// its links up, and the links down into it. Links to NICs and between
+    /// switches of one tier stay single.
+    pub fn tiered(topo: &Topology) -> Bundles {
+        let tier = |n: NodeId| match topo.node(n).role {
+            NodeRole::Switch { tier, .. } => Some(tier),
+            NodeRole::Nic { .. } => None,
+        };
+        let mut key_of: FastMap<(u32, u8), u32> = FastMap::default();
+        let mut of_port = Vec::with_capacity(topo.links.len() * 2);
+        let mut next = 0u32;
+        for link in &topo.links {
+            for (from, to) in [(link.a, link.b), (link.b, link.a)] {
+                let key = match (tier(from), tier(to)) {
+                    (Some(a), Some(b)) if a < b => Some((from.0, 0)),
+                    (Some(a), Some(b)) if a > b => Some((to.0, 1)),
+                    _ => None,
+                };
+                let b = match key {
+                    Some(key) => *key_of.entry(key).or_insert_with(|| {
+                        next += 1;
+                        next - 1
+                    }),
+                    None => {
+                        next += 1;
+                        next - 1
+                    }
+                };
+                of_port.push(b);
+            }
+        }
+        let mut start = vec![0u32; next as usize + 1];
+        for &b in &of_port {
+            start[b as usize + 1] += 1;
+        }
+        for b in 0..next as usize {
+            start[b + 1] += start[b];
+        }
+        let mut fill = start.clone();
+        let mut ports = vec![PortId(0); of_port.len()];
+        for (p, &b) in of_port.iter().enumerate() {
+            ports[fill[b as usize] as usize] = PortId(p as u32);
+            fill[b as usize] += 1;
+        }
+        Bundles { of_port, start, ports }
+    }
+
+    pub fn len(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    pub fn members(&self, b: u32) -> &[PortId] {
+        &self.ports[self.start[b as usize] as usize..self.start[b as usize + 1] as usize]
+    }
+}
+
+/// Where one stream's traffic goes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Route {
+    /// (bundle, share of the stream's rate it carries); each bundle once.
+    pub uses: Vec<(u32, f64)>,
+    /// Share of the stream's rate that reaches the destination.
+    pub delivered: f64,
+    /// Ports of one of its paths (the first next hop at every switch), for
+    /// its latency.
+    pub path: Vec<PortId>,
+}
+
+/// What the fabric is doing now, as the route computation needs it.
+pub struct Fabric<'a> {
+    pub routing: &'a mut Routing,
+    /// The routes' view (the control plane's, or MRC's own of its paths).
+    pub view: &'a View,
+    /// Per port: carrying traffic now.
+    pub alive: &'a [bool],
+    /// Per NIC port: the NIC believes it up.
+    pub nic_sees: &'a [bool],
+    pub bundles: &'a Bundles,
+    /// Each switch's ECMP seed, by node.
+    pub seeds: &'a [u64],
+    /// Per port: its rate, which weighs a split.
+    pub rate: &'a [u64],
+}
+
+/// The ECMP path of a QP leaving by `first` with UDP source port `entropy`,
+/// hashed at every switch as the packet model hashes it.
+pub fn hashed(fabric: &mut Fabric<'_>, first: PortId, src: NodeId, dst: NodeId, entropy: u16) -> Route {
+    let mut route = Route { delivered: 0.0, ..Route::default() };
+    let mut hops = Vec::new();
+    let mut port = first;
+    for _ in 0..64 {
+        route.path.push(port);
+        if !fabric.alive[port.0 as usize] {
+            break;
+        }
+        route.uses.push((fabric.bundles.of_port[port.0 as usize], 1.0));
+        let next = fabric.routing.peer(port);
+        if next == dst {
+            route.delivered = 1.0;
+            break;
+        }
+        if fabric.routing.is_nic(next) {
+            break;
+        }
+        fabric.routing.next_hops(next, dst, fabric.view, &mut hops);
+        match ecmp_pick(&hops, src.0, dst.0, entropy, fabric.seeds[next.0 as usize]) {
+            Some(p) => port = p,
+            None => break,
+        }
+    }
+    route
+}
+
+/// Shares of a sprayed stream, from each switch it enters toward each
+/// class of destinations, kept until the fabric changes.
+#[derive(Default)]
+pub struct SprayCache {
+    /// (first switch, class of the destination) -> the bundles loaded from
+    /// that switch, what arrives at each switch attached to the
+    /// destination, and one path.
+    entries: FastMap<(u32, u32), Spread>,
+}
+
+/// A unit of traffic pushed from a switch toward a class of NICs.
+struct Spread {
+    /// Bundles it loads, up to the switches attached to the destination.
+    uses: Vec<(u32, f64)>,
+    /// What arrives at each of those switches.
+    arrivals: Vec<(NodeId, f64)>,
+    /// One path's ports.
+    path: Vec<PortId>,
+}
+
+impl SprayCache {
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+/// The route of a stream that sprays from `src` to `dst`, starting on the
+/// NIC ports `first` with the shares given (a QP bound to one port gives
+/// one; a NIC that sprays over its planes gives each plane whose switch
+/// reaches the destination an equal share).
+pub fn sprayed(
+    fabric: &mut Fabric<'_>,
+    cache: &mut SprayCache,
+    avoid: bool,
+    first: &[(PortId, f64)],
+    dst: NodeId,
+) -> Route {
+    let mut route = Route::default();
+    let mut uses: FastMap<u32, f64> = FastMap::default();
+    let mut hops = Vec::new();
+    for &(port, share) in first {
+        if route.path.is_empty() {
+            route.path.push(port);
+        }
+        if !fabric.alive[port.0 as usize] {
+            continue;
+        }
+        *uses.entry(fabric.bundles.of_port[port.0 as usize]).or_default() += share;
+        let tor = fabric.routing.peer(port);
+        if tor == dst {
+            route.delivered += share;
+            continue;
+        }
+        let key = (tor.0, fabric.routing.class(dst, fabric.view));
+        if let std::collections::hash_map::Entry::Vacant(v) = cache.entries.entry(key) {
+            v.insert(spread_from(fabric, avoid, tor, dst));
+        }
+        let Spread { uses: from_switch, arrivals, path } = &cache.entries[&key];
+        if route.path.len() == 1 {
+            route.path.extend_from_slice(path);
+        }
+        for &(b, s) in from_switch {
+            *uses.entry(b).or_default() += s * share;
+        }
+        // The last hop, from a switch attached to the destination.
+        for &(sw, mass) in arrivals {
+            fabric.routing.next_hops(sw, dst, fabric.view, &mut hops);
+            if avoid {
+                hops.retain(|p| fabric.alive[p.0 as usize]);
+            }
+            let total: u64 = hops.iter().map(|p| fabric.rate[p.0 as usize]).sum();
+            for &h in &hops {
+                let s = share * mass * fabric.rate[h.0 as usize] as f64 / total as f64;
+                if fabric.alive[h.0 as usize] {
+                    *uses.entry(fabric.bundles.of_port[h.0 as usize]).or_default() += s;
+                    route.delivered += s;
+                }
+            }
+        }
+    }
+    route.uses = uses.into_iter().filter(|&(_, s)| s > 0.0).collect();
+    route.uses.sort_unstable_by_key(|&(b, _)| b);
+    route
+}
+
+/// Pushes a unit of traffic from switch `from` toward NIC `dst` down the
+/// shortest-path DAG, level by level, split at every switch over its next
+/// hops by their rates.
+fn spread_from(fabric: &mut Fabric<'_>, avoid: bool, from: NodeId, dst: NodeId) -> Spread {
+    let mut uses: FastMap<u32, f64> = FastMap::default();
+    let mut arrivals = Vec::new();
+    let mut path = Vec::new();
+    let mut level: Vec<(NodeId, f64)> = vec![(from, 1.0)];
+    let mut next: FastMap<u32, f64> = FastMap::default();
+    let mut hops = Vec::new();
+    while !level.is_empty() {
+        for &(node, mass) in &level {
+            let Some(d) = fabric.routing.distance(node, dst, fabric.view) else { continue };
+            if d == 1 {
+                arrivals.push((node, mass));
+                continue;
+            }
+            fabric.routing.next_hops(node, dst, fabric.view, &mut hops);
+            if avoid {
+                hops.retain(|p| fabric.alive[p.0 as usize]);
+            }
+            if let Some(&h) = hops.first() {
+                if path.is_empty() || fabric.routing.peer(*path.last().unwrap()) == node {
+                    path.push(h);
+                }
+            }
+            let total: u64 = hops.iter().map(|p| fabric.rate[p.0 as usize]).sum();
+            for &h in &hops {
+                if !fabric.alive[h.0 as usize] {
+                    continue;
+                }
+                let s = mass * fabric.rate[h.0 as usize] as f64 / total as f64;
+                *uses.entry(fabric.bundles.of_port[h.0 as usize]).or_default() += s;
+                *next.entry(fabric.routing.peer(h).0).or_default() += s;
+            }
+        }
+        let mut upcoming: Vec<(NodeId, f64)> = next.drain().map(|(n, m)| (NodeId(n), m)).collect();
+        // Hash maps iterate in no fixed order: sort, for the same sums every run.
+        upcoming.sort_unstable_by_key(|&(n, _)| n.0);
+        level = upcoming;
+    }
+    let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
+    uses.sort_unstable_by_key(|&(b, _)| b);
+    arrivals.sort_unstable_by_key(|&(n, _)| n.0);
+    Spread { uses, arrivals, path }
+}

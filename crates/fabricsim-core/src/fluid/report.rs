@@ -1,0 +1,311 @@
+//! The flow model's ideal times, samples, tables and summary: the packet
+//! model's tables and keys where the flow model has the quantity.
+
+use serde_json::json;
+
+use super::{Event, FluidSimulation, Owner, Stream};
+use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
+use crate::net::PortId;
+use crate::units::{Rate, Time};
+
+/// Sampled time series in long format, as the packet model writes them.
+pub(super) struct Samples {
+    time: Vec<Option<f64>>,
+    entity: Vec<String>,
+    metric: Vec<String>,
+    value: Vec<Option<f64>>,
+    last_port_tx: Vec<f64>,
+    last_host_rx: Vec<f64>,
+    last_time: Time,
+}
+
+impl Samples {
+    pub(super) fn new(ports: usize, hosts: usize) -> Samples {
+        Samples {
+            time: Vec::new(),
+            entity: Vec::new(),
+            metric: Vec::new(),
+            value: Vec::new(),
+            last_port_tx: vec![0.0; ports],
+            last_host_rx: vec![0.0; hosts],
+            last_time: Time::ZERO,
+        }
+    }
+
+    fn push(&mut self, t: Time, entity: String, metric: &str, value: f64) {
+        self.time.push(Some(t.as_secs_f64()));
+        self.entity.push(entity);
+        self.metric.push(metric.to_string());
+        self.value.push(Some(value));
+    }
+}
+
+impl FluidSimulation {
+    fn port_name(&self, port: PortId) -> String {
+        let node = self.routing.peer(port.peer());
+        let index = self.routing.node_ports(node).iter().position(|&p| p == port).unwrap_or(0);
+        format!("{}:{index}", self.topo.name(node))
+    }
+
+    /// Wire bytes port `p` has sent: its share of its bundle's payload,
+    /// by rate over the bundle's working links.
+    fn port_tx_bytes(&self, p: PortId) -> f64 {
+        let b = self.bundles.of_port[p.0 as usize];
+        let members = self.bundles.members(b);
+        let total: u64 = members.iter().map(|m| self.rate[m.0 as usize]).sum();
+        self.carried[b as usize] * self.rate[p.0 as usize] as f64 / total.max(1) as f64 / self.efficiency
+    }
+
+    pub(super) fn on_sample(&mut self) {
+        let now = self.now();
+        self.advance_all(now);
+        let interval = (now - self.samples.last_time).as_secs_f64();
+        let per_second = |bytes: f64| if interval > 0.0 { bytes * 8.0 / interval } else { 0.0 };
+        for i in 0..self.telemetry_ports.len() {
+            let port = self.telemetry_ports[i];
+            let tx = self.port_tx_bytes(port);
+            let rate = per_second(tx - self.samples.last_port_tx[i]);
+            self.samples.last_port_tx[i] = tx;
+            let name = self.port_name(port);
+            self.samples.push(now, name.clone(), "queue_bytes", 0.0);
+            self.samples.push(now, name, "tx_bps", rate);
+        }
+        for i in 0..self.telemetry_hosts.len() {
+            let nic = self.telemetry_hosts[i];
+            let rx = self.nic_rx[nic.0 as usize];
+            let rate = per_second(rx - self.samples.last_host_rx[i]);
+            self.samples.last_host_rx[i] = rx;
+            self.samples.push(now, self.topo.name(nic), "rx_goodput_bps", rate);
+        }
+        self.samples.last_time = now;
+        if self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d) {
+            let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
+            self.events.schedule_in(interval, Event::Sample);
+        }
+    }
+
+    /// Each flow's and collective's completion alone on the pristine
+    /// fabric, in this model: its bytes at the rate its paths allow alone,
+    /// plus one packet's latency.
+    pub(super) fn set_ideals(&mut self) {
+        for f in 0..self.flows.len() {
+            let (conn, bytes, rate) = (self.flows[f].conn, self.flows[f].spec.bytes, self.flows[f].spec.rate);
+            self.flows[f].ideal = self.ideal_message(conn, bytes, rate);
+        }
+        for c in self.jobs.program.collectives.ids() {
+            self.jobs.collective_ideal[c] = self.ideal_collective(c);
+        }
+    }
+
+    /// `bytes` over connection `conn` alone: the slowest of its QPs' shares.
+    fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>) -> Time {
+        let qps = self.connections[conn as usize].clone();
+        let mut slowest = Time::ZERO;
+        for (&q, share) in qps.iter().zip(crate::workload::split_evenly(bytes, qps.len() as u64)) {
+            if share == 0 {
+                continue;
+            }
+            let (rate, latency) = self.alone(q);
+            let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
+            slowest = slowest.max(Time::from_secs_f64(share as f64 / rate.min(cap)) + latency);
+        }
+        slowest
+    }
+
+    /// The payload rate QP `q` gets alone on the fabric as it is, and its
+    /// one-packet latency.
+    fn alone(&mut self, q: u32) -> (f64, Time) {
+        let probe = Stream {
+            owner: Owner::Flow(0),
+            qp: q,
+            left: 0.0,
+            rate: 0.0,
+            cap: f64::INFINITY,
+            route: Default::default(),
+            updated: Time::ZERO,
+            epoch: 0,
+            flowing: false,
+            done: true,
+            stalled_since: None,
+            resume_at: Time::ZERO,
+        };
+        self.streams.push(probe);
+        let route = self.route_of(self.streams.len() as u32 - 1);
+        self.streams.pop();
+        let rate =
+            (route.uses.iter()).map(|&(b, share)| self.capacity[b as usize] / share).fold(f64::INFINITY, f64::min)
+                * route.delivered;
+        (rate, self.latency(&route.path))
+    }
+
+    /// A collective alone: the longer of its chain of dependent transfers,
+    /// each one packet's latency plus the rest of its bytes at its rate,
+    /// and its busiest rank's bytes at its NIC's payload rate (the packet
+    /// model's alpha-beta bound, `sim/build.rs: ideal_cct`).
+    fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
+        let run = self.jobs.program.collectives[c].clone();
+        if run.transfers.is_empty() {
+            return Time::ZERO;
+        }
+        let job = self.jobs.program.phases[run.phase].job;
+        let nics = self.jobs.program.jobs[job].nics.clone();
+        let mtu = self.scenario.nic.mtu.0;
+        let intra = self.scenario.intra_host.clone();
+        let mut per_conn: crate::engine::FastMap<u32, (f64, Time)> = Default::default();
+        let mut chain_end = vec![Time::ZERO; run.transfers.len()];
+        let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
+        for (k, t) in run.transfers.iter().enumerate() {
+            let transfer = self.jobs.program.transfers[t].clone();
+            let conn = self.jobs.transfer_conn[t];
+            let side = if conn.is_none() { 2 } else { 0 };
+            load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
+            load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
+            let rest = transfer.bytes.saturating_sub(mtu) as f64;
+            let (alpha, rest) = match conn {
+                None => (intra.latency + intra.rate.tx_time(mtu.min(transfer.bytes)), intra.rate.tx_time(rest as u64)),
+                Some(conn) => {
+                    let (rate, alpha) = match per_conn.get(&conn.0) {
+                        Some(&known) => known,
+                        None => {
+                            let qps = self.connections[conn.0 as usize].clone();
+                            let rate: f64 = qps.iter().map(|&q| self.alone(q).0).sum();
+                            let alpha = self.alone(qps[0]).1;
+                            per_conn.insert(conn.0, (rate, alpha));
+                            (rate, alpha)
+                        }
+                    };
+                    (alpha, Time::from_secs_f64(rest / rate))
+                }
+            };
+            let ready = transfer.deps.iter().map(|&d| chain_end[run.transfers.offset(d)]).max().unwrap_or(Time::ZERO);
+            chain_end[k] = ready + alpha + rest;
+        }
+        let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
+        let busiest = (load.iter())
+            .map(|(&rank, l)| {
+                let nic = nics[rank as usize];
+                let rate: u64 = self.routing.node_ports(nic).iter().map(|p| self.rate[p.0 as usize]).sum();
+                (l[0].max(l[1]) + run.fill_bytes) as f64 / (rate as f64 / 8.0 * self.efficiency)
+                    + l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64
+            })
+            .fold(0.0, f64::max);
+        latency.max(Time::from_secs_f64(busiest))
+    }
+
+    pub(super) fn ideal_end(&self) -> Time {
+        let flows = self.flows.iter().map(|f| f.spec.start + f.ideal);
+        let jobs = self.jobs.program.jobs.ids().map(|j| self.jobs.program.jobs[j].start + self.jobs.ideal_jct(j));
+        flows.chain(jobs).max().unwrap_or(Time::ZERO)
+    }
+
+    /// The scenario's duration, or its time limit (the packet model's
+    /// formula: 100 ideal completions, the last fault, twice the
+    /// transport's give-up time and 10 ms).
+    pub(super) fn run_end(&self) -> Time {
+        if let Some(d) = self.scenario.duration {
+            return d;
+        }
+        let last_fault = self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
+        let derived = self.ideal_end().times(100)
+            + last_fault
+            + self.scenario.transport.give_up_time().times(2)
+            + Time::from_ms(10);
+        self.scenario.limits.sim_time.unwrap_or(derived.min(Time::HORIZON))
+    }
+
+    pub(super) fn report(&mut self, stop: StopReason) -> RunOutput {
+        let now = self.now();
+        self.advance_all(now);
+        let f = &self.flows;
+        let fct: Vec<Option<f64>> = f.iter().map(|x| x.end.map(|e| (e - x.spec.start).as_secs_f64())).collect();
+        let mut flows = Table::default();
+        flows.push("flow", Column::Int((0..f.len() as u64).collect()));
+        flows.push("src", Column::Text(f.iter().map(|x| self.topo.name(x.spec.src)).collect()));
+        flows.push("dst", Column::Text(f.iter().map(|x| self.topo.name(x.spec.dst)).collect()));
+        flows.push("bytes", Column::Int(f.iter().map(|x| x.spec.bytes).collect()));
+        flows.push("start_s", Column::Float(f.iter().map(|x| Some(x.spec.start.as_secs_f64())).collect()));
+        flows.push("end_s", Column::Float(f.iter().map(|x| x.end.map(Time::as_secs_f64)).collect()));
+        flows.push("fct_s", Column::Float(fct.clone()));
+        flows.push("ideal_fct_s", Column::Float(f.iter().map(|x| Some(x.ideal.as_secs_f64())).collect()));
+        let slowdown = |x: &super::FlowRun, t: &Option<f64>| t.map(|t| t / x.ideal.as_secs_f64().max(1e-18));
+        flows.push("slowdown", Column::Float(f.iter().zip(&fct).map(|(x, t)| slowdown(x, t)).collect()));
+        flows.push("qp_errors", Column::Int(f.iter().map(|x| u64::from(x.failed)).collect()));
+        flows.push(
+            "entropy",
+            Column::Int(
+                f.iter().map(|x| self.qps[self.connections[x.conn as usize][0] as usize].entropy as u64).collect(),
+            ),
+        );
+
+        let mut ports = Table::default();
+        let ids: Vec<PortId> = (0..self.alive.len() as u32).map(PortId).collect();
+        let owner = |p: &PortId| self.routing.peer(p.peer());
+        ports.push("node", Column::Text(ids.iter().map(|p| self.topo.name(owner(p))).collect()));
+        ports.push(
+            "port",
+            Column::Int(
+                ids.iter()
+                    .map(|&p| self.routing.node_ports(owner(&p)).iter().position(|&q| q == p).unwrap_or(0) as u64)
+                    .collect(),
+            ),
+        );
+        ports.push("peer", Column::Text(ids.iter().map(|&p| self.port_name(p.peer())).collect()));
+        ports.push("rate_bps", Column::Int(ids.iter().map(|p| self.rate[p.0 as usize]).collect()));
+        ports.push("tx_bytes", Column::Int(ids.iter().map(|&p| self.port_tx_bytes(p).round() as u64).collect()));
+
+        let samples = std::mem::replace(&mut self.samples, Samples::new(0, 0));
+        let mut timeseries = Table::default();
+        timeseries.push("time_s", Column::Float(samples.time));
+        timeseries.push("entity", Column::Text(samples.entity));
+        timeseries.push("metric", Column::Text(samples.metric));
+        timeseries.push("value", Column::Float(samples.value));
+
+        let f = &self.flows;
+        let mut slowdowns: Vec<f64> = f.iter().zip(&fct).filter_map(|(x, t)| slowdown(x, t)).collect();
+        let mut done: Vec<f64> = fct.iter().flatten().map(|s| s * 1e6).collect();
+        let finished = done.len();
+        let last_end = f.iter().filter_map(|x| x.end).max().unwrap_or(now);
+        let first_start = f.iter().map(|x| x.spec.start).min().unwrap_or(Time::ZERO);
+        let span = last_end.saturating_sub(first_start).as_secs_f64();
+        let flow_payload: f64 = f.iter().filter(|x| x.end.is_some()).map(|x| x.spec.bytes as f64).sum();
+        let (collectives, steps, transfers, jobs) = self.jobs.tables(&self.topo, self.scenario.telemetry.transfers);
+        let summary = json!({
+            "complete": stop.is_complete(),
+            "stop_reason": stop.name(),
+            "mode": "flow",
+            "sim_time_s": now.as_secs_f64(),
+            "events": self.events.executed(),
+            "rate_computations": self.recomputes,
+            "stream_rate_updates": self.rate_updates,
+            "streams": self.streams.len(),
+            "flows": f.len(),
+            "flows_completed": finished,
+            "fct_p50_us": percentile(&mut done, 0.5),
+            "fct_p99_us": percentile(&mut done, 0.99),
+            "fct_max_us": percentile(&mut done, 1.0),
+            "slowdown_p50": percentile(&mut slowdowns, 0.5),
+            "slowdown_p99": percentile(&mut slowdowns, 0.99),
+            "goodput_gbps": if span > 0.0 { flow_payload * 8.0 / span / 1e9 } else { 0.0 },
+            "delivered_payload_bytes": self.delivered.round() as u64,
+            "qp_errors": self.qp_errors,
+            "flow_mode_ignores": self.ignored,
+            "jobs": jobs,
+        });
+        RunOutput {
+            stop,
+            complete: stop.is_complete(),
+            summary,
+            flows,
+            ports,
+            timeseries,
+            collectives,
+            steps,
+            transfers,
+            ev_log: Table::default(),
+            clustermapper: Table::default(),
+            histograms: Table::default(),
+            imbalance: Table::default(),
+            pcap: None,
+        }
+    }
+}

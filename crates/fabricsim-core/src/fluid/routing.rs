@@ -1,0 +1,193 @@
+//! Shortest-path next hops for the flow-level model, at any scale.
+//!
+//! The packet model's table (`switch::Routes`) holds a group per switch and
+//! class of NICs, built for every class up front; at 100,000 GPUs that is
+//! too big. Here a breadth-first search from a destination's switches gives
+//! every switch its distance, computed when a destination is first asked
+//! for and kept per class of NICs attached to the same switches (in a Clos,
+//! the NICs of one rack): a 131,072-GPU fabric has a few hundred classes.
+//! Next hops are read from the distances in the same order as the packet
+//! model's (the switch's ports in order), so that ECMP's hash picks the
+//! same port in both models.
+
+use crate::engine::FastMap;
+use crate::net::PortId;
+use crate::topology::{NodeId, Topology};
+
+/// Which links and switches the routes are computed over: the control
+/// plane's view of the fabric, which lags the fabric itself.
+#[derive(Clone)]
+pub struct View {
+    /// Per port (the egress direction of a link end): up in this view.
+    pub port_up: Vec<bool>,
+    /// Per node: a switch advertised by its control plane (NICs: true).
+    pub node_up: Vec<bool>,
+}
+
+impl View {
+    pub fn all_up(ports: usize, nodes: usize) -> View {
+        View { port_up: vec![true; ports], node_up: vec![true; nodes] }
+    }
+
+    /// A link is used in either direction only while both are up.
+    pub fn usable(&self, port: PortId) -> bool {
+        self.port_up[port.0 as usize] && self.port_up[port.peer().0 as usize]
+    }
+}
+
+const UNREACHABLE: u16 = u16::MAX;
+
+pub struct Routing {
+    node_ports: Vec<Vec<PortId>>,
+    /// The node at the far end of each port.
+    peer_node: Vec<NodeId>,
+    is_nic: Vec<bool>,
+    /// Per switch (by node), its index among switches.
+    switch_slot: Vec<u32>,
+    switches: usize,
+    /// Distances (in hops, the destination's switches being 1) per class,
+    /// by switch slot; classes by the sorted switches their NICs attach to.
+    classes: FastMap<Vec<u32>, u32>,
+    dist: Vec<Vec<u16>>,
+    /// Classes of NICs asked for, by node: cleared with the view.
+    class_of: FastMap<u32, u32>,
+    frontier: Vec<u32>,
+}
+
+impl Routing {
+    pub fn new(topo: &Topology, node_ports: Vec<Vec<PortId>>) -> Routing {
+        let n = topo.nodes.len();
+        let mut peer_node = vec![NodeId(0); topo.links.len() * 2];
+        for (l, link) in topo.links.iter().enumerate() {
+            peer_node[2 * l] = link.b;
+            peer_node[2 * l + 1] = link.a;
+        }
+        let is_nic: Vec<bool> = (0..n).map(|i| topo.is_nic(NodeId(i as u32))).collect();
+        let mut switch_slot = vec![u32::MAX; n];
+        let mut switches = 0;
+        for i in (0..n).filter(|&i| !is_nic[i]) {
+            switch_slot[i] = switches as u32;
+            switches += 1;
+        }
+        Routing {
+            node_ports,
+            peer_node,
+            is_nic,
+            switch_slot,
+            switches,
+            classes: FastMap::default(),
+            dist: Vec::new(),
+            class_of: FastMap::default(),
+            frontier: Vec::new(),
+        }
+    }
+
+    pub fn node_ports(&self, node: NodeId) -> &[PortId] {
+        &self.node_ports[node.0 as usize]
+    }
+
+    pub fn peer(&self, port: PortId) -> NodeId {
+        self.peer_node[port.0 as usize]
+    }
+
+    pub fn is_nic(&self, node: NodeId) -> bool {
+        self.is_nic[node.0 as usize]
+    }
+
+    /// Forgets every search: the view changed.
+    pub fn clear(&mut self) {
+        self.classes.clear();
+        self.dist.clear();
+        self.class_of.clear();
+    }
+
+    /// The class of NIC `dst` in `view` (NICs on the same switches share
+    /// one): its distances, searched once.
+    pub fn class(&mut self, dst: NodeId, view: &View) -> u32 {
+        if let Some(&c) = self.class_of.get(&dst.0) {
+            return c;
+        }
+        let mut attached: Vec<u32> = (self.node_ports[dst.0 as usize].iter())
+            .filter(|p| view.usable(**p))
+            .map(|p| self.peer_node[p.0 as usize])
+            .filter(|sw| !self.is_nic[sw.0 as usize] && view.node_up[sw.0 as usize])
+            .map(|sw| sw.0)
+            .collect();
+        attached.sort_unstable();
+        attached.dedup();
+        let c = match self.classes.get(&attached) {
+            Some(&c) => c,
+            None => {
+                let c = self.dist.len() as u32;
+                let dist = self.search(&attached, view);
+                self.dist.push(dist);
+                self.classes.insert(attached, c);
+                c
+            }
+        };
+        self.class_of.insert(dst.0, c);
+        c
+    }
+
+    /// Breadth-first from `attached` (at distance 1) backwards over usable
+    /// links between switches that are up: NICs never transit.
+    fn search(&mut self, attached: &[u32], view: &View) -> Vec<u16> {
+        let mut dist = vec![UNREACHABLE; self.switches];
+        self.frontier.clear();
+        for &sw in attached {
+            dist[self.switch_slot[sw as usize] as usize] = 1;
+            self.frontier.push(sw);
+        }
+        let mut next = Vec::new();
+        let mut d = 1u16;
+        while !self.frontier.is_empty() {
+            d = d.saturating_add(1);
+            for &node in &self.frontier {
+                for &out in &self.node_ports[node as usize] {
+                    let neighbour = self.peer_node[out.0 as usize];
+                    let slot = self.switch_slot[neighbour.0 as usize];
+                    if slot == u32::MAX || dist[slot as usize] != UNREACHABLE || !view.node_up[neighbour.0 as usize] {
+                        continue;
+                    }
+                    // The neighbour forwards to `node` over the peer port.
+                    if !view.usable(out.peer()) {
+                        continue;
+                    }
+                    dist[slot as usize] = d;
+                    next.push(neighbour.0);
+                }
+            }
+            std::mem::swap(&mut self.frontier, &mut next);
+            next.clear();
+        }
+        dist
+    }
+
+    /// The distance from `switch` to NIC `dst` (its own switches are 1),
+    /// or `None` if it cannot reach it.
+    pub fn distance(&mut self, switch: NodeId, dst: NodeId, view: &View) -> Option<u16> {
+        let c = self.class(dst, view) as usize;
+        let d = self.dist[c][self.switch_slot[switch.0 as usize] as usize];
+        (d != UNREACHABLE).then_some(d)
+    }
+
+    /// The next hops of `switch` toward NIC `dst` in `view`, in the order
+    /// of its ports (the packet model's order), into `hops`.
+    pub fn next_hops(&mut self, switch: NodeId, dst: NodeId, view: &View, hops: &mut Vec<PortId>) {
+        hops.clear();
+        let Some(d) = self.distance(switch, dst, view) else { return };
+        let c = self.class_of[&dst.0] as usize;
+        for &out in &self.node_ports[switch.0 as usize] {
+            let next = self.peer_node[out.0 as usize];
+            let closer = if d == 1 {
+                next == dst
+            } else {
+                let slot = self.switch_slot[next.0 as usize];
+                slot != u32::MAX && self.dist[c][slot as usize] == d - 1
+            };
+            if closer && view.usable(out) {
+                hops.push(out);
+            }
+        }
+    }
+}

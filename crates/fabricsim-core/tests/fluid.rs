@@ -1,0 +1,147 @@
+//! The flow-level model (`mode: flow`): exact max-min rates on a hand-worked
+//! case, ECMP placing each QP where the packet model does, and a failure
+//! stalling a QP for exactly the reaction time.
+
+mod common;
+
+use common::{floats, ints, texts};
+use fabricsim_core::net::headers::data_wire;
+use fabricsim_core::net::IpVersion;
+use fabricsim_core::{FluidSimulation, RunOutput, Scenario, Setup};
+use serde_json::{json, Value};
+
+fn run_flow(mut scenario: Value) -> RunOutput {
+    scenario["mode"] = json!("flow");
+    let scenario = Scenario::from_json(&scenario.to_string()).expect("valid scenario");
+    let mut setup = Setup { available_memory: None, keep_going: None };
+    let mut sim = FluidSimulation::new_within(scenario, &mut setup).expect("buildable").expect("not stopped");
+    sim.run(&mut |_| true)
+}
+
+fn fcts(out: &RunOutput) -> Vec<f64> {
+    floats(&out.flows, "fct_s").into_iter().map(|t| t.expect("flow completed")).collect()
+}
+
+/// Two ToRs joined by a 60G link; gpu0 and gpu1 send to gpu2 across it,
+/// gpu3 sends to gpu2 from its own ToR.
+fn line() -> Value {
+    json!({
+        "topology": {"kind": "explicit",
+            "nodes": [
+                {"name": "tor0", "kind": "switch", "latency": "500ns"},
+                {"name": "tor1", "kind": "switch", "tier": 0, "latency": "500ns"},
+                {"name": "gpu0", "kind": "nic"}, {"name": "gpu1", "kind": "nic"},
+                {"name": "gpu2", "kind": "nic"}, {"name": "gpu3", "kind": "nic"}],
+            "links": [
+                {"a": "gpu0", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "gpu1", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "gpu2", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
+                {"a": "gpu3", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor0", "b": "tor1", "rate": "60Gbps", "delay": "1us"}]},
+        "transport": {"kind": "rocev2", "qps": 1},
+        "traffic": [
+            {"kind": "flow", "src": "gpu0", "dst": "gpu2", "bytes": "3MB"},
+            {"kind": "flow", "src": "gpu1", "dst": "gpu2", "bytes": "3MB"},
+            {"kind": "flow", "src": "gpu3", "dst": "gpu2", "bytes": "4MB"}],
+    })
+}
+
+/// Progressive filling: the 60G link fills first, at 30G for each of the
+/// two flows across it; gpu3's flow takes the 40G left of gpu2's link. The
+/// 3 MB and 4 MB flows then end together; each adds one packet's latency.
+#[test]
+fn rates_are_max_min_fair_to_the_byte() {
+    let out = run_flow(line());
+    let payload_per_wire = 4096.0 / data_wire(IpVersion::Ipv6, 4096, false) as f64;
+    let send = 3e6 * 8.0 / (30e9 * payload_per_wire);
+    let packet = data_wire(IpVersion::Ipv6, 4096, true) as f64 * 8.0;
+    // Propagation and the next node's latency per hop; serialization after the first.
+    let across = 3.0 * 1e-6 + 2.0 * 500e-9 + packet / 60e9 + packet / 100e9;
+    let beside = 2.0 * 1e-6 + 500e-9 + packet / 100e9;
+    let expected = [send + across, send + across, send + beside];
+    for (got, want) in fcts(&out).iter().zip(expected) {
+        assert!((got - want).abs() < 2e-12, "{got} vs {want}");
+    }
+    // The 60G link carried 6 MB of payload in wire bytes.
+    let (node, port, tx) = (texts(&out.ports, "node"), ints(&out.ports, "port"), ints(&out.ports, "tx_bytes"));
+    let across_link = (0..node.len()).find(|&i| node[i] == "tor0" && port[i] == 2).unwrap();
+    assert!((tx[across_link] as f64 - 6e6 / payload_per_wire).abs() < 2.0, "{}", tx[across_link]);
+}
+
+fn permutation(seed: u64) -> Value {
+    json!({
+        "seed": seed,
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"},
+        "transport": {"kind": "rocev2", "qps": 2},
+        "traffic": [{"kind": "permutation", "bytes": "4MB"}],
+    })
+}
+
+/// Links that carried data (more than 1 MB: ACKs are far less).
+fn loaded_ports(out: &RunOutput) -> Vec<(String, u64)> {
+    let (node, port, tx) = (texts(&out.ports, "node"), ints(&out.ports, "port"), ints(&out.ports, "tx_bytes"));
+    let mut loaded: Vec<(String, u64)> =
+        (0..node.len()).filter(|&i| tx[i] > 1_000_000).map(|i| (node[i].clone(), port[i])).collect();
+    loaded.sort();
+    loaded
+}
+
+/// The same seed hashes every QP onto the same links in both models, so the
+/// same flows collide.
+#[test]
+fn ecmp_puts_each_qp_where_the_packet_model_does() {
+    for seed in 1..=3 {
+        let packet = common::run(permutation(seed));
+        let flow = run_flow(permutation(seed));
+        let (a, b) = (loaded_ports(&packet), loaded_ports(&flow));
+        assert!(a.len() > 40, "{a:?}");
+        assert_eq!(a, b, "seed {seed}");
+        assert_eq!(ints(&packet.flows, "entropy"), ints(&flow.flows, "entropy"));
+    }
+}
+
+/// One flow across two spines; the link its QP hashes to fails at 100us
+/// and routes converge 1 ms later. RoCE resends at its timeouts (250us
+/// apart), the first after convergence being exactly 1 ms after the
+/// failure: the flow ends exactly 1 ms late.
+#[test]
+fn a_failure_stalls_a_qp_for_exactly_the_reaction_time() {
+    let base = json!({
+        "topology": {"kind": "explicit",
+            "nodes": [
+                {"name": "tor0", "kind": "switch"}, {"name": "tor1", "kind": "switch"},
+                {"name": "s0", "kind": "switch", "tier": 1}, {"name": "s1", "kind": "switch", "tier": 1},
+                {"name": "gpu0", "kind": "nic"}, {"name": "gpu1", "kind": "nic"}],
+            "links": [
+                {"a": "gpu0", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "gpu1", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor0", "b": "s0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor0", "b": "s1", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor1", "b": "s0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor1", "b": "s1", "rate": "100Gbps", "delay": "1us"}]},
+        "switch": {"reconvergence_delay": "1ms"},
+        "transport": {"kind": "rocev2", "qps": 1, "retransmit_timeout": "250us"},
+        "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": "10MB"}],
+    });
+    let pristine = run_flow(base.clone());
+    let (node, port, tx) =
+        (texts(&pristine.ports, "node"), ints(&pristine.ports, "port"), ints(&pristine.ports, "tx_bytes"));
+    let used = (0..node.len()).find(|&i| node[i] == "tor0" && port[i] >= 1 && tx[i] > 0).expect("an uplink carried it");
+    let mut failed = base;
+    failed["faults"] = json!([{"kind": "link_down", "at": "100us", "port": format!("tor0:{}", port[used])}]);
+    let out = run_flow(failed);
+    let late = fcts(&out)[0] - fcts(&pristine)[0];
+    assert!((late - 1e-3).abs() < 1e-11, "{late}");
+}
+
+/// A scenario the flow model cannot run is refused, naming the field.
+#[test]
+fn what_the_flow_model_does_not_model_is_refused_by_name() {
+    let mut s = permutation(1);
+    s["faults"] = json!([{"kind": "loss_rate", "at": "0us", "port": "t0.p0.0:4", "rate": 0.01}]);
+    s["mode"] = json!("flow");
+    let scenario = Scenario::from_json(&s.to_string()).expect("valid scenario");
+    let mut setup = Setup { available_memory: None, keep_going: None };
+    let err = FluidSimulation::new_within(scenario, &mut setup).err().expect("refused").to_string();
+    assert!(err.contains("faults[0]") && err.contains("flow model"), "{err}");
+}
