@@ -43,18 +43,19 @@ SPECTRUM_X = paper_experiments("spectrum-x")
 PRO = paper_experiments("pro")
 HPN = paper_experiments("hpn")
 SHIFT = paper_experiments("shift")
-RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X, *PRO, *HPN) for run in exp.runs]
+SCALE = paper_experiments("scale")
+RUNS = [(exp, run) for exp in (*MRC, *SPECTRUM_X, *PRO, *HPN, *SCALE) for run in exp.runs]
 
 
 @pytest.mark.parametrize(
-    "experiments", [MRC, SPECTRUM_X, PRO, HPN, SHIFT], ids=["mrc", "spectrum-x", "pro", "hpn", "shift"]
+    "experiments", [MRC, SPECTRUM_X, PRO, HPN, SHIFT, SCALE], ids=["mrc", "spectrum-x", "pro", "hpn", "shift", "scale"]
 )
 def test_registry_keys_are_unique(experiments: tuple[Experiment, ...]) -> None:
     keys = [exp.key for exp in experiments]
     assert len(keys) == len(set(keys))
     for exp in experiments:
         assert len({r.key for r in exp.runs}) == len(exp.runs), exp.key
-    assert set(PAPERS) == {"mrc", "spectrum-x", "pro", "hpn", "shift"}
+    assert set(PAPERS) == {"mrc", "spectrum-x", "pro", "hpn", "shift", "scale"}
 
 
 def test_unknown_paper_is_refused() -> None:

@@ -25,6 +25,8 @@ PAPERS: dict[str, str] = {
     "pro": "pro-deterministic-lb.txt",
     "hpn": "alibaba-hpn.txt",
     "shift": "shift-rdma-failover.txt",
+    "scale": "the flow model: calibrated against the packet model, then spectrum-x.txt s6.6, "
+    "mrc-srv6-multiplane.txt and alibaba-hpn.txt at full-cluster scale",
 }
 
 

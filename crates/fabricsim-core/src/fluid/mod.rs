@@ -132,6 +132,8 @@ struct Stream {
     updated: Time,
     /// Bumped whenever its rate changes: older finish events are stale.
     epoch: u32,
+    /// Its QP has sent every message posted before it.
+    started: bool,
     /// In the rate computation (not stalled, not waiting, not done).
     flowing: bool,
     done: bool,
@@ -211,6 +213,10 @@ pub struct FluidSimulation {
     /// Streams of each transfer not yet arrived.
     transfer_parts: Vec<u32>,
     streams: Vec<Stream>,
+    /// Slots of streams that arrived, for new ones.
+    free_streams: Vec<u32>,
+    /// Each QP's streams in the order posted; the first is sending.
+    qp_queue: Vec<std::collections::VecDeque<u32>>,
     /// Flowing streams of each bundle.
     users: Vec<Vec<u32>>,
     dirty: Vec<u32>,
@@ -225,6 +231,7 @@ pub struct FluidSimulation {
     end: Time,
     recomputes: u64,
     rate_updates: u64,
+    posted_streams: u64,
     qp_errors: u64,
     delivered: f64,
     /// Payload bytes each NIC has received.
@@ -392,6 +399,8 @@ impl FluidSimulation {
             transfer_parts: vec![0; n_transfers],
             jobs,
             streams: Vec::new(),
+            free_streams: Vec::new(),
+            qp_queue: Vec::new(),
             users: vec![Vec::new(); n_bundles],
             dirty: Vec::new(),
             is_dirty: vec![false; n_bundles],
@@ -403,6 +412,7 @@ impl FluidSimulation {
             end: Time::MAX,
             recomputes: 0,
             rate_updates: 0,
+            posted_streams: 0,
             qp_errors: 0,
             delivered: 0.0,
             samples: report::Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
@@ -416,6 +426,7 @@ impl FluidSimulation {
         for b in 0..n_bundles {
             sim.capacity[b] = sim.bundle_capacity(b as u32);
         }
+        sim.qp_queue = vec![Default::default(); sim.qps.len()];
         sim.set_ideals();
         sim.end = sim.run_end();
         Ok(Some(sim))
@@ -639,11 +650,12 @@ impl FluidSimulation {
         }
     }
 
-    /// Starts a stream of `bytes` on QP `qp` for `owner`.
-    fn start_stream(&mut self, owner: Owner, qp: u32, bytes: u64, cap: f64) {
-        let s = self.streams.len() as u32;
+    /// Posts a stream of `bytes` on QP `qp` for `owner`: it starts once
+    /// the QP has sent the messages posted before it (a QP sends its
+    /// messages in order, as the packet model's does).
+    fn post_stream(&mut self, owner: Owner, qp: u32, bytes: u64, cap: f64) {
         let now = self.now();
-        self.streams.push(Stream {
+        let stream = Stream {
             owner,
             qp,
             left: bytes as f64,
@@ -652,13 +664,49 @@ impl FluidSimulation {
             route: Route::default(),
             updated: now,
             epoch: 0,
+            started: false,
             flowing: false,
             done: false,
             stalled_since: None,
             resume_at: now,
-        });
+        };
+        // A slot freed by a stream that arrived; its epoch goes on counting,
+        // so that the old stream's events stay stale.
+        let s = match self.free_streams.pop() {
+            Some(s) => {
+                let epoch = self.streams[s as usize].epoch + 1;
+                self.streams[s as usize] = Stream { epoch, ..stream };
+                s
+            }
+            None => {
+                self.streams.push(stream);
+                self.streams.len() as u32 - 1
+            }
+        };
+        self.posted_streams += 1;
+        self.qp_queue[qp as usize].push_back(s);
+        if self.qp_queue[qp as usize].len() == 1 {
+            self.start_stream(s);
+        }
+    }
+
+    /// The QP's first message starts sending.
+    fn start_stream(&mut self, s: u32) {
+        self.streams[s as usize].started = true;
+        self.streams[s as usize].updated = self.now();
+        self.streams[s as usize].resume_at = self.now();
         let route = self.route_of(s);
         self.set_route(s, route);
+    }
+
+    /// Stream `s` has sent its last byte: the next message of its QP starts.
+    fn next_on_qp(&mut self, s: u32) {
+        let qp = self.streams[s as usize].qp as usize;
+        debug_assert_eq!(self.qp_queue[qp].front(), Some(&s));
+        self.qp_queue[qp].pop_front();
+        if let Some(&next) = self.qp_queue[qp].front() {
+            self.start_stream(next);
+        }
     }
 
     /// Gives stream `s` a new route, joining or leaving the rate
@@ -763,7 +811,7 @@ impl FluidSimulation {
     /// Every stream not done takes the route the fabric gives it now.
     fn reroute_all(&mut self) {
         for s in 0..self.streams.len() as u32 {
-            if self.streams[s as usize].done {
+            if !self.streams[s as usize].started || self.streams[s as usize].done {
                 continue;
             }
             let route = self.route_of(s);
@@ -847,6 +895,7 @@ impl FluidSimulation {
         stream.done = true;
         let latency = self.latency(&self.streams[s as usize].route.path);
         self.events.schedule_in(latency, Event::Arrived(s));
+        self.next_on_qp(s);
     }
 
     /// One packet's way along `path`: each hop's propagation and the next
@@ -864,23 +913,27 @@ impl FluidSimulation {
 
     fn on_resume(&mut self, s: u32) {
         let stream = &self.streams[s as usize];
-        if stream.done || stream.stalled_since.is_some() || stream.resume_at > self.now() {
+        if !stream.started || stream.done || stream.stalled_since.is_some() || stream.resume_at > self.now() {
             return;
         }
         self.join(s);
     }
 
-    /// A stall that lasted the transport's whole retry budget fails the QP.
+    /// A stall that lasted the transport's whole retry budget fails the QP
+    /// and every message posted on it.
     fn on_give_up(&mut self, s: u32, since: Time) {
         let stream = &self.streams[s as usize];
-        if stream.done || stream.stalled_since != Some(since) {
+        if !stream.started || stream.done || stream.stalled_since != Some(since) {
             return;
         }
-        self.streams[s as usize].done = true;
         self.qp_errors += 1;
-        match self.streams[s as usize].owner {
-            Owner::Flow(f) => self.flow_failed(f),
-            Owner::Transfer(t) => self.transfer_failed(t),
+        let qp = stream.qp as usize;
+        for failed in std::mem::take(&mut self.qp_queue[qp]) {
+            self.streams[failed as usize].done = true;
+            match self.streams[failed as usize].owner {
+                Owner::Flow(f) => self.flow_failed(f),
+                Owner::Transfer(t) => self.transfer_failed(t),
+            }
         }
     }
 }

@@ -39,6 +39,9 @@ const UNREACHABLE: u16 = u16::MAX;
 
 pub struct Routing {
     node_ports: Vec<Vec<PortId>>,
+    /// Each node's ports to switches, in order: what a search walks (a
+    /// ToR of a big fabric has hundreds of NICs below it).
+    switch_ports: Vec<Vec<PortId>>,
     /// The node at the far end of each port.
     peer_node: Vec<NodeId>,
     is_nic: Vec<bool>,
@@ -51,6 +54,10 @@ pub struct Routing {
     dist: Vec<Vec<u16>>,
     /// Classes of NICs asked for, by node: cleared with the view.
     class_of: FastMap<u32, u32>,
+    /// Next hops of (switch, class) toward the class's switches, once
+    /// read from the distances (the hops into a NIC itself are not kept:
+    /// they differ by NIC).
+    groups: FastMap<(u32, u32), Vec<PortId>>,
     frontier: Vec<u32>,
 }
 
@@ -69,7 +76,11 @@ impl Routing {
             switch_slot[i] = switches as u32;
             switches += 1;
         }
+        let switch_ports = (node_ports.iter())
+            .map(|ports| ports.iter().copied().filter(|p| !is_nic[peer_node[p.0 as usize].0 as usize]).collect())
+            .collect();
         Routing {
+            switch_ports,
             node_ports,
             peer_node,
             is_nic,
@@ -78,6 +89,7 @@ impl Routing {
             classes: FastMap::default(),
             dist: Vec::new(),
             class_of: FastMap::default(),
+            groups: FastMap::default(),
             frontier: Vec::new(),
         }
     }
@@ -99,6 +111,7 @@ impl Routing {
         self.classes.clear();
         self.dist.clear();
         self.class_of.clear();
+        self.groups.clear();
     }
 
     /// The class of NIC `dst` in `view` (NICs on the same switches share
@@ -143,7 +156,7 @@ impl Routing {
         while !self.frontier.is_empty() {
             d = d.saturating_add(1);
             for &node in &self.frontier {
-                for &out in &self.node_ports[node as usize] {
+                for &out in &self.switch_ports[node as usize] {
                     let neighbour = self.peer_node[out.0 as usize];
                     let slot = self.switch_slot[neighbour.0 as usize];
                     if slot == u32::MAX || dist[slot as usize] != UNREACHABLE || !view.node_up[neighbour.0 as usize] {
@@ -176,18 +189,26 @@ impl Routing {
     pub fn next_hops(&mut self, switch: NodeId, dst: NodeId, view: &View, hops: &mut Vec<PortId>) {
         hops.clear();
         let Some(d) = self.distance(switch, dst, view) else { return };
-        let c = self.class_of[&dst.0] as usize;
-        for &out in &self.node_ports[switch.0 as usize] {
-            let next = self.peer_node[out.0 as usize];
-            let closer = if d == 1 {
-                next == dst
-            } else {
-                let slot = self.switch_slot[next.0 as usize];
-                slot != u32::MAX && self.dist[c][slot as usize] == d - 1
-            };
-            if closer && view.usable(out) {
+        if d == 1 {
+            // The switch's ports into the NIC, found from the NIC's few
+            // ports (a switch's ports are numbered in order, as its list is).
+            let from_switch = |p: &&PortId| self.peer_node[p.0 as usize] == switch && view.usable(p.peer());
+            hops.extend(self.node_ports[dst.0 as usize].iter().filter(from_switch).map(|p| p.peer()));
+            hops.sort_unstable_by_key(|p| p.0);
+            return;
+        }
+        let c = self.class_of[&dst.0];
+        if let Some(group) = self.groups.get(&(switch.0, c)) {
+            hops.extend_from_slice(group);
+            return;
+        }
+        let dist = &self.dist[c as usize];
+        for &out in &self.switch_ports[switch.0 as usize] {
+            let slot = self.switch_slot[self.peer_node[out.0 as usize].0 as usize];
+            if slot != u32::MAX && dist[slot as usize] == d - 1 && view.usable(out) {
                 hops.push(out);
             }
         }
+        self.groups.insert((switch.0, c), hops.clone());
     }
 }

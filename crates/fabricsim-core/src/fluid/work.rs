@@ -19,7 +19,7 @@ impl FluidSimulation {
             }
             // The NIC's rate limiter counts wire bytes; streams count payload.
             let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
-            self.start_stream(owner, q, share, cap);
+            self.post_stream(owner, q, share, cap);
             started += 1;
         }
         started
@@ -32,8 +32,9 @@ impl FluidSimulation {
         self.flows[f as usize].parts_left = started;
     }
 
-    /// A stream's last byte arrived.
+    /// A stream's last byte arrived; its slot is free.
     pub(super) fn on_arrived(&mut self, s: u32) {
+        self.free_streams.push(s);
         match self.streams[s as usize].owner {
             Owner::Flow(f) => {
                 let flow = &mut self.flows[f as usize];
