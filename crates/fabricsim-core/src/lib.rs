@@ -1,5 +1,6 @@
 //! fabricsim-core: a discrete-event, packet-level simulator of AI-training
-//! networks. Pure Rust: no Python, no files, no terminal, no wall clock.
+//! networks, with a flow-level model for full-cluster scale. Pure Rust: no
+//! Python, no files, no terminal, no wall clock.
 //!
 //! Modules, lowest layer first (a module only uses modules in lines before
 //! its own; docs/ARCHITECTURE.md has the whole map and a packet's journey):
@@ -18,6 +19,7 @@
 //! - `scenario`: the schema's root and the checks that need no topology.
 //! - `sim`: the `Simulation` that owns everything, runs the loop and routes
 //!   what each element decides.
+//! - `fluid`: the flow-level model of the same scenarios, for whole clusters.
 
 pub mod error;
 pub mod ids;

@@ -871,6 +871,12 @@ impl FluidSimulation {
         for (&s, &rate) in streams.iter().zip(&rates) {
             self.advance(s, now);
             let stream = &mut self.streams[s as usize];
+            // A rate that did not change (but for rounding) keeps its finish
+            // event: a stream far from the change is not rescheduled, and the
+            // queue does not fill with stale events.
+            if stream.rate > 0.0 && (rate - stream.rate).abs() <= 1e-12 * stream.rate {
+                continue;
+            }
             stream.epoch += 1;
             stream.rate = rate;
             self.rate_updates += 1;
