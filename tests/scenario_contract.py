@@ -424,6 +424,36 @@ def traffic_kinds() -> dict[str, Any]:
     return scenario
 
 
+def flow_job() -> dict[str, Any]:
+    """The flow model: the job's all-reduce beside a permutation, a spine link down and back."""
+    scenario = job()
+    scenario["name"] = "flow_job"
+    scenario["mode"] = "flow"
+    scenario["traffic"] = [{"kind": "permutation", "bytes": "64KiB", "rate": "50Gbps"}]
+    scenario["faults"] = [
+        {"kind": "link_down", "at": "2us", "port": "t0.p0.0:2"},
+        {"kind": "link_up", "at": "30us", "port": "t0.p0.0:2"},
+    ]
+    scenario["switch"] = {"reconvergence_delay": "5us"}
+    return scenario
+
+
+def flow_spray() -> dict[str, Any]:
+    """The flow model spraying: Spectrum-X on two planes, a NIC port down, a switch down and back."""
+    scenario = spx()
+    scenario["name"] = "flow_spray"
+    scenario["mode"] = "flow"
+    scenario["flow_mode"] = {"detection": "3us"}
+    scenario.pop("telemetry", None)
+    scenario["traffic"].append({"kind": "all_to_all", "bytes": "16KiB"})
+    scenario["faults"] = [
+        {"kind": "nic_port_down", "at": "1us", "nic": 0, "port": 1},
+        {"kind": "switch_down", "at": "4us", "switch": "t1.p1.0"},
+        {"kind": "switch_up", "at": "20us", "switch": "t1.p1.0"},
+    ]
+    return scenario
+
+
 BASES = {
     f.__name__: f
     for f in (
@@ -443,6 +473,8 @@ BASES = {
         clustermapper,
         explicit,
         traffic_kinds,
+        flow_job,
+        flow_spray,
     )
 }
 
