@@ -101,11 +101,19 @@ fn ecmp_puts_each_qp_where_the_packet_model_does() {
 }
 
 /// One flow across two spines; the link its QP hashes to fails at 100us
-/// and routes converge 1 ms later. RoCE resends at its timeouts (250us
-/// apart), the first after convergence being exactly 1 ms after the
-/// failure: the flow ends exactly 1 ms late.
+/// and routes converge 900us later. A 10 MB flow has sent all it had into
+/// the dead link by then: RoCE resends at its next timeout (250us apart),
+/// exactly 1 ms after the failure. A 100 MB flow is still sending when the
+/// routes converge: its receiver NAKs the gap and it goes back at once,
+/// exactly 900us late.
 #[test]
 fn a_failure_stalls_a_qp_for_exactly_the_reaction_time() {
+    for (bytes, late) in [("10MB", 1e-3), ("100MB", 900e-6)] {
+        stall(bytes, late);
+    }
+}
+
+fn stall(bytes: &str, expected: f64) {
     let base = json!({
         "topology": {"kind": "explicit",
             "nodes": [
@@ -119,9 +127,9 @@ fn a_failure_stalls_a_qp_for_exactly_the_reaction_time() {
                 {"a": "tor0", "b": "s1", "rate": "100Gbps", "delay": "1us"},
                 {"a": "tor1", "b": "s0", "rate": "100Gbps", "delay": "1us"},
                 {"a": "tor1", "b": "s1", "rate": "100Gbps", "delay": "1us"}]},
-        "switch": {"reconvergence_delay": "1ms"},
+        "switch": {"reconvergence_delay": "900us"},
         "transport": {"kind": "rocev2", "qps": 1, "retransmit_timeout": "250us"},
-        "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": "10MB"}],
+        "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": bytes}],
     });
     let pristine = run_flow(base.clone());
     let (node, port, tx) =
@@ -131,7 +139,7 @@ fn a_failure_stalls_a_qp_for_exactly_the_reaction_time() {
     failed["faults"] = json!([{"kind": "link_down", "at": "100us", "port": format!("tor0:{}", port[used])}]);
     let out = run_flow(failed);
     let late = fcts(&out)[0] - fcts(&pristine)[0];
-    assert!((late - 1e-3).abs() < 1e-11, "{late}");
+    assert!((late - expected).abs() < 1e-11, "{bytes}: {late}");
 }
 
 /// A scenario the flow model cannot run is refused, naming the field.

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..results import Results
-from .framework import Experiment, Outcome, Row, Run
+from .framework import CONTRADICTS, Experiment, Outcome, Row, Run
 
 __all__ = ["EXPERIMENTS"]
 
@@ -88,13 +88,16 @@ def _calibration_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quic
                     continue
                 a, b = _times(packet), _times(flow)
                 label = f"{case}, {design}{', uplink down' if failed else ''}"
-                if a is None or b is None:
-                    rows.append(Row(label, "flow / packet", "did not complete", verdict="contradicts"))
-                    continue
                 collective = case != "permutation"
                 # 16 MB collectives are bandwidth-bound: the target is 5%. Flows get no claim (their tail is
                 # set by congestion control, which the flow model leaves out).
                 expect = (0.95, 1.05) if collective else None
+                if a is None or b is None:
+                    which = " and ".join(m for m, t in (("packet", a), ("flow", b)) if t is None)
+                    metrics = [f"{label}: CCT flow / packet"] if collective else [f"{label}: FCT p50 flow / packet"]
+                    for metric in metrics:
+                        rows.append(Row(metric, "", f"{which} did not complete", verdict=CONTRADICTS))
+                    continue
                 if collective:
                     rows.append(
                         Row(
