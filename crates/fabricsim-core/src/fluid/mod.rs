@@ -137,10 +137,8 @@ struct Stream {
     /// In the rate computation (not stalled, not waiting, not done).
     flowing: bool,
     done: bool,
-    /// Since when nothing it sends arrives, and the rate it goes on
-    /// sending into the dead path meanwhile.
+    /// Since when nothing it sends arrives.
     stalled_since: Option<Time>,
-    stall_rate: f64,
     /// A stall ended: it sends again only from here (RoCE's next timeout).
     resume_at: Time,
 }
@@ -670,7 +668,6 @@ impl FluidSimulation {
             flowing: false,
             done: false,
             stalled_since: None,
-            stall_rate: 0.0,
             resume_at: now,
         };
         // A slot freed by a stream that arrived; its epoch goes on counting,
@@ -717,7 +714,6 @@ impl FluidSimulation {
     fn set_route(&mut self, s: u32, route: Route) {
         let now = self.now();
         self.advance(s, now);
-        let rate_before = self.streams[s as usize].rate;
         self.leave(s);
         let delivers = route.delivered > 0.0;
         let resume = match self.streams[s as usize].stalled_since {
@@ -729,7 +725,6 @@ impl FluidSimulation {
         match (delivers, stream.stalled_since) {
             (false, None) => {
                 stream.stalled_since = Some(now);
-                stream.stall_rate = rate_before;
                 let give_up = self.scenario.transport.give_up_time();
                 self.events.schedule_in(give_up, Event::GiveUp { stream: s, since: now });
             }
@@ -749,8 +744,9 @@ impl FluidSimulation {
     }
 
     /// When a QP whose paths were all dead from `since` until `now` sends
-    /// again. RoCE (go-back-N, one path) kept sending into the dead path at
-    /// its rate: if it is still sending when the path comes back, the
+    /// again. RoCE (go-back-N, one path) kept sending into the dead path,
+    /// at its port's line rate (no congestion notification comes back to
+    /// slow it): if it is still sending when the path comes back, the
     /// receiver sees the gap and NAKs it, and the QP goes back at once;
     /// if it had sent all it had, only its next retransmission timeout
     /// recovers it. Transports that spray retransmit as soon as a path
@@ -759,7 +755,11 @@ impl FluidSimulation {
         match (&self.scenario.transport, self.placement) {
             (TransportSpec::Rocev2(c), Placement::Hash) => {
                 let stream = &self.streams[s as usize];
-                let lost = stream.stall_rate * (now - since).as_secs_f64();
+                let qp = self.qps[stream.qp as usize];
+                let ports = self.routing.node_ports(qp.src);
+                let port = ports[qp.port_index as usize % ports.len()];
+                let line = self.rate[port.0 as usize] as f64 / 8.0 * self.efficiency;
+                let lost = line * (now - since).as_secs_f64();
                 let queued: f64 =
                     self.qp_queue[stream.qp as usize].iter().map(|&q| self.streams[q as usize].left).sum();
                 if queued > lost {

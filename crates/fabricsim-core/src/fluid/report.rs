@@ -128,7 +128,6 @@ impl FluidSimulation {
             flowing: false,
             done: true,
             stalled_since: None,
-            stall_rate: 0.0,
             resume_at: Time::ZERO,
         };
         self.streams.push(probe);
