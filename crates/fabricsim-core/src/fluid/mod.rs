@@ -52,7 +52,7 @@ use crate::sim::{Progress, Setup};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::{QpSetup, TransportSpec};
 use crate::units::Time;
-use crate::workload::{self, program, FlowSpec};
+use crate::workload::{self, FlowSpec};
 
 /// Which model runs a scenario.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -257,30 +257,10 @@ impl FluidSimulation {
         if topo.nics().is_empty() {
             return invalid("topology", "it has no NICs: nothing could send");
         }
-        let component = topo.components();
-        let unreachable = |a: NodeId, b: NodeId| {
-            (component[a.0 as usize] != component[b.0 as usize])
-                .then(|| format!("{} and {} have no path between them", topo.name(a), topo.name(b)))
-        };
-        let flow_specs = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
-        for (f, spec) in flow_specs.iter().enumerate() {
-            if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
-                return invalid("traffic", format!("flow {f} uses a NIC without ports"));
-            }
-            if let Some(why) = unreachable(spec.src, spec.dst) {
-                return invalid("traffic", format!("flow {f}: {why}"));
-            }
-        }
-        if !setup.goes_on() {
+        let Some((flow_specs, program)) = crate::sim::build::expand_workload(&scenario, &topo, &node_ports, setup)?
+        else {
             return Ok(None);
-        }
-        let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
-        for (j, job) in program.jobs.iter().enumerate() {
-            let first = job.nics[0];
-            if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
-                return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
-            }
-        }
+        };
         let faults = crate::faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
         let nics = topo.nics();
         let port = |text: &str, field: String| crate::faults::resolve_port(&topo, &node_ports, text, &field);

@@ -125,31 +125,10 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     if topo.nics().is_empty() {
         return invalid("topology", "it has no NICs: nothing could send");
     }
-    let component = topo.components();
-    let unreachable = |a: NodeId, b: NodeId| {
-        (component[a.0 as usize] != component[b.0 as usize])
-            .then(|| format!("{} and {} have no path between them", topo.name(a), topo.name(b)))
-    };
-    let flows = workload::expand(&scenario.traffic, &topo, scenario.transport.qps(), seed)?;
+    let Some((flows, program)) = expand_workload(scenario, &topo, &node_ports, setup)? else { return Ok(None) };
     for (f, spec) in flows.iter().enumerate() {
-        if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
-            return invalid("traffic", format!("flow {f} uses a NIC without ports"));
-        }
-        if let Some(why) = unreachable(spec.src, spec.dst) {
-            return invalid("traffic", format!("flow {f}: {why}"));
-        }
         if matches!(spec.verb, Verb::Send | Verb::Read) && !scenario.transport.sends_and_reads() {
             return invalid("traffic", format!("flow {f}: op: {} {SENDS_NEED}", spec.verb.name()));
-        }
-    }
-    if !setup.goes_on() {
-        return Ok(None);
-    }
-    let program = program::expand(&scenario.jobs, &topo, scenario.transport.qps(), seed)?;
-    for (j, job) in program.jobs.iter().enumerate() {
-        let first = job.nics[0];
-        if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
-            return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
         }
     }
     let two_sided = |c: &&program::CollectiveRun| matches!(c.verb, Verb::Send | Verb::Read);
@@ -203,6 +182,42 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         denied_links,
         footprint: whole,
     }))
+}
+
+/// The scenario's flows and jobs, expanded, every flow's ends and every
+/// job's ranks able to reach each other; `Ok(None)` when `setup`'s hook
+/// stopped it. Both models start from these.
+pub(crate) fn expand_workload(
+    scenario: &Scenario,
+    topo: &Topology,
+    node_ports: &[Vec<PortId>],
+    setup: &mut Setup<'_>,
+) -> Result<Option<(Vec<FlowSpec>, Program)>, ScenarioError> {
+    let component = topo.components();
+    let unreachable = |a: NodeId, b: NodeId| {
+        (component[a.0 as usize] != component[b.0 as usize])
+            .then(|| format!("{} and {} have no path between them", topo.name(a), topo.name(b)))
+    };
+    let flows = workload::expand(&scenario.traffic, topo, scenario.transport.qps(), scenario.seed)?;
+    for (f, spec) in flows.iter().enumerate() {
+        if node_ports[spec.src.0 as usize].is_empty() || node_ports[spec.dst.0 as usize].is_empty() {
+            return invalid("traffic", format!("flow {f} uses a NIC without ports"));
+        }
+        if let Some(why) = unreachable(spec.src, spec.dst) {
+            return invalid("traffic", format!("flow {f}: {why}"));
+        }
+    }
+    if !setup.goes_on() {
+        return Ok(None);
+    }
+    let program = program::expand(&scenario.jobs, topo, scenario.transport.qps(), scenario.seed)?;
+    for (j, job) in program.jobs.iter().enumerate() {
+        let first = job.nics[0];
+        if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
+            return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
+        }
+    }
+    Ok(Some((flows, program)))
 }
 
 /// How many items a build's loops create between two questions to the

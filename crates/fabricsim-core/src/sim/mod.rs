@@ -10,7 +10,7 @@
 //! `report` builds the output tables. They share this struct; each handler
 //! does one thing and schedules what happens next.
 
-mod build;
+pub(crate) mod build;
 mod clustermapper;
 mod control;
 mod conweave;
