@@ -332,6 +332,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     for warning in results.summary.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
+    for ignored in results.summary.get("flow_mode_ignores", []):
+        print(f"warning: the flow model runs without {ignored}", file=sys.stderr)
     console = Console()
     console.print(_summary_table(name, results))
     if results.summary.get("jobs"):
