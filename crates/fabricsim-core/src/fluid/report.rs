@@ -4,16 +4,13 @@
 use serde_json::json;
 
 use super::{Event, FluidSimulation, Owner, Stream};
-use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
+use crate::metrics::{percentile, Column, RunOutput, Series, StopReason, Table};
 use crate::net::PortId;
 use crate::units::{Rate, Time};
 
 /// Sampled time series in long format, as the packet model writes them.
 pub(super) struct Samples {
-    time: Vec<Option<f64>>,
-    entity: Vec<String>,
-    metric: Vec<String>,
-    value: Vec<Option<f64>>,
+    series: Series,
     last_port_tx: Vec<f64>,
     last_host_rx: Vec<f64>,
     last_time: Time,
@@ -22,10 +19,7 @@ pub(super) struct Samples {
 impl Samples {
     pub(super) fn new(ports: usize, hosts: usize) -> Samples {
         Samples {
-            time: Vec::new(),
-            entity: Vec::new(),
-            metric: Vec::new(),
-            value: Vec::new(),
+            series: Series::default(),
             last_port_tx: vec![0.0; ports],
             last_host_rx: vec![0.0; hosts],
             last_time: Time::ZERO,
@@ -33,10 +27,7 @@ impl Samples {
     }
 
     fn push(&mut self, t: Time, entity: String, metric: &str, value: f64) {
-        self.time.push(Some(t.as_secs_f64()));
-        self.entity.push(entity);
-        self.metric.push(metric.to_string());
-        self.value.push(Some(value));
+        self.series.push(t.as_secs_f64(), entity, metric, value);
     }
 }
 
@@ -255,11 +246,7 @@ impl FluidSimulation {
         ports.push("tx_bytes", Column::Int(ids.iter().map(|&p| self.port_tx_bytes(p).round() as u64).collect()));
 
         let samples = std::mem::replace(&mut self.samples, Samples::new(0, 0));
-        let mut timeseries = Table::default();
-        timeseries.push("time_s", Column::Float(samples.time));
-        timeseries.push("entity", Column::Text(samples.entity));
-        timeseries.push("metric", Column::Text(samples.metric));
-        timeseries.push("value", Column::Float(samples.value));
+        let timeseries = samples.series.into_table();
 
         let f = &self.flows;
         let mut slowdowns: Vec<f64> = f.iter().zip(&fct).filter_map(|(x, t)| slowdown(x, t)).collect();

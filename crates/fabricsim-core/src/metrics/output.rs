@@ -45,6 +45,42 @@ impl Table {
     }
 }
 
+/// Time series in long format (time, entity, metric, value), as the
+/// timeseries table holds them.
+#[derive(Clone, Debug, Default)]
+pub struct Series {
+    time: Vec<Option<f64>>,
+    entity: Vec<String>,
+    metric: Vec<String>,
+    value: Vec<Option<f64>>,
+}
+
+impl Series {
+    pub fn push(&mut self, time_s: f64, entity: String, metric: &str, value: f64) {
+        self.time.push(Some(time_s));
+        self.entity.push(entity);
+        self.metric.push(metric.to_string());
+        self.value.push(Some(value));
+    }
+
+    pub fn len(&self) -> usize {
+        self.time.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.time.is_empty()
+    }
+
+    pub fn into_table(self) -> Table {
+        let mut table = Table::default();
+        table.push("time_s", Column::Float(self.time));
+        table.push("entity", Column::Text(self.entity));
+        table.push("metric", Column::Text(self.metric));
+        table.push("value", Column::Float(self.value));
+        table
+    }
+}
+
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::jobs::Jobs;
 use super::{Event, Simulation};
 use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
-use crate::metrics::{percentile, Column, RunOutput, StopReason, Table};
+use crate::metrics::{percentile, Column, RunOutput, Series, StopReason, Table};
 use crate::net::{PortId, DROP_CAUSES};
 use crate::switch::Balancer;
 use crate::topology::Topology;
@@ -15,10 +15,7 @@ use crate::units::Time;
 
 /// Sampled time series in long format.
 pub(super) struct Samples {
-    time: Vec<Option<f64>>,
-    entity: Vec<String>,
-    metric: Vec<String>,
-    value: Vec<Option<f64>>,
+    series: Series,
     last_port_tx: Vec<u64>,
     last_host_rx: Vec<u64>,
     /// Per sampled host, per port: bytes sent at the last sample.
@@ -29,10 +26,7 @@ pub(super) struct Samples {
 impl Samples {
     pub(super) fn new(ports: usize, hosts: usize) -> Samples {
         Samples {
-            time: Vec::new(),
-            entity: Vec::new(),
-            metric: Vec::new(),
-            value: Vec::new(),
+            series: Series::default(),
             last_port_tx: vec![0; ports],
             last_host_rx: vec![0; hosts],
             last_plane_tx: vec![Vec::new(); hosts],
@@ -41,10 +35,7 @@ impl Samples {
     }
 
     fn push(&mut self, t: Time, entity: &str, metric: &str, value: f64) {
-        self.time.push(Some(t.as_secs_f64()));
-        self.entity.push(entity.to_string());
-        self.metric.push(metric.to_string());
-        self.value.push(Some(value));
+        self.series.push(t.as_secs_f64(), entity.to_string(), metric, value);
     }
 }
 
@@ -92,7 +83,7 @@ impl Simulation {
             }
         }
         self.samples.last_time = now;
-        if self.samples.time.len() as u64 > self.limits.sample_rows {
+        if self.samples.series.len() as u64 > self.limits.sample_rows {
             // Sampling on would outgrow the memory the run may take.
             self.halt = Some(StopReason::MemoryLimit);
             return;
@@ -189,11 +180,7 @@ impl Simulation {
         ports.push("max_queue_bytes", Column::Int(ps.iter().map(|p| p.counters.max_queue_bytes).collect()));
 
         let samples = std::mem::replace(&mut self.samples, Samples::new(0, 0));
-        let mut timeseries = Table::default();
-        timeseries.push("time_s", Column::Float(samples.time));
-        timeseries.push("entity", Column::Text(samples.entity));
-        timeseries.push("metric", Column::Text(samples.metric));
-        timeseries.push("value", Column::Float(samples.value));
+        let timeseries = samples.series.into_table();
 
         let mut slowdowns: Vec<f64> =
             f.iter().zip(&fct).filter_map(|(x, t)| t.map(|t| t / x.ideal.as_secs_f64().max(1e-18))).collect();
