@@ -49,7 +49,7 @@ use crate::net::{headers, Forwarding, PortId};
 use crate::scenario::Scenario;
 use crate::sim::jobs::Jobs;
 use crate::sim::{Progress, Setup};
-use crate::topology::{NodeId, NodeRole, Topology};
+use crate::topology::{NodeId, Topology};
 use crate::transport::{QpSetup, TransportSpec};
 use crate::units::Time;
 use crate::workload::{self, FlowSpec};
@@ -242,9 +242,6 @@ pub struct FluidSimulation {
     ignored: Vec<&'static str>,
 }
 
-/// A transfer or flow message's QPs that started, by owner.
-const ASK_EVERY: usize = 1 << 14;
-
 impl FluidSimulation {
     /// Builds the flow model of `scenario`; `Ok(None)` when `setup`'s hook
     /// stopped it.
@@ -294,30 +291,12 @@ impl FluidSimulation {
             let conn = connect(spec.src, spec.dst, spec.qps, f);
             flows.push(FlowRun { spec, conn, parts_left: 0, end: None, failed: false, ideal: Time::ZERO });
         }
-        let mut by_key: crate::engine::FastMap<(JobId, u32, u32, NodeId, NodeId), u32> = Default::default();
-        let mut transfer_conn = Vec::with_capacity(program.transfers.len());
-        for (i, t) in program.transfers.iter().enumerate() {
-            if i % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
-                return Ok(None);
-            }
-            let run = &program.collectives[t.collective];
-            let job = program.phases[run.phase].job;
-            let nics = &program.jobs[job].nics;
-            let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
-            let host = |n: NodeId| match topo.node(n).role {
-                NodeRole::Nic { host, .. } => Some(host),
-                NodeRole::Switch { .. } => None,
-            };
-            if host(src) == host(dst) {
-                transfer_conn.push(None);
-                continue;
-            }
-            let key = (job, t.channel, run.qps, src, dst);
-            let conn = *by_key.entry(key).or_insert_with(|| connect(src, dst, run.qps, t.channel as usize));
-            transfer_conn.push(Some(crate::ids::ConnectionId(conn)));
-        }
+        let connect_job = |src, dst, qps, channel| crate::ids::ConnectionId(connect(src, dst, qps, channel));
+        let Some(transfer_conn) = crate::sim::build::transfer_connections(&program, &topo, setup, connect_job) else {
+            return Ok(None);
+        };
         let n_transfers = program.transfers.len();
-        let jobs = Jobs::new(program, transfer_conn.into(), topo.nodes.len(), connections.len());
+        let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), connections.len());
 
         let placement = placement_of(&scenario);
         let bundles = match placement {

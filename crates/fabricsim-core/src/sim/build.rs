@@ -220,6 +220,43 @@ pub(crate) fn expand_workload(
     Ok(Some((flows, program)))
 }
 
+/// The connection of each collective transfer, opened by `connect(src,
+/// dst, qps, channel)` the first time it is needed: one per (job, channel,
+/// QP count, source NIC, destination NIC), as NCCL opens connections per
+/// communicator and channel; none between GPUs of one host. Both models
+/// open them in this order, so their QPs are numbered alike. `None` when
+/// `setup`'s hook stopped it.
+pub(crate) fn transfer_connections(
+    program: &Program,
+    topo: &Topology,
+    setup: &mut Setup<'_>,
+    mut connect: impl FnMut(NodeId, NodeId, u32, usize) -> ConnectionId,
+) -> Option<Arena<TransferId, Option<ConnectionId>>> {
+    let mut by_key: FastMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = FastMap::default();
+    let mut transfer_conn: Arena<TransferId, Option<ConnectionId>> = Arena::default();
+    for (i, t) in program.transfers.iter().enumerate() {
+        if i % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
+            return None;
+        }
+        let run = &program.collectives[t.collective];
+        let job = program.phases[run.phase].job;
+        let nics = &program.jobs[job].nics;
+        let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
+        let same_host = match (topo.node(src).role, topo.node(dst).role) {
+            (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
+            _ => false,
+        };
+        if same_host {
+            transfer_conn.push(None);
+            continue;
+        }
+        let key = (job, t.channel, run.qps, src, dst);
+        let conn = *by_key.entry(key).or_insert_with(|| connect(src, dst, run.qps, t.channel as usize));
+        transfer_conn.push(Some(conn));
+    }
+    Some(transfer_conn)
+}
+
 /// How many items a build's loops create between two questions to the
 /// caller's `keep_going` hook.
 const ASK_EVERY: usize = 1 << 14;
@@ -412,38 +449,11 @@ pub(super) fn build(
         });
     }
 
-    // One connection per (job, channel, QP count, source NIC, destination
-    // NIC): NCCL opens connections per communicator and channel.
-    let mut by_key: FastMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = FastMap::default();
-    let mut transfer_conn: Arena<TransferId, Option<ConnectionId>> = Arena::default();
-    for (i, t) in program.transfers.iter().enumerate() {
-        if i % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
-            return Ok(None);
-        }
-        let run = &program.collectives[t.collective];
-        let job = program.phases[run.phase].job;
-        let nics = &program.jobs[job].nics;
-        let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
-        let same_host = match (topo.node(src).role, topo.node(dst).role) {
-            (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
-            _ => false,
-        };
-        if same_host {
-            transfer_conn.push(None);
-            continue;
-        }
-        let key = (job, t.channel, run.qps, src, dst);
-        let conn = match by_key.get(&key) {
-            Some(&c) => c,
-            None => {
-                let ends = Ends { src, dst, qps: run.qps, offset: t.channel as usize, job: true };
-                let c = links.connect(&ports, &node_ports, srv6.as_ref(), disjoint.as_mut(), ends);
-                by_key.insert(key, c);
-                c
-            }
-        };
-        transfer_conn.push(Some(conn));
-    }
+    let connect = |src, dst, qps, offset| {
+        let ends = Ends { src, dst, qps, offset, job: true };
+        links.connect(&ports, &node_ports, srv6.as_ref(), disjoint.as_mut(), ends)
+    };
+    let Some(transfer_conn) = transfer_connections(&program, &topo, setup, connect) else { return Ok(None) };
     let path_search = disjoint.map(|d| d.tally);
     links.pair_directions();
     let shift = match scenario.nic.shift {
