@@ -341,6 +341,20 @@ def test_bench_collective_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["packet_hops"] > 0
 
 
+def test_bench_flow_mode_case(capsys: pytest.CaptureFixture[str]) -> None:
+    # The built-in case (131,072 NICs), cut down to radix 16 (128 NICs) to keep the test fast.
+    code, out, err = fabricsim_cli(
+        capsys, "bench", "--case", "flow-mode", "--json", "-s", "topology.radix=16", "-s", "jobs.0.ranks=128"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    flow_keys = {"wall_s", "events_per_s", "peak_rss_bytes", "events", "sim_time_s", "rate_computations", "streams"}
+    assert set(report) == flow_keys
+    # Each channel's ring is one stream: the run is a handful of events.
+    assert report["streams"] == 2
+    assert report["sim_time_s"] > 0
+
+
 def test_bench_all_cases_keeps_the_reference_keys_on_top(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -351,9 +365,10 @@ def test_bench_all_cases_keeps_the_reference_keys_on_top(
     code, out, err = fabricsim_cli(capsys, "bench", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert set(report) == BENCH_KEYS | {"collective", "mrc", "spx"}
+    assert set(report) == BENCH_KEYS | {"collective", "mrc", "spx", "flow-mode"}
     assert report["wall_s"] == 1.0
     assert report["collective"] == report["mrc"] == report["spx"] == dict.fromkeys(BENCH_KEYS, 2.0)
+    assert report["flow-mode"] == dict.fromkeys(BENCH_KEYS, 2.0)
     code, out, _ = fabricsim_cli(capsys, "bench")
     assert code == 0
     assert "fabricsim bench: flows" in out

@@ -74,7 +74,14 @@ LIMIT_STOPS = ("time_limit", "livelock", "stalled", "memory_limit")
 # The built-in cases of `fabricsim bench`: the flow reference scenario of
 # issue 2, the collective case of issue 3, the MRC case of issue 4 and the
 # Spectrum-X case of issue 12, all fixed; docs/PERFORMANCE.md compares runs of them over time.
-BENCH_CASES = {"flows": "bench", "collective": "bench_collective", "mrc": "bench_mrc", "spx": "bench_spx"}
+# The flow-mode case (issue 16) runs MRC's 131,072-NIC fabric in the flow model.
+BENCH_CASES = {
+    "flows": "bench",
+    "collective": "bench_collective",
+    "mrc": "bench_mrc",
+    "spx": "bench_spx",
+    "flow-mode": "bench_flow_mode",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -264,8 +271,8 @@ def _parser() -> argparse.ArgumentParser:
         choices=(*BENCH_CASES, "all"),
         help="built-in case: flows (the 1,024-host permutation), collective (a 256-rank 8MB ring all-reduce), "
         "mrc (the permutation over MRC), spx (the permutation over four planes, adaptive routing and Spectrum-X "
-        "NICs), or all (default; each in a fresh process, so that each peak memory is "
-        "its own)",
+        "NICs), flow-mode (a 131,072-rank ring all-reduce on MRC's fabric in the flow model), or all (default; "
+        "each in a fresh process, so that each peak memory is its own)",
     )
     _add_overrides(bench)
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
@@ -465,12 +472,17 @@ def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], 
     report = {
         "wall_s": wall_s,
         "events_per_s": summary["events"] / wall_s,
-        "packet_hops_per_s": summary["packet_hops"] / wall_s,
         "peak_rss_bytes": _peak_rss_bytes(),
         "events": summary["events"],
-        "packet_hops": summary["packet_hops"],
         "sim_time_s": summary["sim_time_s"],
     }
+    # The packet model counts packet hops; the flow model, rate computations.
+    if summary.get("mode") == "flow":
+        report["rate_computations"] = summary["rate_computations"]
+        report["streams"] = summary["streams"]
+    else:
+        report["packet_hops"] = summary["packet_hops"]
+        report["packet_hops_per_s"] = summary["packet_hops"] / wall_s
     return report, summary, bool(raw["complete"])
 
 
@@ -616,8 +628,12 @@ def _bench_table(report: Mapping[str, Any], title: str) -> Table:
     table.add_row("wall time", _number(report["wall_s"], "s"))
     table.add_row("events", _count(report["events"]))
     table.add_row("events per second", _count(round(report["events_per_s"])))
-    table.add_row("packet hops", _count(report["packet_hops"]))
-    table.add_row("packet hops per second", _count(round(report["packet_hops_per_s"])))
+    if "packet_hops" in report:
+        table.add_row("packet hops", _count(report["packet_hops"]))
+        table.add_row("packet hops per second", _count(round(report["packet_hops_per_s"])))
+    else:
+        table.add_row("rate computations", _count(report["rate_computations"]))
+        table.add_row("streams", _count(report["streams"]))
     table.add_row("peak memory (RSS)", _number(report["peak_rss_bytes"] / 2**20, "MiB"))
     table.add_row("simulated time", _seconds(report["sim_time_s"]))
     return table

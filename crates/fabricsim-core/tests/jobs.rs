@@ -204,7 +204,7 @@ fn placements_put_ranks_where_they_say() {
             "phases": [{"name": "c", "compute": "1us"}]}))
         .unwrap()
     };
-    let placed = |placement: Value| expand(&[job(placement)], &topo, 1, 1).unwrap().jobs[JobId(0)].nics.clone();
+    let placed = |placement: Value| expand(&[job(placement)], &topo, 1, 1, false).unwrap().jobs[JobId(0)].nics.clone();
     let local = placed(json!("t0_local"));
     assert!(local.iter().all(|&n| tor(n) == tor(local[0])));
     let cross = placed(json!("cross_t1"));
@@ -214,8 +214,10 @@ fn placements_put_ranks_where_they_say() {
     }
     let contiguous = placed(json!("contiguous"));
     assert_eq!(contiguous.iter().map(|n| topo.name(*n)).collect::<Vec<_>>(), ["nic0", "nic1", "nic2", "nic3"]);
-    let (a, b) =
-        (placed(json!("random")), expand(&[job(json!("random"))], &topo, 1, 2).unwrap().jobs[JobId(0)].nics.clone());
+    let (a, b) = (
+        placed(json!("random")),
+        expand(&[job(json!("random"))], &topo, 1, 2, false).unwrap().jobs[JobId(0)].nics.clone(),
+    );
     assert_ne!(a, b, "another seed draws another random placement");
     // Two jobs never share a NIC.
     let two = expand(
@@ -227,6 +229,7 @@ fn placements_put_ranks_where_they_say() {
         &topo,
         1,
         1,
+        false,
     )
     .unwrap();
     assert!(two.jobs[JobId(0)].nics.iter().all(|n| !two.jobs[JobId(1)].nics.contains(n)));

@@ -3,7 +3,8 @@
 
 use serde_json::json;
 
-use super::{Event, FluidSimulation, Owner, Stream};
+use super::{Event, FluidSimulation};
+use crate::ids::Id;
 use crate::metrics::{percentile, Column, RunOutput, Series, StopReason, Table};
 use crate::net::PortId;
 use crate::units::{Rate, Time};
@@ -106,28 +107,29 @@ impl FluidSimulation {
     /// The payload rate QP `q` gets alone on the fabric as it is, and its
     /// one-packet latency.
     fn alone(&mut self, q: u32) -> (f64, Time) {
-        let probe = Stream {
-            owner: Owner::Flow(0),
-            qp: q,
-            left: 0.0,
-            rate: 0.0,
-            cap: f64::INFINITY,
-            route: Default::default(),
-            updated: Time::ZERO,
-            epoch: 0,
-            started: true,
-            flowing: false,
-            done: true,
-            stalled_since: None,
-            resume_at: Time::ZERO,
-        };
-        self.streams.push(probe);
-        let route = self.route_of(self.streams.len() as u32 - 1);
-        self.streams.pop();
-        let rate =
-            (route.uses.iter()).map(|&(b, share)| self.capacity[b as usize] / share).fold(f64::INFINITY, f64::min)
-                * route.delivered;
-        (rate, self.latency(&route.path))
+        let route = self.qp_route(q);
+        (self.rate_alone(&route, f64::INFINITY), self.latency(&route.path))
+    }
+
+    /// The goodput a stream capped at `cap` gets on `route` with the fabric
+    /// to itself.
+    fn rate_alone(&self, route: &super::Route, cap: f64) -> f64 {
+        (route.uses.iter()).map(|&(b, share)| self.capacity[b as usize] / share).fold(cap, f64::min) * route.delivered
+    }
+
+    /// A collective run as whole rings, alone: its slowest ring's bytes at
+    /// the rate its hops allow together, and its tail.
+    fn ideal_rings(&mut self, c: crate::ids::CollectiveId) -> Time {
+        let (first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
+        (first..end)
+            .map(|r| {
+                let route = self.ring_route(r);
+                let ring = &self.rings[r as usize];
+                let rate = self.rate_alone(&route, ring.intra_cap);
+                Time::from_secs_f64(ring.bytes() as f64 / rate) + ring.tail(rate)
+            })
+            .max()
+            .unwrap_or(Time::ZERO)
     }
 
     /// A collective alone: the longer of its chain of dependent transfers,
@@ -135,6 +137,9 @@ impl FluidSimulation {
     /// and its busiest rank's bytes at its NIC's payload rate (the packet
     /// model's alpha-beta bound, `sim/build.rs: ideal_cct`).
     fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
+        if !self.jobs.program.collectives[c].rings.is_empty() {
+            return self.ideal_rings(c);
+        }
         let run = self.jobs.program.collectives[c].clone();
         if run.transfers.is_empty() {
             return Time::ZERO;
@@ -255,7 +260,8 @@ impl FluidSimulation {
         let last_end = f.iter().filter_map(|x| x.end).max().unwrap_or(now);
         let first_start = f.iter().map(|x| x.spec.start).min().unwrap_or(Time::ZERO);
         let span = last_end.saturating_sub(first_start).as_secs_f64();
-        let flow_payload: f64 = f.iter().filter(|x| x.end.is_some()).map(|x| x.spec.bytes as f64).sum();
+        // A fold from +0: an empty f64 sum is -0, which prints as "-0.000".
+        let flow_payload = f.iter().filter(|x| x.end.is_some()).fold(0.0, |sum, x| sum + x.spec.bytes as f64);
         let (collectives, steps, transfers, jobs) = self.jobs.tables(&self.topo, self.scenario.telemetry.transfers);
         let summary = json!({
             "complete": stop.is_complete(),

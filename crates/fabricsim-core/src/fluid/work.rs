@@ -50,6 +50,13 @@ impl FluidSimulation {
                     self.transfer_done(t);
                 }
             }
+            Owner::Ring(r) => {
+                let c = self.rings[r as usize].collective;
+                self.rings_left[c.index()] -= 1;
+                if self.rings_left[c.index()] == 0 && !self.jobs.job_failed[self.jobs.job_of_collective(c)] {
+                    self.collective_done(c);
+                }
+            }
         }
     }
 
@@ -80,6 +87,12 @@ impl FluidSimulation {
         }
         for c in phase.collectives.clone() {
             self.jobs.collective_start[c] = Some(now);
+            let (first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
+            if first < end {
+                self.rings_left[c.index()] = end - first;
+                (first..end).for_each(|r| self.start_ring(r));
+                continue;
+            }
             let transfers = self.jobs.program.collectives[c].transfers;
             if transfers.is_empty() {
                 self.collective_done(c);
@@ -91,6 +104,16 @@ impl FluidSimulation {
                 }
             }
         }
+    }
+
+    /// Ring `r` starts: all its hops at once, as one stream.
+    fn start_ring(&mut self, r: u32) {
+        self.rings[r as usize].started = self.events.now();
+        let ring = &self.rings[r as usize];
+        let first_qp = ring.hops.iter().flatten().next().map_or(u32::MAX, |&c| self.connections[c as usize][0]);
+        let (bytes, cap) = (ring.bytes(), ring.intra_cap);
+        let s = self.new_stream(Owner::Ring(r), first_qp, bytes, cap);
+        self.start_stream(s);
     }
 
     fn start_transfer(&mut self, t: TransferId) {
@@ -193,10 +216,9 @@ impl FluidSimulation {
         }
     }
 
-    /// A QP of a transfer failed: its job stops for good (checkpoints are
-    /// refused in the flow model).
-    pub(super) fn transfer_failed(&mut self, t: TransferId) {
-        let job = self.jobs.job_of(t);
+    /// A QP of the job failed: it stops for good (checkpoints are refused
+    /// in the flow model).
+    pub(super) fn fail_job(&mut self, job: JobId) {
         if !self.jobs.job_failed[job] && self.jobs.job_end[job].is_none() {
             self.jobs.job_failed[job] = true;
             self.work_left -= 1;

@@ -210,7 +210,9 @@ pub(crate) fn expand_workload(
     if !setup.goes_on() {
         return Ok(None);
     }
-    let program = program::expand(&scenario.jobs, topo, scenario.transport.qps(), scenario.seed)?;
+    let whole_rings = scenario.mode == crate::fluid::Mode::Flow
+        && scenario.flow_mode.collectives == crate::fluid::CollectiveModel::Pipelined;
+    let program = program::expand(&scenario.jobs, topo, scenario.transport.qps(), scenario.seed, whole_rings)?;
     for (j, job) in program.jobs.iter().enumerate() {
         let first = job.nics[0];
         if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {
@@ -224,37 +226,57 @@ pub(crate) fn expand_workload(
 /// dst, qps, channel)` the first time it is needed: one per (job, channel,
 /// QP count, source NIC, destination NIC), as NCCL opens connections per
 /// communicator and channel; none between GPUs of one host. Both models
-/// open them in this order, so their QPs are numbered alike. `None` when
-/// `setup`'s hook stopped it.
+/// open them in this order, so their QPs are numbered alike; a ring run
+/// whole (`CollectiveRun::rings`) opens its hops' where its first step's
+/// transfers would have. `None` when `setup`'s hook stopped it.
 pub(crate) fn transfer_connections(
     program: &Program,
     topo: &Topology,
     setup: &mut Setup<'_>,
     mut connect: impl FnMut(NodeId, NodeId, u32, usize) -> ConnectionId,
-) -> Option<Arena<TransferId, Option<ConnectionId>>> {
+) -> Option<Connections> {
     let mut by_key: FastMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = FastMap::default();
-    let mut transfer_conn: Arena<TransferId, Option<ConnectionId>> = Arena::default();
-    for (i, t) in program.transfers.iter().enumerate() {
-        if i % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
-            return None;
-        }
-        let run = &program.collectives[t.collective];
+    let mut opened = Connections { transfer: Arena::default(), ring_hops: Vec::new() };
+    let mut asked = 0usize;
+    for run in program.collectives.iter() {
         let job = program.phases[run.phase].job;
         let nics = &program.jobs[job].nics;
-        let (src, dst) = (nics[t.src_rank as usize], nics[t.dst_rank as usize]);
-        let same_host = match (topo.node(src).role, topo.node(dst).role) {
-            (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
-            _ => false,
+        let mut open = |src_rank: u32, dst_rank: u32, channel: u32| {
+            let (src, dst) = (nics[src_rank as usize], nics[dst_rank as usize]);
+            let same_host = match (topo.node(src).role, topo.node(dst).role) {
+                (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
+                _ => false,
+            };
+            (!same_host).then(|| {
+                let key = (job, channel, run.qps, src, dst);
+                *by_key.entry(key).or_insert_with(|| connect(src, dst, run.qps, channel as usize))
+            })
         };
-        if same_host {
-            transfer_conn.push(None);
-            continue;
+        for t in program.transfers[run.transfers].iter() {
+            asked += 1;
+            if asked.is_multiple_of(ASK_EVERY) && !setup.goes_on() {
+                return None;
+            }
+            opened.transfer.push(open(t.src_rank, t.dst_rank, t.channel));
         }
-        let key = (job, t.channel, run.qps, src, dst);
-        let conn = *by_key.entry(key).or_insert_with(|| connect(src, dst, run.qps, t.channel as usize));
-        transfer_conn.push(Some(conn));
+        for ring in &run.rings {
+            let before = asked;
+            asked += ring.hops.len();
+            if before / ASK_EVERY != asked / ASK_EVERY && !setup.goes_on() {
+                return None;
+            }
+            opened.ring_hops.push(ring.hops.iter().map(|&(src, dst)| open(src, dst, ring.channel)).collect());
+        }
     }
-    Some(transfer_conn)
+    Some(opened)
+}
+
+/// The connections `transfer_connections` opened: each transfer's, and each
+/// hop's of every ring run whole (rings in collective order), none between
+/// GPUs of one host.
+pub(crate) struct Connections {
+    pub transfer: Arena<TransferId, Option<ConnectionId>>,
+    pub ring_hops: Vec<Vec<Option<ConnectionId>>>,
 }
 
 /// How many items a build's loops create between two questions to the
@@ -453,7 +475,8 @@ pub(super) fn build(
         let ends = Ends { src, dst, qps, offset, job: true };
         links.connect(&ports, &node_ports, srv6.as_ref(), disjoint.as_mut(), ends)
     };
-    let Some(transfer_conn) = transfer_connections(&program, &topo, setup, connect) else { return Ok(None) };
+    let Some(opened) = transfer_connections(&program, &topo, setup, connect) else { return Ok(None) };
+    let transfer_conn = opened.transfer;
     let path_search = disjoint.map(|d| d.tally);
     links.pair_directions();
     let shift = match scenario.nic.shift {

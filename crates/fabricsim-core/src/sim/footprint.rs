@@ -157,6 +157,8 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
         qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
     }
     let (mut transfers, mut phases, mut posted) = (0u64, 0u64, 0u64);
+    let whole_rings = scenario.mode == crate::fluid::Mode::Flow
+        && scenario.flow_mode.collectives == crate::fluid::CollectiveModel::Pipelined;
     for (j, job) in scenario.jobs.iter().enumerate() {
         let iterations = u64::from(job.iterations);
         phases = phases.saturating_add(iterations.saturating_mul(job.phases.len() as u64));
@@ -166,7 +168,12 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
             let field = format!("jobs[{j}].phases[{p}].collective.group");
             let (count, size) = group_shape(job.ranks, c, &field)?;
             let (count, size) = (u64::from(count), u64::from(size));
-            let bound = c.transfer_bound(size);
+            // A ring run whole keeps one hop per rank and channel.
+            let bound = if whole_rings && c.is_plain_ring() {
+                size.saturating_mul(u64::from(c.channels))
+            } else {
+                c.transfer_bound(size)
+            };
             per_iteration = per_iteration.saturating_add(bound.saturating_mul(count));
             // A connection per rank pair and channel, at most one per transfer.
             let pairs = size.saturating_mul(size).saturating_mul(u64::from(c.channels));

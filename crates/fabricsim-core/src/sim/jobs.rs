@@ -145,8 +145,11 @@ impl Jobs {
 
     /// The job a transfer belongs to.
     pub fn job_of(&self, t: TransferId) -> JobId {
-        let p = &self.program;
-        p.phases[p.collectives[p.transfers[t].collective].phase].job
+        self.job_of_collective(self.program.transfers[t].collective)
+    }
+
+    pub fn job_of_collective(&self, c: CollectiveId) -> JobId {
+        self.program.phases[self.program.collectives[c].phase].job
     }
 }
 

@@ -141,6 +141,15 @@ impl CollectiveSpec {
         (2 * n).saturating_mul(bytes)
     }
 
+    /// One ring per channel over the group's ranks: a ring all-reduce,
+    /// all-gather or reduce-scatter, not hierarchical (which the flow model
+    /// can run whole, `flow_mode.collectives: pipelined`).
+    pub fn is_plain_ring(&self) -> bool {
+        matches!(self.op, CollectiveOp::AllReduce | CollectiveOp::AllGather | CollectiveOp::ReduceScatter)
+            && self.algorithm == Algorithm::Ring
+            && !self.hierarchical
+    }
+
     /// Slices in flight per connection, NCCL's default unless given.
     pub fn credits(&self) -> u32 {
         match (self.credits, self.op) {

@@ -69,6 +69,23 @@ pub struct CollectiveRun {
     /// last holds a slice before forwarding it, on every channel. Rings start
     /// from every rank at once and have no fill.
     pub fill_bytes: u64,
+    /// Its rings, one per channel, when it runs whole rather than as
+    /// transfers (`expand`'s `whole_rings`); its `transfers` are then empty.
+    pub rings: Vec<RingPlan>,
+}
+
+/// One channel's ring of a ring collective run whole: every hop sends its
+/// `steps` segments back to back, each after the one it forwards arrived.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RingPlan {
+    pub channel: u32,
+    /// (sending rank, receiving rank) of every hop, in ring order.
+    pub hops: Vec<(u32, u32)>,
+    pub steps: u32,
+    /// The largest segment a hop sends in one step.
+    pub segment: u64,
+    /// The slice a segment is pipelined in.
+    pub slice: u64,
 }
 
 /// One phase in one iteration.
@@ -104,8 +121,16 @@ pub struct Program {
 }
 
 /// Expands the scenario's jobs. `default_qps` is the transport's QPs per
-/// connection.
-pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) -> Result<Program, ScenarioError> {
+/// connection. With `whole_rings`, a collective that is one ring per
+/// channel (`CollectiveSpec::is_plain_ring`) is kept as its rings instead
+/// of being cut into transfers: the flow model's pipelined collectives.
+pub fn expand(
+    jobs: &[JobSpec],
+    topo: &Topology,
+    default_qps: u32,
+    seed: u64,
+    whole_rings: bool,
+) -> Result<Program, ScenarioError> {
     let nics = topo.nics();
     let mut free = vec![true; nics.len()];
     let tors = tor_of(topo, &nics);
@@ -166,6 +191,7 @@ pub fn expand(jobs: &[JobSpec], topo: &Topology, default_qps: u32, seed: u64) ->
                                 phase_id,
                                 g as u32,
                                 default_qps,
+                                whole_rings,
                                 &mut program.transfers,
                                 &pfield("collective"),
                             )?;
@@ -414,6 +440,7 @@ fn expand_collective(
     phase: PhaseId,
     group: u32,
     default_qps: u32,
+    whole_rings: bool,
     transfers: &mut Arena<TransferId, Transfer>,
     field: &str,
 ) -> Result<CollectiveRun, ScenarioError> {
@@ -473,7 +500,15 @@ fn expand_collective(
             "rails: orders the ring of a ring all_reduce, all_gather or reduce_scatter (not hierarchical)",
         );
     }
-    let mut gen = Generator { transfers, members, collective: id, slice: spec.slice(), channel_base: 0 };
+    let mut rings = Vec::new();
+    let mut gen = Generator {
+        transfers,
+        members,
+        collective: id,
+        slice: spec.slice(),
+        channel_base: 0,
+        rings: (whole_rings && spec.is_plain_ring()).then_some(&mut rings),
+    };
     if n > 1 {
         let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
         match (spec.op, spec.algorithm) {
@@ -550,6 +585,7 @@ fn expand_collective(
             0
         },
         chain,
+        rings,
     })
 }
 
@@ -614,6 +650,7 @@ fn rail_rings(
             collective: gen.collective,
             slice: gen.slice,
             channel_base: c as u32,
+            rings: gen.rings.as_deref_mut(),
         };
         sub.ring(&[bytes], steps, &vec![Vec::new(); order.len()], 0);
     }
@@ -687,6 +724,8 @@ struct Generator<'a> {
     /// Added to the channel of every transfer emitted (a ring built one
     /// channel at a time).
     channel_base: u32,
+    /// Where rings go whole instead of as transfers, when they do.
+    rings: Option<&'a mut Vec<RingPlan>>,
 }
 
 impl Generator<'_> {
@@ -702,6 +741,7 @@ impl Generator<'_> {
             collective: self.collective,
             slice: self.slice,
             channel_base: self.channel_base,
+            rings: self.rings.as_deref_mut(),
         };
         let finals = sub.ring(data, steps, &start, base);
         for (k, &p) in positions.iter().enumerate() {
@@ -745,6 +785,18 @@ impl Generator<'_> {
         step_base: u32,
     ) -> Vec<Vec<TransferId>> {
         let n = self.members.len();
+        if let Some(rings) = self.rings.as_deref_mut() {
+            for (c, &channel_bytes) in per_channel.iter().enumerate() {
+                rings.push(RingPlan {
+                    channel: self.channel_base + c as u32,
+                    hops: (0..n).map(|i| (self.members[i], self.members[(i + 1) % n])).collect(),
+                    steps: steps as u32,
+                    segment: channel_bytes.div_ceil(n as u64),
+                    slice: self.slice,
+                });
+            }
+            return vec![Vec::new(); n];
+        }
         let mut finals: Vec<Vec<TransferId>> = if steps == 0 { start.to_vec() } else { vec![Vec::new(); n] };
         for (c, &channel_bytes) in per_channel.iter().enumerate() {
             let segments: Vec<Vec<u64>> = split(channel_bytes, n as u64).map(|s| slices(s, self.slice)).collect();
@@ -965,12 +1017,33 @@ mod tests {
             PhaseId(0),
             0,
             1,
+            false,
             &mut transfers,
             "c",
         )
         .unwrap();
         let per_rank: u64 = transfers.iter().filter(|t| t.src_rank == 0).map(|t| t.bytes).sum();
         assert_eq!(per_rank, 2 * 3 * (8 << 20) / 4);
+        assert!(run.rings.is_empty());
+        // Whole, the same collective is its two rings, each hop sending as much.
+        let mut none = Arena::default();
+        let whole = expand_collective(
+            &spec,
+            &[0, 1, 2, 3],
+            &[0, 1, 2, 3],
+            CollectiveId(0),
+            PhaseId(0),
+            0,
+            1,
+            true,
+            &mut none,
+            "c",
+        )
+        .unwrap();
+        assert!(none.is_empty() && whole.transfers.is_empty());
+        assert_eq!(whole.rings.len(), 2);
+        assert_eq!(whole.rings[1].hops, [(0, 1), (1, 2), (2, 3), (3, 0)]);
+        assert_eq!(whole.rings.iter().map(|r| u64::from(r.steps) * r.segment).sum::<u64>(), per_rank);
         assert_eq!(run.chain, 6);
         // Step k's send waits for the same slice from the predecessor.
         for t in &transfers {
