@@ -196,6 +196,7 @@ KINDS = {
         "nic_loss",
         "ev_loss",
         "random_flaps",
+        "random_links_down",
     ],
 }
 SECTIONS = [

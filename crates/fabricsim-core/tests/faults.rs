@@ -117,3 +117,75 @@ fn random_flap_counts_match_the_mtbf() {
     assert!((flaps as f64 - expected).abs() < 0.05 * expected, "{flaps} flaps, expected {expected:.0}");
     assert!(actions.iter().all(|(_, a)| matches!(a, FaultAction::PortUp { routed: false, .. })));
 }
+
+#[test]
+fn random_links_down_takes_that_many_links_and_tells_the_control_plane_as_asked() {
+    use fabricsim_core::faults::{expand, FaultAction, FaultSpec};
+    use fabricsim_core::topology::TopologySpec;
+    let topo: TopologySpec =
+        serde_json::from_value(json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"})).unwrap();
+    let topo = topo.build().unwrap();
+    let node_ports = topo.node_ports();
+    let fabric_links = topo.links.iter().filter(|l| !topo.is_nic(l.a) && !topo.is_nic(l.b)).count();
+    let down = |spec: serde_json::Value, seed: u64| {
+        let spec: FaultSpec = serde_json::from_value(spec).unwrap();
+        expand(&[spec], &topo, &node_ports, seed)
+    };
+    let links = |actions: &[(fabricsim_core::units::Time, FaultAction)]| {
+        let mut links: Vec<u32> = (actions.iter())
+            .map(|(_, a)| match a {
+                FaultAction::PortUp { port, up: false, .. } => port.link().0,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        links.dedup();
+        links
+    };
+    let five = down(json!({"kind": "random_links_down", "at": "1us", "count": 5}), 1).unwrap();
+    let chosen = links(&five);
+    assert_eq!(chosen.len(), 5);
+    // Both directions of each, switch-to-switch only, seen by the control plane unless told otherwise.
+    assert_eq!(five.len(), 10);
+    assert!(chosen.iter().all(|&l| {
+        let link = &topo.links[l as usize];
+        !topo.is_nic(link.a) && !topo.is_nic(link.b)
+    }));
+    assert!(five.iter().all(|(_, a)| matches!(a, FaultAction::PortUp { routed: true, .. })));
+    // The same seed draws the same links; another seed others.
+    assert_eq!(five, down(json!({"kind": "random_links_down", "at": "1us", "count": 5}), 1).unwrap());
+    assert_ne!(chosen, links(&down(json!({"kind": "random_links_down", "at": "1us", "count": 5}), 2).unwrap()));
+    let quiet =
+        down(json!({"kind": "random_links_down", "at": "1us", "fraction": 0.25, "control_plane": false}), 1).unwrap();
+    assert_eq!(links(&quiet).len(), (fabric_links as f64 * 0.25).round() as usize);
+    assert!(quiet.iter().all(|(_, a)| matches!(a, FaultAction::PortUp { routed: false, .. })));
+    // Bad counts name their field.
+    for (bad, field) in [
+        (json!({"kind": "random_links_down", "at": "0us", "count": 1000}), "faults[0].count"),
+        (json!({"kind": "random_links_down", "at": "0us", "fraction": 1.5}), "faults[0].fraction"),
+        (json!({"kind": "random_links_down", "at": "0us"}), "faults[0].count"),
+        (json!({"kind": "random_links_down", "at": "0us", "count": 1, "fraction": 0.1}), "faults[0].count"),
+    ] {
+        let err = down(bad, 1).expect_err("refused").to_string();
+        assert!(err.contains(field), "{err}");
+    }
+}
+
+#[test]
+fn host_link_flaps_touch_only_nic_links() {
+    use fabricsim_core::faults::{expand, FaultAction, FaultSpec};
+    use fabricsim_core::topology::TopologySpec;
+    let topo: TopologySpec =
+        serde_json::from_value(json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"})).unwrap();
+    let topo = topo.build().unwrap();
+    let spec: FaultSpec = serde_json::from_value(
+        json!({"kind": "random_flaps", "mtbf": "10ms", "duration": "1ms", "until": "100ms", "hosts_only": true}),
+    )
+    .unwrap();
+    let actions = expand(&[spec], &topo, &topo.node_ports(), 3).unwrap();
+    assert!(!actions.is_empty());
+    for (_, a) in &actions {
+        let FaultAction::PortUp { port, .. } = a else { panic!("{a:?}") };
+        let link = &topo.links[port.link().0 as usize];
+        assert!(topo.is_nic(link.a) || topo.is_nic(link.b));
+    }
+}

@@ -41,6 +41,7 @@ pub enum FaultSpec {
     NicLoss(NicLoss),
     EvLoss(EvLoss),
     RandomFlaps(RandomFlaps),
+    RandomLinksDown(RandomLinksDown),
 }
 
 crate::kind_tagged!(FaultSpec {
@@ -55,6 +56,7 @@ crate::kind_tagged!(FaultSpec {
     "nic_loss" => NicLoss,
     "ev_loss" => EvLoss,
     "random_flaps" => RandomFlaps,
+    "random_links_down" => RandomLinksDown,
 });
 
 /// A link goes down (`link_down`) or comes back up (`link_up`). `port` names
@@ -163,6 +165,36 @@ pub struct RandomFlaps {
     /// Include NIC-to-switch links as well.
     #[serde(default)]
     pub host_links: bool,
+    /// Only NIC-to-switch links flap (spectrum-x.txt s6.6's host-link
+    /// flaps, Fig. 14b).
+    #[serde(default)]
+    pub hosts_only: bool,
+}
+
+/// Links drawn at random (with the scenario's seed) among the
+/// switch-to-switch links, and the NIC links with `host_links`, go down at
+/// `at` and stay down: `count` of them, or a `fraction` (rounded to the
+/// nearest count), e.g. MRC's 1% of T0-T1 links, or Spectrum-X s6.6's 1 to
+/// 10 concurrent flaps.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RandomLinksDown {
+    pub at: Time,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    #[serde(default)]
+    pub host_links: bool,
+    /// Whether the control plane sees the failures and reconverges routes
+    /// (default); false for ports a switch disables on its own, unseen by
+    /// the control plane (spectrum-x.txt s6.6).
+    #[serde(default = "seen")]
+    pub control_plane: bool,
+}
+
+fn seen() -> bool {
+    true
 }
 
 /// A state change the simulation applies at a time.
@@ -312,12 +344,37 @@ pub fn expand(
                 })?;
                 actions.push((*at, FaultAction::EvLoss { port, ev: *ev, rate: *rate }));
             }
-            FaultSpec::RandomFlaps(RandomFlaps { mtbf, duration, until, host_links }) => {
+            FaultSpec::RandomLinksDown(RandomLinksDown { at, count, fraction, host_links, control_plane }) => {
+                let mut eligible: Vec<usize> = (0..topo.links.len())
+                    .filter(|&l| *host_links || !(topo.is_nic(topo.links[l].a) || topo.is_nic(topo.links[l].b)))
+                    .collect();
+                let which = if *host_links { "links" } else { "switch-to-switch links" };
+                let count = match (count, fraction) {
+                    (Some(c), None) if *c as usize <= eligible.len() => *c as usize,
+                    (Some(c), None) => {
+                        return invalid(field("count"), format!("{c}: the topology has {} {which}", eligible.len()))
+                    }
+                    (None, Some(f)) if (0.0..=1.0).contains(f) => (f * eligible.len() as f64).round() as usize,
+                    (None, Some(f)) => return invalid(field("fraction"), format!("{f}: a fraction is in [0, 1]")),
+                    _ => return invalid(field("count"), "give either `count` or `fraction` of the links"),
+                };
+                let mut rng = Rng::stream(seed, &[0x11D0, i as u64]);
+                rng.shuffle(&mut eligible);
+                eligible.truncate(count);
+                eligible.sort_unstable();
+                for l in eligible {
+                    for port in [PortId::of_link(LinkId(l as u32), 0), PortId::of_link(LinkId(l as u32), 1)] {
+                        actions.push((*at, FaultAction::PortUp { port, up: false, routed: *control_plane }));
+                    }
+                }
+            }
+            FaultSpec::RandomFlaps(RandomFlaps { mtbf, duration, until, host_links, hosts_only }) => {
                 if mtbf.0 == 0 {
                     return invalid(field("mtbf"), "0ns: the mean time between flaps must be positive");
                 }
                 for (l, link) in topo.links.iter().enumerate() {
-                    if !host_links && (topo.is_nic(link.a) || topo.is_nic(link.b)) {
+                    let host = topo.is_nic(link.a) || topo.is_nic(link.b);
+                    if (host && !(*host_links || *hosts_only)) || (!host && *hosts_only) {
                         continue;
                     }
                     let mut rng = Rng::stream(seed, &[0xF1A9, i as u64, l as u64]);
