@@ -192,3 +192,37 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
         );
     }
 }
+
+/// A flow sprayed over two spines by adaptive switches; at 100us the link
+/// from s0 down to tor1 fails, s0 has no other way to tor1, and the routes
+/// take 900us to stop sending through s0. Half the flow is lost meanwhile:
+/// moving at the share that arrives (`deliver`) it ends 450us late; held
+/// up by its losses (`stall`), exactly 900us late.
+#[test]
+fn partial_loss_delivers_the_share_or_stalls_as_configured() {
+    let base = json!({
+        "topology": {"kind": "explicit",
+            "nodes": [
+                {"name": "tor0", "kind": "switch"}, {"name": "tor1", "kind": "switch"},
+                {"name": "s0", "kind": "switch", "tier": 1}, {"name": "s1", "kind": "switch", "tier": 1},
+                {"name": "gpu0", "kind": "nic"}, {"name": "gpu1", "kind": "nic"}],
+            "links": [
+                {"a": "gpu0", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "gpu1", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor0", "b": "s0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor0", "b": "s1", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor1", "b": "s0", "rate": "100Gbps", "delay": "1us"},
+                {"a": "tor1", "b": "s1", "rate": "100Gbps", "delay": "1us"}]},
+        "switch": {"forwarding": "adaptive", "reconvergence_delay": "900us"},
+        "transport": {"kind": "rocev2", "qps": 1},
+        "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": "100MB"}],
+    });
+    let pristine = fcts(&run_flow(base.clone()))[0];
+    for (how, late) in [("deliver", 450e-6), ("stall", 900e-6)] {
+        let mut failed = base.clone();
+        failed["faults"] = json!([{"kind": "link_down", "at": "100us", "port": "s0:1"}]);
+        failed["flow_mode"] = json!({"partial_loss": how});
+        let got = fcts(&run_flow(failed))[0] - pristine;
+        assert!((got - late).abs() < 1e-9, "{how}: {got}");
+    }
+}

@@ -87,6 +87,26 @@ pub struct FlowModeConfig {
     /// (tests/fluid.rs).
     #[serde(default)]
     pub collectives: CollectiveModel,
+    /// What a stream does while part of what it sends is lost (sprayed into
+    /// a dead link its design has not stopped using): `deliver`, move at
+    /// the share that arrives (the default), or `stall`, make no progress
+    /// until it loses nothing, as a transport whose lost packets hold its
+    /// messages up does: the packet model's Spectrum-X NIC sends nothing
+    /// useful until its PLB drops the plane (spectrum-x.txt Fig. 12,
+    /// `reproduce spectrum-x`). A stream that still delivers part is not
+    /// given up on.
+    #[serde(default)]
+    pub partial_loss: PartialLoss,
+}
+
+/// What the flow model does with a stream that loses part of its traffic
+/// (`flow_mode.partial_loss`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PartialLoss {
+    #[default]
+    Deliver,
+    Stall,
 }
 
 /// How the flow model runs a ring collective (`flow_mode.collectives`).
@@ -144,6 +164,11 @@ struct RingRun {
     intra_cap: f64,
     /// One packet's latency over its slowest hop, as routed now.
     step_latency: Time,
+    /// Its route and the fabric version it was computed at (a ring's
+    /// route crosses every hop's paths: worth keeping).
+    routed: Option<(u64, Route)>,
+    /// The NICs its hops join, sorted.
+    nics: Vec<NodeId>,
     /// When it started sending.
     started: Time,
 }
@@ -290,6 +315,18 @@ pub struct FluidSimulation {
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
     reroute: bool,
+    /// NICs whose links changed this instant: the routes from and to them
+    /// are to be computed again (when not every route is).
+    reroute_nics: Vec<NodeId>,
+    /// Counts `fabric_changed`: a route computed at one version holds
+    /// until the next.
+    fabric_version: u64,
+    /// Faults changed the fabric this instant: `alive` is to be brought up
+    /// to date.
+    refresh: bool,
+    /// When the control plane's and the transport's last catch-up is due
+    /// (one per instant of faults).
+    reconverge_due: [Time; 2],
     /// Scratch: streams already in the component being gathered.
     seen: Vec<bool>,
     solver: Filling,
@@ -314,6 +351,14 @@ impl FluidSimulation {
     /// Builds the flow model of `scenario`; `Ok(None)` when `setup`'s hook
     /// stopped it.
     pub fn new_within(scenario: Scenario, setup: &mut Setup<'_>) -> Result<Option<FluidSimulation>, ScenarioError> {
+        let Some(mut sim) = FluidSimulation::build(scenario, setup)? else { return Ok(None) };
+        sim.set_ideals();
+        sim.end = sim.run_end();
+        Ok(Some(sim))
+    }
+
+    /// Everything but the ideal times (which route every flow and ring).
+    fn build(scenario: Scenario, setup: &mut Setup<'_>) -> Result<Option<FluidSimulation>, ScenarioError> {
         let ignored = refuse_unsupported(&scenario)?;
         let topo = scenario.topology.build_within(setup.available_memory)?;
         check_memory(&scenario, &topo, setup)?;
@@ -372,6 +417,14 @@ impl FluidSimulation {
                 let hops: Vec<Option<u32>> =
                     ring_hops.next().expect("one per ring").iter().map(|h| h.map(|c| c.0)).collect();
                 let intra = hops.iter().any(Option::is_none);
+                let mut nics: Vec<NodeId> = (hops.iter().flatten())
+                    .flat_map(|&c| {
+                        let qp = &qps[connections[c as usize][0] as usize];
+                        [qp.src, qp.dst]
+                    })
+                    .collect();
+                nics.sort_unstable_by_key(|n| n.0);
+                nics.dedup();
                 rings.push(RingRun {
                     collective: CollectiveId::new(c),
                     hops,
@@ -381,6 +434,8 @@ impl FluidSimulation {
                     intra_cap: if intra { scenario.intra_host.rate.0 as f64 / 8.0 / channels } else { f64::INFINITY },
                     step_latency: Time::ZERO,
                     started: Time::ZERO,
+                    routed: None,
+                    nics,
                 });
             }
             ring_start.push(rings.len() as u32);
@@ -458,6 +513,10 @@ impl FluidSimulation {
             dirty: Vec::new(),
             is_dirty: vec![false; n_bundles],
             reroute: false,
+            reroute_nics: Vec::new(),
+            fabric_version: 0,
+            refresh: false,
+            reconverge_due: [Time::MAX; 2],
             seen: Vec::new(),
             solver: Filling::default(),
             faults,
@@ -480,15 +539,14 @@ impl FluidSimulation {
             sim.capacity[b] = sim.bundle_capacity(b as u32);
         }
         sim.qp_queue = vec![Default::default(); sim.qps.len()];
-        sim.set_ideals();
-        sim.end = sim.run_end();
         Ok(Some(sim))
     }
 
     /// Checks a scenario as `new_within` would, without keeping what it
-    /// built; false when `setup`'s hook stopped it.
+    /// built (nor routing it: what can be refused is refused before);
+    /// false when `setup`'s hook stopped it.
     pub fn check_within(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<bool, ScenarioError> {
-        Ok(FluidSimulation::new_within(scenario.clone(), setup)?.is_some())
+        Ok(FluidSimulation::build(scenario.clone(), setup)?.is_some())
     }
 
     fn now(&self) -> Time {
@@ -534,8 +592,14 @@ impl FluidSimulation {
                 let (_, event) = self.events.pop().expect("an event is due");
                 self.handle(event);
             }
+            if std::mem::take(&mut self.refresh) {
+                self.refresh_alive();
+            }
             if std::mem::take(&mut self.reroute) {
+                self.reroute_nics.clear();
                 self.reroute_all();
+            } else if !self.reroute_nics.is_empty() {
+                self.reroute_touching();
             }
             self.recompute();
             instants += 1;
@@ -555,8 +619,7 @@ impl FluidSimulation {
             Event::Reconverge { transport } => self.on_reconverge(transport),
             Event::NicNotice { port, up } => {
                 self.nic_sees[port.0 as usize] = up;
-                self.spray_cache.clear();
-                self.reroute = true;
+                self.nic_changed(self.routing.peer(port.peer()));
             }
             Event::Finish { stream, epoch } => self.on_finish(stream, epoch),
             Event::Arrived(s) => self.on_arrived(s),
@@ -573,6 +636,48 @@ impl FluidSimulation {
             .map(|p| self.rate[p.0 as usize])
             .sum();
         bits as f64 / 8.0 * self.efficiency
+    }
+
+    /// What carries traffic, or what a design believes, changed: routes
+    /// computed before no longer hold.
+    fn fabric_changed(&mut self) {
+        self.spray_cache.clear();
+        self.fabric_version += 1;
+    }
+
+    /// What NIC `nic` has (its links, or what it sees of them) changed:
+    /// the routes from and to it, and those of rings through it, kept or
+    /// not yet started, no longer hold.
+    fn nic_changed(&mut self, nic: NodeId) {
+        for ring in &mut self.rings {
+            if ring.nics.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
+                ring.routed = None;
+            }
+        }
+        self.reroute_nics.push(nic);
+    }
+
+    /// Port `port` changed: alive, or in the routes' view (`in_view`). A
+    /// NIC's link changes only the routes from and to that NIC (spreads
+    /// stop at the switches attached to a NIC, and its class is searched
+    /// again); a link between switches, every route (and, in the view,
+    /// every search).
+    fn port_changed(&mut self, port: PortId, in_view: bool) {
+        let (from, to) = (self.routing.peer(port.peer()), self.routing.peer(port));
+        let nic = [from, to].into_iter().find(|&n| self.routing.is_nic(n));
+        match nic {
+            Some(nic) => {
+                self.routing.forget(nic);
+                self.nic_changed(nic);
+            }
+            None => {
+                if in_view {
+                    self.routing.clear();
+                }
+                self.fabric_changed();
+                self.reroute = true;
+            }
+        }
     }
 
     fn mark(&mut self, b: u32) {
@@ -597,14 +702,20 @@ impl FluidSimulation {
             }
             FaultAction::PortLoss { .. } | FaultAction::EvLoss { .. } => unreachable!("refused when built"),
         };
-        self.refresh_alive();
+        // Faults of one instant (a thousand links failing at once) are
+        // applied together, and their views catch up once.
+        self.refresh = true;
+        let now = self.now();
         if let Some(delay) = self.reactions.control_plane.filter(|_| routed) {
-            self.events.schedule_in(delay, Event::Reconverge { transport: false });
+            if std::mem::replace(&mut self.reconverge_due[0], now + delay) != now + delay {
+                self.events.schedule_in(delay, Event::Reconverge { transport: false });
+            }
         }
         if let Some((delay, _)) = self.reactions.transport {
-            self.events.schedule_in(delay, Event::Reconverge { transport: true });
+            if std::mem::replace(&mut self.reconverge_due[1], now + delay) != now + delay {
+                self.events.schedule_in(delay, Event::Reconverge { transport: true });
+            }
         }
-        self.reroute = true;
     }
 
     /// Brings `alive` and the bundles' capacities up to the fault state,
@@ -620,6 +731,7 @@ impl FluidSimulation {
                 continue;
             }
             self.alive[p] = now_alive;
+            self.port_changed(port, false);
             let b = self.bundles.of_port[p];
             self.capacity[b as usize] = self.bundle_capacity(b);
             self.mark(b);
@@ -636,25 +748,23 @@ impl FluidSimulation {
     fn on_reconverge(&mut self, transport: bool) {
         let scope = if transport { self.reactions.transport.map(|(_, s)| s) } else { Some(Scope::AllLinks) };
         let Some(scope) = scope else { return };
-        let mut changed = false;
         for p in 0..self.port_up.len() {
-            if scope == Scope::NicLinks {
-                let port = PortId(p as u32);
-                if !self.routing.is_nic(self.routing.peer(port)) && !self.routing.is_nic(self.routing.peer(port.peer()))
-                {
-                    continue;
-                }
+            let port = PortId(p as u32);
+            if scope == Scope::NicLinks
+                && !self.routing.is_nic(self.routing.peer(port))
+                && !self.routing.is_nic(self.routing.peer(port.peer()))
+            {
+                continue;
             }
-            changed |= self.view.port_up[p] != self.port_up[p];
-            self.view.port_up[p] = self.port_up[p];
+            if self.view.port_up[p] != self.port_up[p] {
+                self.view.port_up[p] = self.port_up[p];
+                self.port_changed(port, true);
+            }
         }
-        if scope == Scope::AllLinks {
-            changed |= self.view.node_up != self.advertised;
+        if scope == Scope::AllLinks && self.view.node_up != self.advertised {
             self.view.node_up.clone_from(&self.advertised);
-        }
-        if changed {
             self.routing.clear();
-            self.spray_cache.clear();
+            self.fabric_changed();
             self.reroute = true;
         }
     }
@@ -675,6 +785,11 @@ impl FluidSimulation {
     /// as fast as its slowest hop), and its steps wait for its slowest
     /// path (`RingRun::step_latency`).
     fn ring_route(&mut self, r: u32) -> Route {
+        if let Some((version, route)) = &self.rings[r as usize].routed {
+            if *version == self.fabric_version {
+                return route.clone();
+            }
+        }
         let mut uses: crate::engine::FastMap<u32, f64> = Default::default();
         let mut delivered = 1.0f64;
         let mut slowest = Time::ZERO;
@@ -701,7 +816,9 @@ impl FluidSimulation {
         self.rings[r as usize].step_latency = slowest;
         let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
         uses.sort_unstable_by_key(|&(b, _)| b);
-        Route { uses, delivered, path }
+        let route = Route { uses, delivered, path };
+        self.rings[r as usize].routed = Some((self.fabric_version, route.clone()));
+        route
     }
 
     /// Where QP `qp`'s traffic goes now.
@@ -837,11 +954,23 @@ impl FluidSimulation {
             _ => {}
         }
         let stream = &self.streams[s as usize];
-        if delivers && stream.resume_at <= now {
+        if !self.progresses(&stream.route) {
+            return;
+        }
+        if stream.resume_at <= now {
             self.join(s);
-        } else if delivers {
+        } else {
             let at = stream.resume_at;
             self.events.schedule(at, Event::Resume(s));
+        }
+    }
+
+    /// Whether a stream on `route` moves at all: it delivers something, and
+    /// everything when lost packets hold it up (`PartialLoss::Stall`).
+    fn progresses(&self, route: &Route) -> bool {
+        match self.scenario.flow_mode.partial_loss {
+            PartialLoss::Deliver => route.delivered > 0.0,
+            PartialLoss::Stall => route.delivered >= 1.0 - 1e-9,
         }
     }
 
@@ -942,6 +1071,35 @@ impl FluidSimulation {
     fn advance_all(&mut self, now: Time) {
         for s in 0..self.streams.len() as u32 {
             self.advance(s, now);
+        }
+    }
+
+    /// Every stream from or to a NIC in `reroute_nics` takes the route the
+    /// fabric gives it now.
+    fn reroute_touching(&mut self) {
+        let mut nics = std::mem::take(&mut self.reroute_nics);
+        nics.sort_unstable_by_key(|n| n.0);
+        nics.dedup();
+        let touches = |n: &NodeId| nics.binary_search_by_key(&n.0, |m| m.0).is_ok();
+        for s in 0..self.streams.len() as u32 {
+            let stream = &self.streams[s as usize];
+            if !stream.started || stream.done {
+                continue;
+            }
+            let touched = match stream.owner {
+                Owner::Ring(r) => self.rings[r as usize].nics.iter().any(touches),
+                Owner::Flow(_) | Owner::Transfer(_) => {
+                    let qp = &self.qps[stream.qp as usize];
+                    touches(&qp.src) || touches(&qp.dst)
+                }
+            };
+            if !touched {
+                continue;
+            }
+            let route = self.route_of(s);
+            if route != self.streams[s as usize].route {
+                self.set_route(s, route);
+            }
         }
     }
 
@@ -1065,7 +1223,9 @@ impl FluidSimulation {
         if !stream.started || stream.done || stream.stalled_since.is_some() || stream.resume_at > self.now() {
             return;
         }
-        self.join(s);
+        if self.progresses(&self.streams[s as usize].route) {
+            self.join(s);
+        }
     }
 
     /// A stall that lasted the transport's whole retry budget fails the QP

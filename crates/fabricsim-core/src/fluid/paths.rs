@@ -164,15 +164,22 @@ pub fn hashed(fabric: &mut Fabric<'_>, first: PortId, src: NodeId, dst: NodeId, 
     route
 }
 
-/// Shares of a sprayed stream, from each switch it enters toward each
+/// Shares of a sprayed stream, from each switch it reaches toward each
 /// class of destinations, kept until the fabric changes.
 #[derive(Default)]
 pub struct SprayCache {
-    /// (first switch, class of the destination) -> the bundles loaded from
-    /// that switch, what arrives at each switch attached to the
-    /// destination, and one path.
-    entries: FastMap<(u32, u32), Spread>,
+    /// Per class of destinations, per switch (by its number): its spread
+    /// in `spreads`, or `UNKNOWN`.
+    by_class: FastMap<u32, Vec<u32>>,
+    /// Spreads, each once: the switches of a tier toward one class mostly
+    /// spread alike (one bundle down into the destination's switch), and a
+    /// switch above them adds up one share per distinct spread, not one
+    /// per next hop.
+    spreads: Vec<Spread>,
+    interned: FastMap<Vec<(u32, u64)>, u32>,
 }
+
+const UNKNOWN: u32 = u32::MAX;
 
 /// A unit of traffic pushed from a switch toward a class of NICs.
 struct Spread {
@@ -186,7 +193,25 @@ struct Spread {
 
 impl SprayCache {
     pub fn clear(&mut self) {
-        self.entries.clear();
+        self.by_class.clear();
+        self.spreads.clear();
+        self.interned.clear();
+    }
+
+    /// The spread's index, the same for the same loads and arrivals.
+    fn intern(&mut self, spread: Spread) -> u32 {
+        // Loads, a separator, arrivals: exact bits, so only equal sums match.
+        let key: Vec<(u32, u64)> = (spread.uses.iter().map(|&(b, x)| (b, x.to_bits())))
+            .chain(std::iter::once((u32::MAX, 0)))
+            .chain(spread.arrivals.iter().map(|&(n, m)| (n.0, m.to_bits())))
+            .collect();
+        if let Some(&at) = self.interned.get(&key) {
+            return at;
+        }
+        let at = self.spreads.len() as u32;
+        self.spreads.push(spread);
+        self.interned.insert(key, at);
+        at
     }
 }
 
@@ -217,11 +242,9 @@ pub fn sprayed(
             route.delivered += share;
             continue;
         }
-        let key = (tor.0, fabric.routing.class(dst, fabric.view));
-        if let std::collections::hash_map::Entry::Vacant(v) = cache.entries.entry(key) {
-            v.insert(spread_from(fabric, avoid, tor, dst));
-        }
-        let Spread { uses: from_switch, arrivals, path } = &cache.entries[&key];
+        let class = fabric.routing.class(dst, fabric.view);
+        let at = spread_from(fabric, cache, avoid, tor, dst, class);
+        let Spread { uses: from_switch, arrivals, path } = &cache.spreads[at as usize];
         if route.path.len() == 1 {
             route.path.extend_from_slice(path);
         }
@@ -249,49 +272,84 @@ pub fn sprayed(
     route
 }
 
-/// Pushes a unit of traffic from switch `from` toward NIC `dst` down the
-/// shortest-path DAG, level by level, split at every switch over its next
-/// hops by their rates.
-fn spread_from(fabric: &mut Fabric<'_>, avoid: bool, from: NodeId, dst: NodeId) -> Spread {
-    let mut uses: FastMap<u32, f64> = FastMap::default();
-    let mut arrivals = Vec::new();
-    let mut path = Vec::new();
-    let mut level: Vec<(NodeId, f64)> = vec![(from, 1.0)];
-    let mut next: FastMap<u32, f64> = FastMap::default();
-    let mut hops = Vec::new();
-    while !level.is_empty() {
-        for &(node, mass) in &level {
-            let Some(d) = fabric.routing.distance(node, dst, fabric.view) else { continue };
-            if d == 1 {
-                arrivals.push((node, mass));
-                continue;
-            }
-            fabric.routing.next_hops(node, dst, fabric.view, &mut hops);
+/// A unit of traffic from switch `from` toward NIC `dst` (of `class`),
+/// split at every switch over its next hops by their rates, down the
+/// shortest-path DAG: the index of its spread in `cache`. Each switch's
+/// spread is computed once per class and shared by every switch above it.
+fn spread_from(
+    fabric: &mut Fabric<'_>,
+    cache: &mut SprayCache,
+    avoid: bool,
+    from: NodeId,
+    dst: NodeId,
+    class: u32,
+) -> u32 {
+    let slot = fabric.routing.switch_slot(from);
+    let switches = fabric.routing.switch_count();
+    let known = cache.by_class.entry(class).or_insert_with(|| vec![UNKNOWN; switches])[slot];
+    if known != UNKNOWN {
+        return known;
+    }
+    let spread = match fabric.routing.distance(from, dst, fabric.view) {
+        None => Spread { uses: Vec::new(), arrivals: Vec::new(), path: Vec::new() },
+        Some(1) => Spread { uses: Vec::new(), arrivals: vec![(from, 1.0)], path: Vec::new() },
+        Some(_) => {
+            let mut hops = Vec::new();
+            fabric.routing.next_hops(from, dst, fabric.view, &mut hops);
             if avoid {
                 hops.retain(|p| fabric.alive[p.0 as usize]);
             }
-            if let Some(&h) = hops.first() {
-                if path.is_empty() || fabric.routing.peer(*path.last().unwrap()) == node {
-                    path.push(h);
-                }
-            }
             let total: u64 = hops.iter().map(|p| fabric.rate[p.0 as usize]).sum();
-            for &h in &hops {
+            // Shares by bundle of the hop and by spread below it: few of each.
+            let mut first: Vec<(u32, f64)> = Vec::new();
+            let mut below: Vec<(u32, f64)> = Vec::new();
+            let mut path = Vec::new();
+            for (k, &h) in hops.iter().enumerate() {
                 if !fabric.alive[h.0 as usize] {
+                    // Its share is lost; the path still shows where it went.
+                    if k == 0 {
+                        path.push(h);
+                    }
                     continue;
                 }
-                let s = mass * fabric.rate[h.0 as usize] as f64 / total as f64;
-                *uses.entry(fabric.bundles.of_port[h.0 as usize]).or_default() += s;
-                *next.entry(fabric.routing.peer(h).0).or_default() += s;
+                let share = fabric.rate[h.0 as usize] as f64 / total as f64;
+                add(&mut first, fabric.bundles.of_port[h.0 as usize], share);
+                let child = spread_from(fabric, cache, avoid, fabric.routing.peer(h), dst, class);
+                add(&mut below, child, share);
+                if k == 0 {
+                    path.push(h);
+                    path.extend_from_slice(&cache.spreads[child as usize].path);
+                }
             }
+            let mut uses: FastMap<u32, f64> = first.into_iter().collect();
+            let mut arrivals: FastMap<u32, f64> = FastMap::default();
+            for (child, share) in below {
+                let spread = &cache.spreads[child as usize];
+                for &(b, x) in &spread.uses {
+                    *uses.entry(b).or_default() += share * x;
+                }
+                for &(n, m) in &spread.arrivals {
+                    *arrivals.entry(n.0).or_default() += share * m;
+                }
+            }
+            let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
+            uses.sort_unstable_by_key(|&(b, _)| b);
+            let mut arrivals: Vec<(NodeId, f64)> = arrivals.into_iter().map(|(n, m)| (NodeId(n), m)).collect();
+            // Hash maps iterate in no fixed order: sort, for the same sums every run.
+            arrivals.sort_unstable_by_key(|&(n, _)| n.0);
+            Spread { uses, arrivals, path }
         }
-        let mut upcoming: Vec<(NodeId, f64)> = next.drain().map(|(n, m)| (NodeId(n), m)).collect();
-        // Hash maps iterate in no fixed order: sort, for the same sums every run.
-        upcoming.sort_unstable_by_key(|&(n, _)| n.0);
-        level = upcoming;
+    };
+    // Spreads alike but for their path share one entry (and its path).
+    let at = cache.intern(spread);
+    cache.by_class.get_mut(&class).expect("made above")[slot] = at;
+    at
+}
+
+/// Adds `share` to `key`'s entry of a short list.
+fn add(list: &mut Vec<(u32, f64)>, key: u32, share: f64) {
+    match list.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, sum)) => *sum += share,
+        None => list.push((key, share)),
     }
-    let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
-    uses.sort_unstable_by_key(|&(b, _)| b);
-    arrivals.sort_unstable_by_key(|&(n, _)| n.0);
-    Spread { uses, arrivals, path }
 }

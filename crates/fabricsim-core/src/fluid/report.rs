@@ -117,16 +117,31 @@ impl FluidSimulation {
         (route.uses.iter()).map(|&(b, share)| self.capacity[b as usize] / share).fold(cap, f64::min) * route.delivered
     }
 
-    /// A collective run as whole rings, alone: its slowest ring's bytes at
-    /// the rate its hops allow together, and its tail.
+    /// A collective run as whole rings, alone: its rings (channels) share
+    /// the fabric max-min fairly; the slowest one's bytes at its rate, and
+    /// its tail.
     fn ideal_rings(&mut self, c: crate::ids::CollectiveId) -> Time {
         let (first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
+        let routes: Vec<super::Route> = (first..end).map(|r| self.ring_route(r)).collect();
+        let mut bundles: Vec<u32> = routes.iter().flat_map(|r| r.uses.iter().map(|&(b, _)| b)).collect();
+        bundles.sort_unstable();
+        bundles.dedup();
+        let local = |b: u32| bundles.binary_search(&b).expect("gathered") as u32;
+        let uses: Vec<Vec<(u32, f64)>> =
+            routes.iter().map(|r| r.uses.iter().map(|&(b, share)| (local(b), share)).collect()).collect();
+        let demands: Vec<super::Demand> = (first..end)
+            .zip(&uses)
+            .map(|(r, uses)| super::Demand { cap: self.rings[r as usize].intra_cap, uses })
+            .collect();
+        let capacity: Vec<f64> = bundles.iter().map(|&b| self.capacity[b as usize]).collect();
+        let mut rates = Vec::new();
+        self.solver.solve(&capacity, &demands, &mut rates);
         (first..end)
-            .map(|r| {
-                let route = self.ring_route(r);
+            .zip(rates.iter().zip(&routes))
+            .map(|(r, (&rate, route))| {
                 let ring = &self.rings[r as usize];
-                let rate = self.rate_alone(&route, ring.intra_cap);
-                Time::from_secs_f64(ring.bytes() as f64 / rate) + ring.tail(rate)
+                let goodput = rate * route.delivered;
+                Time::from_secs_f64(ring.bytes() as f64 / goodput) + ring.tail(goodput)
             })
             .max()
             .unwrap_or(Time::ZERO)

@@ -94,6 +94,15 @@ impl Routing {
         }
     }
 
+    /// Switches are numbered 0.. apart from NICs: `switch`'s number.
+    pub fn switch_slot(&self, switch: NodeId) -> usize {
+        self.switch_slot[switch.0 as usize] as usize
+    }
+
+    pub fn switch_count(&self) -> usize {
+        self.switches
+    }
+
     pub fn node_ports(&self, node: NodeId) -> &[PortId] {
         &self.node_ports[node.0 as usize]
     }
@@ -112,6 +121,12 @@ impl Routing {
         self.dist.clear();
         self.class_of.clear();
         self.groups.clear();
+    }
+
+    /// Forgets NIC `nic`'s class: the view of its links changed, and the
+    /// switches it is attached to with them.
+    pub fn forget(&mut self, nic: NodeId) {
+        self.class_of.remove(&nic.0);
     }
 
     /// The class of NIC `dst` in `view` (NICs on the same switches share
