@@ -341,6 +341,7 @@ def faults() -> dict[str, Any]:
         {"kind": "loss_rate", "at": "0us", "port": "t0.p0.2:2", "rate": 0.01},
         {"kind": "switch_down", "at": "20us", "switch": "t1.p0.1"},
         {"kind": "switch_up", "at": "60us", "switch": "t1.p0.1"},
+        {"kind": "random_links_down", "at": "40us", "count": 1, "control_plane": False},
     ]
     scenario["telemetry"] = {
         "sample_interval": "10us",
