@@ -83,7 +83,7 @@ pub struct FlowModeConfig {
     /// at the rate of the slowest (a ring moves in lockstep), paying each
     /// step's latency where the step's slices cannot hide it. Pipelined
     /// rings are what makes a collective of 100,000 ranks tractable; on a
-    /// ring of 16 ranks they agree with `transfers` within 3%
+    /// ring of 16 ranks they agree with `transfers` within 3.5%
     /// (tests/fluid.rs).
     #[serde(default)]
     pub collectives: CollectiveModel,
