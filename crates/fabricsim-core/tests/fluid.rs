@@ -226,3 +226,29 @@ fn partial_loss_delivers_the_share_or_stalls_as_configured() {
         assert!((got - late).abs() < 1e-9, "{how}: {got}");
     }
 }
+
+/// A ring run whole over Spectrum-X NICs on four planes: one NIC's plane-1
+/// link fails (the control plane takes 1 s to see it), and the NIC and its
+/// peers' probes converge 500us later. Failing 900us into the run (100us before
+/// the ring starts), it holds the ring (`partial_loss: stall`) until
+/// 1.4 ms; the ring then runs as it does when the link failed long before:
+/// exactly 400us later.
+#[test]
+fn a_whole_ring_stalls_until_its_nic_converges() {
+    let cct_with_fault_at = |at: &str| {
+        let scenario = json!({
+            "seed": 1,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+            "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
+            "nic": {"remap_delay": "500us"},
+            "transport": {"kind": "spx"},
+            "flow_mode": {"collectives": "pipelined", "partial_loss": "stall", "detection": "500us"},
+            "faults": [{"kind": "nic_port_down", "at": at, "nic": 0, "port": 1}],
+            "jobs": [{"name": "ring", "ranks": 32, "start": "1ms", "placement": "random",
+                "phases": [{"name": "ag", "collective": {"op": "all_gather", "bytes": "16MB", "group": {"size": 32}}}]}],
+        });
+        cct(&run_flow(scenario))
+    };
+    let late = cct_with_fault_at("900us") - cct_with_fault_at("0us");
+    assert!((late - 400e-6).abs() < 1e-9, "{late}");
+}
