@@ -113,20 +113,26 @@ fn a_failure_stalls_a_qp_for_exactly_the_reaction_time() {
     }
 }
 
+/// gpu0 under tor0 and gpu1 under tor1, the ToRs joined through spines s0
+/// and s1, every link 100G and 1us.
+fn two_spines() -> Value {
+    json!({"kind": "explicit",
+        "nodes": [
+            {"name": "tor0", "kind": "switch"}, {"name": "tor1", "kind": "switch"},
+            {"name": "s0", "kind": "switch", "tier": 1}, {"name": "s1", "kind": "switch", "tier": 1},
+            {"name": "gpu0", "kind": "nic"}, {"name": "gpu1", "kind": "nic"}],
+        "links": [
+            {"a": "gpu0", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
+            {"a": "gpu1", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
+            {"a": "tor0", "b": "s0", "rate": "100Gbps", "delay": "1us"},
+            {"a": "tor0", "b": "s1", "rate": "100Gbps", "delay": "1us"},
+            {"a": "tor1", "b": "s0", "rate": "100Gbps", "delay": "1us"},
+            {"a": "tor1", "b": "s1", "rate": "100Gbps", "delay": "1us"}]})
+}
+
 fn stall(bytes: &str, expected: f64) {
     let base = json!({
-        "topology": {"kind": "explicit",
-            "nodes": [
-                {"name": "tor0", "kind": "switch"}, {"name": "tor1", "kind": "switch"},
-                {"name": "s0", "kind": "switch", "tier": 1}, {"name": "s1", "kind": "switch", "tier": 1},
-                {"name": "gpu0", "kind": "nic"}, {"name": "gpu1", "kind": "nic"}],
-            "links": [
-                {"a": "gpu0", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
-                {"a": "gpu1", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor0", "b": "s0", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor0", "b": "s1", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor1", "b": "s0", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor1", "b": "s1", "rate": "100Gbps", "delay": "1us"}]},
+        "topology": two_spines(),
         "switch": {"reconvergence_delay": "900us"},
         "transport": {"kind": "rocev2", "qps": 1, "retransmit_timeout": "250us"},
         "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": bytes}],
@@ -201,18 +207,7 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
 #[test]
 fn partial_loss_delivers_the_share_or_stalls_as_configured() {
     let base = json!({
-        "topology": {"kind": "explicit",
-            "nodes": [
-                {"name": "tor0", "kind": "switch"}, {"name": "tor1", "kind": "switch"},
-                {"name": "s0", "kind": "switch", "tier": 1}, {"name": "s1", "kind": "switch", "tier": 1},
-                {"name": "gpu0", "kind": "nic"}, {"name": "gpu1", "kind": "nic"}],
-            "links": [
-                {"a": "gpu0", "b": "tor0", "rate": "100Gbps", "delay": "1us"},
-                {"a": "gpu1", "b": "tor1", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor0", "b": "s0", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor0", "b": "s1", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor1", "b": "s0", "rate": "100Gbps", "delay": "1us"},
-                {"a": "tor1", "b": "s1", "rate": "100Gbps", "delay": "1us"}]},
+        "topology": two_spines(),
         "switch": {"forwarding": "adaptive", "reconvergence_delay": "900us"},
         "transport": {"kind": "rocev2", "qps": 1},
         "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": "100MB"}],

@@ -1151,18 +1151,12 @@ impl FluidSimulation {
         for &s in &streams {
             self.seen[s as usize] = false;
         }
-        // Local indices, in a fixed order.
+        // A fixed order.
         streams.sort_unstable();
         bundles.sort_unstable();
-        let local: crate::engine::FastMap<u32, u32> = bundles.iter().enumerate().map(|(i, &b)| (b, i as u32)).collect();
-        let capacity: Vec<f64> = bundles.iter().map(|&b| self.capacity[b as usize]).collect();
-        let uses: Vec<Vec<(u32, f64)>> = (streams.iter())
-            .map(|&s| self.streams[s as usize].route.uses.iter().map(|&(b, share)| (local[&b], share)).collect())
-            .collect();
-        let demands: Vec<Demand> =
-            (streams.iter().zip(&uses)).map(|(&s, uses)| Demand { cap: self.streams[s as usize].cap, uses }).collect();
-        let mut rates = Vec::new();
-        self.solver.solve(&capacity, &demands, &mut rates);
+        let users: Vec<(&[(u32, f64)], f64)> =
+            streams.iter().map(|&s| (&self.streams[s as usize].route.uses[..], self.streams[s as usize].cap)).collect();
+        let rates = fair_rates(&mut self.solver, &self.capacity, &bundles, &users);
         for (&s, &rate) in streams.iter().zip(&rates) {
             self.advance(s, now);
             let stream = &mut self.streams[s as usize];
@@ -1252,6 +1246,19 @@ impl FluidSimulation {
             }
         }
     }
+}
+
+/// Max-min fair rates of `users` (each the bundles it crosses with its
+/// share there, and its cap) over `bundles`, sorted, every one they cross.
+fn fair_rates(solver: &mut Filling, capacity: &[f64], bundles: &[u32], users: &[(&[(u32, f64)], f64)]) -> Vec<f64> {
+    let local = |b: u32| bundles.binary_search(&b).expect("every bundle crossed is given") as u32;
+    let uses: Vec<Vec<(u32, f64)>> =
+        users.iter().map(|(uses, _)| uses.iter().map(|&(b, share)| (local(b), share)).collect()).collect();
+    let demands: Vec<Demand> = users.iter().zip(&uses).map(|(&(_, cap), uses)| Demand { cap, uses }).collect();
+    let capacity: Vec<f64> = bundles.iter().map(|&b| capacity[b as usize]).collect();
+    let mut rates = Vec::new();
+    solver.solve(&capacity, &demands, &mut rates);
+    rates
 }
 
 /// How the scenario's design places traffic.

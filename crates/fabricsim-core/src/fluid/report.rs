@@ -126,16 +126,9 @@ impl FluidSimulation {
         let mut bundles: Vec<u32> = routes.iter().flat_map(|r| r.uses.iter().map(|&(b, _)| b)).collect();
         bundles.sort_unstable();
         bundles.dedup();
-        let local = |b: u32| bundles.binary_search(&b).expect("gathered") as u32;
-        let uses: Vec<Vec<(u32, f64)>> =
-            routes.iter().map(|r| r.uses.iter().map(|&(b, share)| (local(b), share)).collect()).collect();
-        let demands: Vec<super::Demand> = (first..end)
-            .zip(&uses)
-            .map(|(r, uses)| super::Demand { cap: self.rings[r as usize].intra_cap, uses })
-            .collect();
-        let capacity: Vec<f64> = bundles.iter().map(|&b| self.capacity[b as usize]).collect();
-        let mut rates = Vec::new();
-        self.solver.solve(&capacity, &demands, &mut rates);
+        let users: Vec<(&[(u32, f64)], f64)> =
+            (first..end).zip(&routes).map(|(r, route)| (&route.uses[..], self.rings[r as usize].intra_cap)).collect();
+        let rates = super::fair_rates(&mut self.solver, &self.capacity, &bundles, &users);
         (first..end)
             .zip(rates.iter().zip(&routes))
             .map(|(r, (&rate, route))| {
