@@ -14,7 +14,12 @@
 //! sequence number: events with the same time always share a bucket, and
 //! splitting a bucket keeps its order. Buckets are plain vectors: only
 //! bucket 0 is consumed from the front, through a read index, and it is
-//! cleared once read to its end.
+//! cleared once read to its end. A split bucket's vector goes back to a
+//! stack of spare ones, from which the next bucket to fill takes its
+//! vector: the memory events are written to stays as small as the events
+//! pending, and warm. (Each of the 2,049 buckets keeping its own largest
+//! size grew to 7.8 million entries, 125 MB, for 230,000 events pending at
+//! 8,192 hosts, and every push went to a cold line.)
 
 use std::collections::VecDeque;
 
@@ -26,6 +31,10 @@ const WORDS: usize = BUCKETS.div_ceil(64);
 
 pub struct EventQueue<E> {
     buckets: Vec<Vec<(u64, E)>>,
+    /// Emptied vectors, with their capacity, for buckets that fill next.
+    spare: Vec<Vec<(u64, E)>>,
+    /// Entries the spare vectors can hold, all told.
+    spare_capacity: usize,
     /// Index of the next event of bucket 0.
     head: usize,
     /// Bit `i` set when bucket `i` is non-empty.
@@ -45,9 +54,9 @@ pub struct EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            // A little room in every bucket up front, so that the first
-            // visits to rarely used buckets do not allocate mid-run.
-            buckets: (0..BUCKETS).map(|_| Vec::with_capacity(16)).collect(),
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            spare: Vec::new(),
+            spare_capacity: 0,
             head: 0,
             occupied: [0; WORDS],
             early: VecDeque::new(),
@@ -84,7 +93,19 @@ impl<E: Copy> EventQueue<E> {
             return;
         }
         let b = bucket_of(time.0, self.last);
-        self.buckets[b].push((time.0, event));
+        self.push(b, time.0, event);
+    }
+
+    #[inline]
+    fn push(&mut self, b: usize, time: u64, event: E) {
+        let bucket = &mut self.buckets[b];
+        if bucket.capacity() == 0 {
+            if let Some(spare) = self.spare.pop() {
+                self.spare_capacity -= spare.capacity();
+                *bucket = spare;
+            }
+        }
+        bucket.push((time, event));
         self.mark(b);
     }
 
@@ -118,17 +139,24 @@ impl<E: Copy> EventQueue<E> {
         let Some(i) = self.first_occupied() else { return false };
         self.unmark(i);
         // Its events all move to lower buckets (they share the higher bytes
-        // with the new minimum), so the bucket is emptied and put back with
-        // its capacity: splitting never allocates in the steady state.
+        // with the new minimum), so the bucket is emptied and its vector
+        // kept for the next to fill: splitting never allocates in the
+        // steady state.
         let mut bucket = std::mem::take(&mut self.buckets[i]);
         self.last = bucket.iter().map(|(t, _)| *t).min().expect("non-empty");
         for &(t, e) in &bucket {
-            let b = bucket_of(t, self.last);
-            self.buckets[b].push((t, e));
-            self.mark(b);
+            self.push(bucket_of(t, self.last), t, e);
         }
         bucket.clear();
-        self.buckets[i] = bucket;
+        // Spares past twice the events pending are freed: buckets' sizes
+        // swing (a split empties a bucket of thousands into a few), and
+        // kept vectors would each grow to the largest ever.
+        self.spare_capacity += bucket.capacity();
+        if self.spare_capacity <= 2 * self.len + 1024 {
+            self.spare.push(bucket);
+        } else {
+            self.spare_capacity -= bucket.capacity();
+        }
         true
     }
 
@@ -194,6 +222,12 @@ impl<E: Copy> EventQueue<E> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Entries the queue's vectors hold room for, spares included.
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.buckets.iter().chain(&self.spare).map(Vec::capacity).sum()
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +258,26 @@ mod tests {
         q.schedule(Time(50), "b2");
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["b1", "b2", "c"]);
+    }
+
+    #[test]
+    fn holds_room_for_about_the_events_pending() {
+        // Bursts of events spread over many buckets, drained between
+        // bursts: each bucket in turn is the one splitting thousands.
+        let mut rng = crate::engine::Rng::stream(5, &[]);
+        let mut q = EventQueue::default();
+        let mut most_pending = 0;
+        for _ in 0..200 {
+            for _ in 0..5_000 {
+                let t = q.now().0 + rng.below(1 << 30);
+                q.schedule(Time(t), 0u32);
+            }
+            most_pending = most_pending.max(q.len());
+            for _ in 0..4_000 {
+                q.pop();
+            }
+        }
+        assert!(q.capacity() <= 4 * most_pending, "room for {} entries, {most_pending} pending at most", q.capacity());
     }
 
     #[test]
