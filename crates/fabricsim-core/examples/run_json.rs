@@ -2,6 +2,9 @@
 //! profile the core without Python.
 use std::time::Instant;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let path = std::env::args().nth(1).expect("usage: run_json SCENARIO.json");
     let text = std::fs::read_to_string(&path).expect("readable scenario");
