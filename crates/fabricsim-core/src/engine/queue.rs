@@ -14,12 +14,13 @@
 //! sequence number: events with the same time always share a bucket, and
 //! splitting a bucket keeps its order. Buckets are plain vectors: only
 //! bucket 0 is consumed from the front, through a read index, and it is
-//! cleared once read to its end. A split bucket's vector goes back to a
-//! stack of spare ones, from which the next bucket to fill takes its
-//! vector: the memory events are written to stays as small as the events
-//! pending, and warm. (Each of the 2,049 buckets keeping its own largest
-//! size grew to 7.8 million entries, 125 MB, for 230,000 events pending at
-//! 8,192 hosts, and every push went to a cold line.)
+//! cleared once read to its end. A split bucket's vector is kept as a
+//! spare, from which the next bucket to fill takes its vector, small ones
+//! first: most buckets hold a few events, and a few hold thousands. Small
+//! spares are all kept (there are at most as many as buckets); large ones
+//! up to twice the events pending, so the room held follows the events
+//! pending. (Each of the 2,049 buckets keeping its own largest size grew to
+//! 7.8 million entries, 125 MB, for 230,000 events pending at 8,192 hosts.)
 
 use std::collections::VecDeque;
 
@@ -28,13 +29,16 @@ use crate::units::Time;
 /// Bucket 0 holds times equal to `last`; then 256 buckets per byte level.
 const BUCKETS: usize = 1 + 8 * 256;
 const WORDS: usize = BUCKETS.div_ceil(64);
+/// Entries of the largest spare vector always kept (4 KiB of 16-byte ones).
+const SMALL_SPARE: usize = 256;
 
 pub struct EventQueue<E> {
     buckets: Vec<Vec<(u64, E)>>,
     /// Emptied vectors, with their capacity, for buckets that fill next.
-    spare: Vec<Vec<(u64, E)>>,
-    /// Entries the spare vectors can hold, all told.
-    spare_capacity: usize,
+    spare_small: Vec<Vec<(u64, E)>>,
+    spare_large: Vec<Vec<(u64, E)>>,
+    /// Entries the large spares can hold, all told.
+    spare_large_capacity: usize,
     /// Index of the next event of bucket 0.
     head: usize,
     /// Bit `i` set when bucket `i` is non-empty.
@@ -55,8 +59,9 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            spare: Vec::new(),
-            spare_capacity: 0,
+            spare_small: Vec::new(),
+            spare_large: Vec::new(),
+            spare_large_capacity: 0,
             head: 0,
             occupied: [0; WORDS],
             early: VecDeque::new(),
@@ -100,8 +105,10 @@ impl<E: Copy> EventQueue<E> {
     fn push(&mut self, b: usize, time: u64, event: E) {
         let bucket = &mut self.buckets[b];
         if bucket.capacity() == 0 {
-            if let Some(spare) = self.spare.pop() {
-                self.spare_capacity -= spare.capacity();
+            if let Some(spare) = self.spare_small.pop() {
+                *bucket = spare;
+            } else if let Some(spare) = self.spare_large.pop() {
+                self.spare_large_capacity -= spare.capacity();
                 *bucket = spare;
             }
         }
@@ -140,22 +147,19 @@ impl<E: Copy> EventQueue<E> {
         self.unmark(i);
         // Its events all move to lower buckets (they share the higher bytes
         // with the new minimum), so the bucket is emptied and its vector
-        // kept for the next to fill: splitting never allocates in the
-        // steady state.
+        // kept for the next to fill: in the steady state buckets allocate
+        // only to grow past the spares.
         let mut bucket = std::mem::take(&mut self.buckets[i]);
         self.last = bucket.iter().map(|(t, _)| *t).min().expect("non-empty");
         for &(t, e) in &bucket {
             self.push(bucket_of(t, self.last), t, e);
         }
         bucket.clear();
-        // Spares past twice the events pending are freed: buckets' sizes
-        // swing (a split empties a bucket of thousands into a few), and
-        // kept vectors would each grow to the largest ever.
-        self.spare_capacity += bucket.capacity();
-        if self.spare_capacity <= 2 * self.len + 1024 {
-            self.spare.push(bucket);
-        } else {
-            self.spare_capacity -= bucket.capacity();
+        if bucket.capacity() <= SMALL_SPARE {
+            self.spare_small.push(bucket);
+        } else if self.spare_large_capacity + bucket.capacity() <= 2 * self.len {
+            self.spare_large_capacity += bucket.capacity();
+            self.spare_large.push(bucket);
         }
         true
     }
@@ -226,7 +230,7 @@ impl<E: Copy> EventQueue<E> {
     /// Entries the queue's vectors hold room for, spares included.
     #[cfg(test)]
     fn capacity(&self) -> usize {
-        self.buckets.iter().chain(&self.spare).map(Vec::capacity).sum()
+        self.buckets.iter().chain(&self.spare_small).chain(&self.spare_large).map(Vec::capacity).sum()
     }
 }
 
