@@ -15,6 +15,7 @@ import yaml
 import fabricsim
 from fabricsim import _core, cli
 from fabricsim.results import INCOMPLETE_MARKER
+from fabricsim.scenario import builtin_scenario, load_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -341,6 +342,21 @@ def test_bench_collective_case(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["packet_hops"] > 0
 
 
+def test_bench_mrc_8k_case(capsys: pytest.CaptureFixture[str]) -> None:
+    # The built-in case is bench_mrc.yaml at radix 32 (8,192 hosts); cut down to radix 8 (128 hosts) and 64 KB
+    # here, it must still be the MRC case: trimming on, no PFC, the permutation over every host.
+    code, out, err = fabricsim_cli(
+        capsys, "bench", "--case", "mrc-8k", "--json", "-s", "topology.radix=8", "-s", "traffic.0.bytes=64KB"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) == BENCH_KEYS
+    scenario = load_scenario(builtin_scenario("bench_mrc_8k"))
+    assert scenario["topology"]["radix"] == 32
+    assert scenario["transport"]["kind"] == "mrc" and scenario["switch"]["trimming"]["enabled"]
+    assert report["packet_hops"] > 0
+
+
 def test_bench_flow_mode_case(capsys: pytest.CaptureFixture[str]) -> None:
     # The built-in case (131,072 NICs), cut down to radix 16 (128 NICs) to keep the test fast.
     code, out, err = fabricsim_cli(
@@ -365,9 +381,9 @@ def test_bench_all_cases_keeps_the_reference_keys_on_top(
     code, out, err = fabricsim_cli(capsys, "bench", "--json")
     assert code == 0, err
     report = json.loads(out)
-    assert set(report) == BENCH_KEYS | {"collective", "mrc", "spx", "flow-mode"}
+    assert set(report) == BENCH_KEYS | {"collective", "mrc", "mrc-8k", "spx", "flow-mode"}
     assert report["wall_s"] == 1.0
-    assert report["collective"] == report["mrc"] == report["spx"] == dict.fromkeys(BENCH_KEYS, 2.0)
+    assert report["collective"] == report["mrc"] == report["mrc-8k"] == report["spx"] == dict.fromkeys(BENCH_KEYS, 2.0)
     assert report["flow-mode"] == dict.fromkeys(BENCH_KEYS, 2.0)
     code, out, _ = fabricsim_cli(capsys, "bench")
     assert code == 0

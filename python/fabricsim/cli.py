@@ -74,11 +74,13 @@ LIMIT_STOPS = ("time_limit", "livelock", "stalled", "memory_limit")
 # The built-in cases of `fabricsim bench`: the flow reference scenario of
 # issue 2, the collective case of issue 3, the MRC case of issue 4 and the
 # Spectrum-X case of issue 12, all fixed; docs/PERFORMANCE.md compares runs of them over time.
-# The flow-mode case (issue 16) runs MRC's 131,072-NIC fabric in the flow model.
+# The flow-mode case (issue 16) runs MRC's 131,072-NIC fabric in the flow model,
+# and mrc-8k the MRC case at 8,192 hosts in the packet model.
 BENCH_CASES = {
     "flows": "bench",
     "collective": "bench_collective",
     "mrc": "bench_mrc",
+    "mrc-8k": "bench_mrc_8k",
     "spx": "bench_spx",
     "flow-mode": "bench_flow_mode",
 }
@@ -270,9 +272,9 @@ def _parser() -> argparse.ArgumentParser:
         "--case",
         choices=(*BENCH_CASES, "all"),
         help="built-in case: flows (the 1,024-host permutation), collective (a 256-rank 8MB ring all-reduce), "
-        "mrc (the permutation over MRC), spx (the permutation over four planes, adaptive routing and Spectrum-X "
-        "NICs), flow-mode (a 131,072-rank ring all-reduce on MRC's fabric in the flow model), or all (default; "
-        "each in a fresh process, so that each peak memory is its own)",
+        "mrc (the permutation over MRC), mrc-8k (the same at 8,192 hosts), spx (the permutation over four planes, "
+        "adaptive routing and Spectrum-X NICs), flow-mode (a 131,072-rank ring all-reduce on MRC's fabric in the "
+        "flow model), or all (default; each in a fresh process, so that each peak memory is its own)",
     )
     _add_overrides(bench)
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
