@@ -190,6 +190,27 @@ fn a_collective_is_counted_before_it_is_expanded() {
 }
 
 #[test]
+fn a_collective_counts_the_connections_its_algorithm_opens() {
+    // A 1,024-rank ring over MRC opens a QP per rank and channel (2,048 of
+    // them), not one per rank pair: it was refused at 44 GiB.
+    let ring = |algorithm: &str| {
+        scenario(json!({
+            "topology": {"kind": "clos", "tiers": 3, "radix": 16, "link_rate": "100Gbps"},
+            "transport": {"kind": "mrc"},
+            "traffic": [],
+            "jobs": [{"name": "j", "ranks": 1024, "phases": [
+                {"name": "ar", "collective": {"op": "all_reduce", "algorithm": algorithm, "bytes": "16MB"}}
+            ]}],
+        }))
+    };
+    let refusal = |s: &Scenario| Simulation::check(s, Some(30 << 20)).unwrap_err().message;
+    assert!(refusal(&ring("ring")).contains("2048 QPs"), "{}", refusal(&ring("ring")));
+    // A double binary tree: 2 trees of 1,023 pairs both ways, per channel.
+    assert!(refusal(&ring("tree")).contains(&format!("{} QPs", 4 * 1023 * 2)), "{}", refusal(&ring("tree")));
+    assert!(Simulation::check(&ring("ring"), Some(4 << 30)).is_ok());
+}
+
+#[test]
 fn sampling_that_outgrows_the_memory_stops_the_run() {
     // Expected to last about twice its ideal 85us, so that is all the
     // sampling the smallest budget it builds with has room for; the dead

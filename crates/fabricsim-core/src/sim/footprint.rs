@@ -177,7 +177,7 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
             };
             per_iteration = per_iteration.saturating_add(bound.saturating_mul(count));
             // A connection per rank pair and channel, at most one per transfer.
-            let pairs = size.saturating_mul(size).saturating_mul(u64::from(c.channels));
+            let pairs = c.pair_bound(size).saturating_mul(u64::from(c.channels));
             let connections = bound.min(pairs);
             let qps_each = c.qps.map_or(default_qps, u64::from);
             qps = qps.saturating_add(connections.saturating_mul(qps_each).saturating_mul(count));

@@ -131,6 +131,18 @@ impl CollectiveSpec {
         moves.saturating_mul(u64::from(self.channels)).saturating_add(self.moved_bound(n) / self.slice().max(1))
     }
 
+    /// At most how many ordered pairs of its `n` ranks exchange data on one
+    /// channel: the connections it opens per channel. A ring's rank sends
+    /// only to the next; each of a double binary tree's two trees links
+    /// n - 1 pairs, both ways.
+    pub fn pair_bound(&self, n: u64) -> u64 {
+        match self.op {
+            _ if self.is_plain_ring() => n,
+            CollectiveOp::AllReduce if self.algorithm == Algorithm::Tree => 4 * n.saturating_sub(1),
+            _ => n.saturating_mul(n.saturating_sub(1)),
+        }
+    }
+
     /// At most how many bytes its `n` ranks move in all: 2 n times its
     /// size, which a ring all-reduce moves.
     pub fn moved_bound(&self, n: u64) -> u64 {
