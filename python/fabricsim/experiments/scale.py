@@ -7,9 +7,10 @@ all-reduce, an all-to-all) runs in both models under each design (the RoCEv2
 baseline with ECMP, PFC and DCQCN; MRC on four planes with SRv6 and
 trimming; Spectrum-X on two planes with adaptive routing and its NICs),
 pristine and with one ToR uplink down from 100 us, on a 128-NIC two-tier
-Clos (32 NICs in the quick version). A row gives the flow model's CCT (or
-FCT p50 and p99) over the packet model's; collectives of 16 MB are
-bandwidth-bound, and the target for them is within 5%.
+Clos (32 NICs in the quick version), and again at 1,024 NICs on a
+three-tier Clos (128 in the quick version; no all-to-all). A row gives the
+flow model's CCT (or FCT p50 and p99) over the packet model's; the target
+for collectives is within 5%.
 """
 
 from __future__ import annotations
@@ -46,16 +47,31 @@ def _fault(port: int) -> list[dict[str, Any]]:
     return [{"kind": "link_down", "at": _FAULT_AT, "port": f"t0.p0.0:{port}"}]
 
 
-def _calibration_runs() -> tuple[Run, ...]:
+def _calibration_runs(
+    cases: tuple[str, ...] = _CASES, size: Mapping[str, Any] | None = None, quick_size: Mapping[str, Any] | None = None
+) -> tuple[Run, ...]:
+    """Every case under every design, pristine and failed, in both models.
+
+    `size` and `quick_size` change the fabric and the ranks from the files'
+    (128 NICs; quick: radix 8, 32 NICs); the failed uplink is the ToR's first.
+    """
+    size = size or {}
+    quick_size = quick_size or {"topology.radix": 8, "jobs.0.ranks": 32}
+    first_up = {"full": size.get("topology.radix", 16) // 2, "quick": quick_size["topology.radix"] // 2}
     runs = []
-    for case in _CASES:
+    for case in cases:
         for design, settings in _DESIGNS.items():
             for failed in (False, True):
                 for mode in ("packet", "flow"):
-                    full = {**settings, "mode": mode, **({"faults": _fault(8)} if failed else {})}
-                    quick = {"topology.radix": 8, **({"faults": _fault(4)} if failed else {})}
-                    if case != "permutation":
-                        quick["jobs.0.ranks"] = 32
+                    sized = {k: v for k, v in size.items() if case != "permutation" or k != "jobs.0.ranks"}
+                    full = {
+                        **settings,
+                        **sized,
+                        "mode": mode,
+                        **({"faults": _fault(first_up["full"])} if failed else {}),
+                    }
+                    quick = {k: v for k, v in quick_size.items() if case != "permutation" or k != "jobs.0.ranks"}
+                    quick |= {"faults": _fault(first_up["quick"])} if failed else {}
                     key = f"{case}_{design}{'_failed' if failed else ''}_{mode}"
                     runs.append(
                         Run(
@@ -69,6 +85,14 @@ def _calibration_runs() -> tuple[Run, ...]:
     return tuple(runs)
 
 
+# The calibration at 1,024 NICs: a three-tier Clos of radix 16 (quick: radix
+# 8, 128 NICs). The all-to-all is left out: 1,024 ranks are a million QPs in
+# the packet model.
+_CASES_1K = ("permutation", "ring", "tree")
+_SIZE_1K = {"topology.tiers": 3, "topology.radix": 16, "jobs.0.ranks": 1024}
+_QUICK_1K = {"topology.tiers": 3, "topology.radix": 8, "jobs.0.ranks": 128}
+
+
 def _times(results: Results) -> tuple[float, float] | None:
     """The case's time in seconds as (p50, p99): a collective's CCT twice, or the flows' FCT percentiles."""
     if results.summary.get("jobs"):
@@ -78,9 +102,11 @@ def _times(results: Results) -> tuple[float, float] | None:
     return (p50 * 1e-6, p99 * 1e-6) if p50 is not None and p99 is not None else None
 
 
-def _calibration_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
+def _calibration_analysis(
+    exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool, cases: tuple[str, ...] = _CASES
+) -> list[Row]:
     rows = []
-    for case in _CASES:
+    for case in cases:
         for design in _DESIGNS:
             for failed in (False, True):
                 stem = f"{case}_{design}{'_failed' if failed else ''}"
@@ -342,6 +368,14 @@ EXPERIMENTS = (
         runs=_calibration_runs(),
         analyse=_calibration_analysis,
         note="both models on the same files; the ratio's reason where it is off is in docs/EXPERIMENTS.md",
+    ),
+    Experiment(
+        key="calibration_1k",
+        figure="flow vs packet",
+        title="Flow mode vs packet mode at 1,024 NICs (three tiers): CCT and FCT ratios",
+        runs=_calibration_runs(_CASES_1K, _SIZE_1K, _QUICK_1K),
+        analyse=lambda exp, outcomes, quick: _calibration_analysis(exp, outcomes, quick, _CASES_1K),
+        note="as the calibration, on a three-tier Clos of radix 16; quick: radix 8, 128 NICs; no all-to-all",
     ),
     Experiment(
         key="mrc_cluster",
