@@ -375,7 +375,9 @@ EXPERIMENTS = (
         title="Flow mode vs packet mode at 1,024 NICs (three tiers): CCT and FCT ratios",
         runs=_calibration_runs(_CASES_1K, _SIZE_1K, _QUICK_1K),
         analyse=lambda exp, outcomes, quick: _calibration_analysis(exp, outcomes, quick, _CASES_1K),
-        note="as the calibration, on a three-tier Clos of radix 16; quick: radix 8, 128 NICs; no all-to-all",
+        note="as the calibration, on a three-tier Clos of radix 16; quick: radix 8, 128 NICs; no all-to-all; "
+        "one seed (a seed's 36 runs take about 25 minutes)",
+        seeds=(1,),
     ),
     Experiment(
         key="mrc_cluster",
