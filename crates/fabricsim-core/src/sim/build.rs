@@ -580,8 +580,6 @@ pub(super) fn build(
         conweave_signals: Vec::new(),
         conweave_released: Vec::new(),
         node_ports,
-        port_node: ports.iter().map(|p| p.node).collect(),
-        ports_down: 0,
         ports,
         topo,
         scenario,

@@ -16,7 +16,7 @@ impl Simulation {
             FaultAction::PortUp { port, up, routed } => {
                 let nic_port = [port, port.peer()].into_iter().find(|p| self.is_nic_port(*p));
                 let seen_before = nic_port.map(|p| self.nic_sees_up(p));
-                self.set_port_up(port, up);
+                self.ports[port.0 as usize].up = up;
                 if let (Some(p), Some(before)) = (nic_port, seen_before) {
                     let now_up = self.nic_sees_up(p);
                     if now_up != before {

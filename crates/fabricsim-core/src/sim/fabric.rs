@@ -3,12 +3,9 @@
 //! resume, packet trimming, and drops by cause.
 
 use super::{Event, Simulation};
-use crate::engine::prefetch_lines;
 use crate::ids::QpId;
 use crate::net::capture::Hop;
-use crate::net::{
-    flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, HOT_LINES, NO_PORT,
-};
+use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::switch::admission::{self, Verdict};
 use crate::switch::{ecmp_pick, ecn, srv6, Balancer};
 use crate::topology::{NodeId, NodeRole};
@@ -69,7 +66,7 @@ impl Simulation {
         self.ports[p].count_sent(pkt.wire(), pkt.payload());
         self.recorder.sent(port, self.events.now(), done, pkt.wire() as u64);
         self.totals.packet_hops += 1;
-        if self.port_down(port) {
+        if !self.ports[p].up {
             self.drop_packet(port, id, DropCause::LinkDown);
         } else if (self.ports[p].loss > 0.0 && self.port_rng[p].chance(self.ports[p].loss))
             || (!self.ev_loss.is_empty() && self.ev_lost(port, id))
@@ -152,33 +149,15 @@ impl Simulation {
         self.try_transmit(port);
     }
 
-    /// Sets a port's direction up or down (what a fault does).
-    pub(super) fn set_port_up(&mut self, port: PortId, up: bool) {
-        let was = std::mem::replace(&mut self.ports[port.0 as usize].up, up);
-        match (was, up) {
-            (true, false) => self.ports_down += 1,
-            (false, true) => self.ports_down -= 1,
-            _ => {}
-        }
-    }
-
-    /// Whether `port`'s direction is down.
-    #[inline]
-    fn port_down(&self, port: PortId) -> bool {
-        self.ports_down > 0 && !self.ports[port.0 as usize].up
-    }
-
     pub(super) fn on_arrive(&mut self, id: PacketId) {
         let port = PortId(self.pool.get(id).port);
-        if self.port_down(port) {
+        if !self.ports[port.0 as usize].up {
             // The link failed while the packet was on it.
             self.drop_packet(port, id, DropCause::LinkDown);
             return;
         }
         let into = port.peer();
-        // A switch accounts the packet to its ingress after routing it.
-        prefetch_lines(&self.ports[into.0 as usize], 0..HOT_LINES);
-        let node = self.port_node[into.0 as usize];
+        let node = self.ports[into.0 as usize].node;
         if self.switches[node.0 as usize].is_some() {
             self.switch_receive(node, into, id);
         } else {
@@ -252,7 +231,7 @@ impl Simulation {
             return;
         };
         let o = out.0 as usize;
-        if self.port_down(out) {
+        if !self.ports[o].up {
             self.drop_packet(out, id, DropCause::LinkDown);
             return;
         }

@@ -207,14 +207,6 @@ pub struct Simulation {
     events: EventQueue<Event>,
     pool: PacketPool,
     ports: Vec<Port>,
-    /// Each port's node, apart from the port: what forwarding reads first
-    /// of a packet's ingress, so that the route lookup need not wait for
-    /// the port's cache lines (started on their way meanwhile).
-    port_node: Vec<NodeId>,
-    /// Ports whose direction is down: while none is, an arriving packet's
-    /// link is known to be up without a read of its sending port (a cache
-    /// miss per hop at 8,192 hosts).
-    ports_down: usize,
     port_rng: Vec<Rng>,
     node_ports: Vec<Vec<PortId>>,
     switches: Vec<Option<SwitchState>>,
