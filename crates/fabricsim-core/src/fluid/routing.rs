@@ -56,8 +56,12 @@ pub struct Routing {
     class_of: FastMap<u32, u32>,
     /// Next hops of (switch, class) toward the class's switches, once
     /// read from the distances (the hops into a NIC itself are not kept:
-    /// they differ by NIC).
-    groups: FastMap<(u32, u32), Vec<PortId>>,
+    /// they differ by NIC): an index into `hop_lists`. A ToR's hops toward
+    /// every class beyond it are its uplinks, one list for hundreds of
+    /// classes.
+    groups: FastMap<(u32, u32), u32>,
+    hop_lists: Vec<Vec<PortId>>,
+    hop_list_of: FastMap<Vec<PortId>, u32>,
     frontier: Vec<u32>,
 }
 
@@ -90,6 +94,8 @@ impl Routing {
             dist: Vec::new(),
             class_of: FastMap::default(),
             groups: FastMap::default(),
+            hop_lists: Vec::new(),
+            hop_list_of: FastMap::default(),
             frontier: Vec::new(),
         }
     }
@@ -121,6 +127,8 @@ impl Routing {
         self.dist.clear();
         self.class_of.clear();
         self.groups.clear();
+        self.hop_lists.clear();
+        self.hop_list_of.clear();
     }
 
     /// Forgets NIC `nic`'s class: the view of its links changed, and the
@@ -213,8 +221,8 @@ impl Routing {
             return;
         }
         let c = self.class_of[&dst.0];
-        if let Some(group) = self.groups.get(&(switch.0, c)) {
-            hops.extend_from_slice(group);
+        if let Some(&group) = self.groups.get(&(switch.0, c)) {
+            hops.extend_from_slice(&self.hop_lists[group as usize]);
             return;
         }
         let dist = &self.dist[c as usize];
@@ -224,6 +232,11 @@ impl Routing {
                 hops.push(out);
             }
         }
-        self.groups.insert((switch.0, c), hops.clone());
+        let next = self.hop_lists.len() as u32;
+        let group = *self.hop_list_of.entry(hops.clone()).or_insert(next);
+        if group == next {
+            self.hop_lists.push(hops.clone());
+        }
+        self.groups.insert((switch.0, c), group);
     }
 }
