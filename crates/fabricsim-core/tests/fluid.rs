@@ -199,6 +199,60 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
     }
 }
 
+/// A 32-rank all-to-all of 32 MB (1 MB per pair) on four planes of a
+/// radix-8 Clos, two NICs per host, placed at random.
+fn all_to_all(transport: &str, forwarding: &str, pipelined: bool, faults: Value) -> Value {
+    json!({
+        "seed": 5,
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "nics_per_host": 2, "link_rate": "100Gbps"},
+        "switch": {"forwarding": forwarding},
+        "transport": {"kind": transport},
+        "flow_mode": {"collectives": if pipelined { "pipelined" } else { "transfers" }},
+        "faults": faults,
+        "telemetry": {"transfers": true},
+        "jobs": [{"name": "a2a", "ranks": 32, "start": "1ms", "placement": "random",
+            "phases": [{"name": "a2a", "collective": {"op": "all_to_all", "bytes": "32MB", "channels": 2}}]}],
+    })
+}
+
+/// An all-to-all run whole (one stream for every pair) ends when its pairs
+/// cut into transfers end, under MRC and Spectrum-X spraying, on a
+/// pristine fabric, with a T0-T1 link down and with a NIC's port down
+/// (both before it starts), and RoCE over adaptive switches (each QP bound
+/// to its port): max-min fairness lets no pair end after those through the
+/// most loaded bundle, which the whole run computes. Under ECMP it stays
+/// transfers (each pair hashed apart): no stream stands for the others.
+#[test]
+fn a_whole_all_to_all_agrees_with_its_transfers() {
+    let faults = [
+        json!([]),
+        json!([{"kind": "link_down", "at": "0us", "port": "t0.p0.0:4"}]),
+        json!([{"kind": "nic_port_down", "at": "0us", "nic": 3, "port": 1}]),
+    ];
+    for (transport, forwarding) in [("mrc", "srv6"), ("spx", "adaptive"), ("rocev2", "adaptive")] {
+        let mut pristine = 0.0;
+        // A RoCE QP bound to a dead NIC port fails its job in both.
+        for fault in faults.iter().take(if transport == "rocev2" { 2 } else { 3 }) {
+            let steps = run_flow(all_to_all(transport, forwarding, false, fault.clone()));
+            let whole = run_flow(all_to_all(transport, forwarding, true, fault.clone()));
+            assert_eq!(ints(&steps.transfers, "step").len(), 32 * 31 * 2, "transfers: one per pair and channel");
+            assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty());
+            let (whole, steps) = (cct(&whole), cct(&steps));
+            assert!((whole / steps - 1.0).abs() < 1e-6, "{transport} {fault}: whole {whole} over transfers {steps}");
+            if pristine == 0.0 {
+                pristine = steps;
+            } else {
+                assert!(
+                    steps > 1.1 * pristine,
+                    "{transport} {fault}: the fault costs capacity ({steps} vs {pristine})"
+                );
+            }
+        }
+    }
+    let ecmp = run_flow(all_to_all("rocev2", "ecmp", true, json!([])));
+    assert_eq!(ints(&ecmp.transfers, "step").len(), 32 * 31 * 2);
+}
+
 /// A flow sprayed over two spines by adaptive switches; at 100us the link
 /// from s0 down to tor1 fails, s0 has no other way to tor1, and the routes
 /// take 900us to stop sending through s0. Half the flow is lost meanwhile:

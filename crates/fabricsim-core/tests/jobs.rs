@@ -187,7 +187,7 @@ fn placements_put_ranks_where_they_say() {
     use fabricsim_core::ids::JobId;
     use fabricsim_core::topology::{NodeRole, TopologySpec};
     use fabricsim_core::workload::job::JobSpec;
-    use fabricsim_core::workload::program::expand;
+    use fabricsim_core::workload::program::{expand, Whole};
     let topo: TopologySpec =
         serde_json::from_value(json!({"kind": "clos", "tiers": 3, "radix": 8, "link_rate": "100Gbps"})).unwrap();
     let topo = topo.build().unwrap();
@@ -204,7 +204,9 @@ fn placements_put_ranks_where_they_say() {
             "phases": [{"name": "c", "compute": "1us"}]}))
         .unwrap()
     };
-    let placed = |placement: Value| expand(&[job(placement)], &topo, 1, 1, false).unwrap().jobs[JobId(0)].nics.clone();
+    let placed = |placement: Value| {
+        expand(&[job(placement)], &topo, 1, 1, Whole::default()).unwrap().jobs[JobId(0)].nics.clone()
+    };
     let local = placed(json!("t0_local"));
     assert!(local.iter().all(|&n| tor(n) == tor(local[0])));
     let cross = placed(json!("cross_t1"));
@@ -216,7 +218,7 @@ fn placements_put_ranks_where_they_say() {
     assert_eq!(contiguous.iter().map(|n| topo.name(*n)).collect::<Vec<_>>(), ["nic0", "nic1", "nic2", "nic3"]);
     let (a, b) = (
         placed(json!("random")),
-        expand(&[job(json!("random"))], &topo, 1, 2, false).unwrap().jobs[JobId(0)].nics.clone(),
+        expand(&[job(json!("random"))], &topo, 1, 2, Whole::default()).unwrap().jobs[JobId(0)].nics.clone(),
     );
     assert_ne!(a, b, "another seed draws another random placement");
     // Two jobs never share a NIC.
@@ -229,7 +231,7 @@ fn placements_put_ranks_where_they_say() {
         &topo,
         1,
         1,
-        false,
+        Whole::default(),
     )
     .unwrap();
     assert!(two.jobs[JobId(0)].nics.iter().all(|n| !two.jobs[JobId(1)].nics.contains(n)));

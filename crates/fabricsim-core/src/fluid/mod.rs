@@ -26,6 +26,7 @@
 //! scenario that sets what only the packet model reads is told so in the
 //! summary's `flow_mode_ignores`, and one that needs it is refused.
 
+mod exchange;
 mod maxmin;
 mod paths;
 mod report;
@@ -54,6 +55,22 @@ use crate::transport::{QpSetup, TransportSpec};
 use crate::units::Time;
 use crate::workload::{self, FlowSpec};
 
+/// The fabric as the route computation sees it now (a macro: it borrows
+/// fields of the simulation, not all of it).
+macro_rules! fabric {
+    ($sim:expr) => {
+        Fabric {
+            routing: &mut $sim.routing,
+            view: &$sim.view,
+            alive: &$sim.alive,
+            nic_sees: &$sim.nic_sees,
+            bundles: &$sim.bundles,
+            seeds: &$sim.seeds,
+            rate: &$sim.rate,
+        }
+    };
+}
+
 /// Which model runs a scenario.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -77,13 +94,17 @@ pub struct FlowModeConfig {
     /// it waits for the control plane (`switch.reconvergence_delay`).
     #[serde(default)]
     pub detection: Option<Time>,
-    /// How a ring collective runs: `transfers`, cut into its slices with
-    /// their dependencies as the packet model runs it (the default), or
-    /// `pipelined`, each channel's ring as one stream whose every hop sends
-    /// at the rate of the slowest (a ring moves in lockstep), paying each
-    /// step's latency where the step's slices cannot hide it. Pipelined
-    /// rings are what makes a collective of 100,000 ranks tractable; on a
-    /// ring of 16 ranks they agree with `transfers` within 3.5%
+    /// How a ring collective or an all-to-all runs: `transfers`, cut into
+    /// its slices with their dependencies as the packet model runs it (the
+    /// default), or `pipelined`, whole: each channel's ring as one stream
+    /// whose every hop sends at the rate of the slowest (a ring moves in
+    /// lockstep), paying each step's latency where the step's slices cannot
+    /// hide it; an all-to-all of equal messages to every peer at once, where
+    /// the design sprays, as one stream at one pair's rate loading each link
+    /// with every pair's share (it ends when its most loaded link has
+    /// carried its bytes, as max-min fair pairs do). Whole collectives are
+    /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
+    /// with `transfers` within 3.5% (rings) and 1e-6 (all-to-alls)
     /// (tests/fluid.rs).
     #[serde(default)]
     pub collectives: CollectiveModel,
@@ -146,6 +167,8 @@ enum Owner {
     Transfer(TransferId),
     /// A whole ring (`rings`): every hop of it at once.
     Ring(u32),
+    /// A whole all-to-all (`exchanges`): every pair of it at once.
+    Exchange(u32),
 }
 
 /// One channel's ring of a collective run whole (`flow_mode.collectives:
@@ -174,8 +197,14 @@ struct RingRun {
 }
 
 impl RingRun {
+    /// What one hop sends.
     fn bytes(&self) -> u64 {
         u64::from(self.steps).saturating_mul(self.segment)
+    }
+
+    /// Hops over the network (not between GPUs of one host).
+    fn network_hops(&self) -> u64 {
+        self.hops.iter().flatten().count() as u64
     }
 
     /// What the ring takes beyond its bytes at `rate`: a step cannot start
@@ -303,8 +332,11 @@ pub struct FluidSimulation {
     rings: Vec<RingRun>,
     /// Each collective's rings: `rings[ring_start[c]..ring_start[c + 1]]`.
     ring_start: Vec<u32>,
-    /// Rings of each collective not yet arrived.
-    rings_left: Vec<u32>,
+    /// All-to-alls run whole, and each collective's (if it is one).
+    exchanges: Vec<exchange::ExchangeRun>,
+    exchange_of: Vec<Option<u32>>,
+    /// Rings or all-to-alls of each collective run whole not yet arrived.
+    whole_left: Vec<u32>,
     streams: Vec<Stream>,
     /// Slots of streams that arrived, for new ones.
     free_streams: Vec<u32>,
@@ -440,6 +472,26 @@ impl FluidSimulation {
             }
             ring_start.push(rings.len() as u32);
         }
+        let mut exchanges = Vec::new();
+        let mut exchange_of = vec![None; program.collectives.len()];
+        for (c, run) in program.collectives.iter().enumerate() {
+            let Some(plan) = &run.exchange else { continue };
+            let job_nics = &program.jobs[program.phases[run.phase].job].nics;
+            let nics: Vec<NodeId> = plan.members.iter().map(|&m| job_nics[m as usize]).collect();
+            let hosts = nics.iter().map(|&n| exchange::host_of(&topo, n)).collect();
+            let ports = node_ports[nics[0].0 as usize].len();
+            let shares = exchange::port_shares(ports, plan.channels, run.qps);
+            let intra_rate = scenario.intra_host.rate.0 as f64 / 8.0;
+            exchange_of[c] = Some(exchanges.len() as u32);
+            exchanges.push(exchange::ExchangeRun::new(
+                CollectiveId::new(c),
+                nics,
+                hosts,
+                plan.pair_bytes,
+                intra_rate,
+                shares,
+            ));
+        }
         let n_transfers = program.transfers.len();
         let n_collectives = program.collectives.len();
         let jobs = Jobs::new(program, opened.transfer, topo.nodes.len(), connections.len());
@@ -504,7 +556,9 @@ impl FluidSimulation {
             transfer_parts: vec![0; n_transfers],
             rings,
             ring_start,
-            rings_left: vec![0; n_collectives],
+            exchanges,
+            exchange_of,
+            whole_left: vec![0; n_collectives],
             jobs,
             streams: Vec::new(),
             free_streams: Vec::new(),
@@ -654,6 +708,11 @@ impl FluidSimulation {
                 ring.routed = None;
             }
         }
+        for run in &mut self.exchanges {
+            if run.sorted.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
+                run.routed = None;
+            }
+        }
         self.reroute_nics.push(nic);
     }
 
@@ -775,6 +834,7 @@ impl FluidSimulation {
     fn route_of(&mut self, s: u32) -> Route {
         match self.streams[s as usize].owner {
             Owner::Ring(r) => self.ring_route(r),
+            Owner::Exchange(x) => self.exchange_route(x),
             Owner::Flow(_) | Owner::Transfer(_) => self.qp_route(self.streams[s as usize].qp),
         }
     }
@@ -824,43 +884,44 @@ impl FluidSimulation {
     /// Where QP `qp`'s traffic goes now.
     fn qp_route(&mut self, qp: u32) -> Route {
         let qp = self.qps[qp as usize];
-        let src_ports = self.routing.node_ports(qp.src).to_vec();
-        let mut fabric = Fabric {
-            routing: &mut self.routing,
-            view: &self.view,
-            alive: &self.alive,
-            nic_sees: &self.nic_sees,
-            bundles: &self.bundles,
-            seeds: &self.seeds,
-            rate: &self.rate,
-        };
         match self.placement {
             Placement::Hash => {
+                let src_ports = self.routing.node_ports(qp.src);
                 let first = src_ports[qp.port_index as usize % src_ports.len()];
+                let mut fabric = fabric!(self);
                 paths::hashed(&mut fabric, first, qp.src, qp.dst, qp.entropy)
             }
             Placement::Spray { nic, avoid } => {
-                let first: Vec<(PortId, f64)> = if nic {
-                    // The NIC sprays over the ports it sees up whose plane
-                    // reaches the destination in its view.
-                    let usable: Vec<PortId> = (src_ports.iter().copied())
-                        .filter(|p| fabric.nic_sees[p.0 as usize] && fabric.view.usable(*p))
-                        .filter(|p| {
-                            let tor = fabric.routing.peer(*p);
-                            tor == qp.dst || fabric.routing.distance(tor, qp.dst, fabric.view).is_some()
-                        })
-                        .collect();
-                    let total: u64 = usable.iter().map(|p| fabric.rate[p.0 as usize]).sum();
-                    usable.iter().map(|&p| (p, fabric.rate[p.0 as usize] as f64 / total as f64)).collect()
-                } else {
-                    vec![(src_ports[qp.port_index as usize % src_ports.len()], 1.0)]
-                };
-                if first.is_empty() {
-                    return Route { path: vec![src_ports[0]], ..Route::default() };
-                }
-                paths::sprayed(&mut fabric, &mut self.spray_cache, avoid, &first, qp.dst)
+                self.sprayed_route(qp.src, qp.dst, nic, avoid, &[(qp.port_index as usize, 1.0)])
             }
         }
+    }
+
+    /// Where traffic from NIC `src` to NIC `dst` goes in a design that
+    /// sprays: over the ports the NIC sees up whose plane reaches the
+    /// destination in its view, by their rates (`nic`: the NIC sprays), or
+    /// over the ports `bound` gives, with their shares (QPs bound to ports,
+    /// by index).
+    fn sprayed_route(&mut self, src: NodeId, dst: NodeId, nic: bool, avoid: bool, bound: &[(usize, f64)]) -> Route {
+        let src_ports = self.routing.node_ports(src).to_vec();
+        let mut fabric = fabric!(self);
+        let first: Vec<(PortId, f64)> = if nic {
+            let usable: Vec<PortId> = (src_ports.iter().copied())
+                .filter(|p| fabric.nic_sees[p.0 as usize] && fabric.view.usable(*p))
+                .filter(|p| {
+                    let tor = fabric.routing.peer(*p);
+                    tor == dst || fabric.routing.distance(tor, dst, fabric.view).is_some()
+                })
+                .collect();
+            let total: u64 = usable.iter().map(|p| fabric.rate[p.0 as usize]).sum();
+            usable.iter().map(|&p| (p, fabric.rate[p.0 as usize] as f64 / total as f64)).collect()
+        } else {
+            bound.iter().map(|&(k, share)| (src_ports[k % src_ports.len()], share)).collect()
+        };
+        if first.is_empty() {
+            return Route { path: vec![src_ports[0]], ..Route::default() };
+        }
+        paths::sprayed(&mut fabric, &mut self.spray_cache, avoid, &first, dst)
     }
 
     /// Posts a stream of `bytes` on QP `qp` for `owner`: it starts once
@@ -993,7 +1054,7 @@ impl FluidSimulation {
                 let lost = line * (now - since).as_secs_f64();
                 let queued: f64 = match stream.owner {
                     // A ring's hops have nothing queued but the ring's rest.
-                    Owner::Ring(_) => stream.left,
+                    Owner::Ring(_) | Owner::Exchange(_) => stream.left,
                     Owner::Flow(_) | Owner::Transfer(_) => {
                         self.qp_queue[stream.qp as usize].iter().map(|&q| self.streams[q as usize].left).sum()
                     }
@@ -1045,8 +1106,15 @@ impl FluidSimulation {
             let dt = (now - stream.updated).as_secs_f64();
             let sent = (stream.rate * dt).min(stream.left / stream.route.delivered.max(f64::MIN_POSITIVE));
             stream.left = (stream.left - sent * stream.route.delivered).max(0.0);
+            // What one of the stream's messages received; a whole ring or
+            // all-to-all receives it on every hop or pair over the network.
             let arrived = sent * stream.route.delivered;
-            self.delivered += arrived;
+            self.delivered += arrived
+                * match stream.owner {
+                    Owner::Ring(r) => self.rings[r as usize].network_hops() as f64,
+                    Owner::Exchange(x) => self.exchanges[x as usize].network_pairs() as f64,
+                    Owner::Flow(_) | Owner::Transfer(_) => 1.0,
+                };
             match stream.owner {
                 // Every hop's receiver gets the ring's bytes; only hosts
                 // sampled read them, and a ring may have 100,000 hops.
@@ -1056,7 +1124,13 @@ impl FluidSimulation {
                         self.nic_rx[dst.0 as usize] += arrived;
                     }
                 }
-                Owner::Ring(_) => {}
+                Owner::Exchange(x) if !self.telemetry_hosts.is_empty() => {
+                    let run = &self.exchanges[x as usize];
+                    for (&nic, &peers) in run.nics.iter().zip(&run.network_peers) {
+                        self.nic_rx[nic.0 as usize] += arrived * f64::from(peers);
+                    }
+                }
+                Owner::Ring(_) | Owner::Exchange(_) => {}
                 Owner::Flow(_) | Owner::Transfer(_) => {
                     self.nic_rx[self.qps[stream.qp as usize].dst.0 as usize] += arrived
                 }
@@ -1088,6 +1162,7 @@ impl FluidSimulation {
             }
             let touched = match stream.owner {
                 Owner::Ring(r) => self.rings[r as usize].nics.iter().any(touches),
+                Owner::Exchange(x) => self.exchanges[x as usize].nics.iter().any(touches),
                 Owner::Flow(_) | Owner::Transfer(_) => {
                     let qp = &self.qps[stream.qp as usize];
                     touches(&qp.src) || touches(&qp.dst)
@@ -1194,6 +1269,10 @@ impl FluidSimulation {
             self.events.schedule_in(ring.tail(average), Event::Arrived(s));
             return;
         }
+        if let Owner::Exchange(x) = stream.owner {
+            self.events.schedule_in(self.exchanges[x as usize].latency, Event::Arrived(s));
+            return;
+        }
         let latency = self.latency(&self.streams[s as usize].route.path);
         self.events.schedule_in(latency, Event::Arrived(s));
         self.next_on_qp(s);
@@ -1230,9 +1309,13 @@ impl FluidSimulation {
             return;
         }
         self.qp_errors += 1;
-        if let Owner::Ring(r) = stream.owner {
+        let whole = match stream.owner {
+            Owner::Ring(r) => Some(self.rings[r as usize].collective),
+            Owner::Exchange(x) => Some(self.exchanges[x as usize].collective),
+            Owner::Flow(_) | Owner::Transfer(_) => None,
+        };
+        if let Some(collective) = whole {
             self.streams[s as usize].done = true;
-            let collective = self.rings[r as usize].collective;
             self.fail_job(self.jobs.job_of_collective(collective));
             return;
         }
@@ -1242,7 +1325,7 @@ impl FluidSimulation {
             match self.streams[failed as usize].owner {
                 Owner::Flow(f) => self.flow_failed(f),
                 Owner::Transfer(t) => self.fail_job(self.jobs.job_of(t)),
-                Owner::Ring(_) => unreachable!("rings are on no QP's queue"),
+                Owner::Ring(_) | Owner::Exchange(_) => unreachable!("whole collectives are on no QP's queue"),
             }
         }
     }
@@ -1259,6 +1342,18 @@ fn fair_rates(solver: &mut Filling, capacity: &[f64], bundles: &[u32], users: &[
     let mut rates = Vec::new();
     solver.solve(&capacity, &demands, &mut rates);
     rates
+}
+
+/// Which collectives the scenario runs whole (`flow_mode.collectives:
+/// pipelined`): rings in any design; all-to-alls where the design sprays,
+/// since one stream then stands for every pair (`exchange`), where ECMP
+/// would hash each pair's QPs apart.
+pub fn whole_collectives(scenario: &Scenario) -> crate::workload::program::Whole {
+    let pipelined = scenario.mode == Mode::Flow && scenario.flow_mode.collectives == CollectiveModel::Pipelined;
+    crate::workload::program::Whole {
+        rings: pipelined,
+        all_to_all: pipelined && placement_of(scenario) != Placement::Hash,
+    }
 }
 
 /// How the scenario's design places traffic.

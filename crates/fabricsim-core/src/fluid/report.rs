@@ -113,8 +113,24 @@ impl FluidSimulation {
 
     /// The goodput a stream capped at `cap` gets on `route` with the fabric
     /// to itself.
-    fn rate_alone(&self, route: &super::Route, cap: f64) -> f64 {
+    pub(super) fn rate_alone(&self, route: &super::Route, cap: f64) -> f64 {
         (route.uses.iter()).map(|&(b, share)| self.capacity[b as usize] / share).fold(cap, f64::min) * route.delivered
+    }
+
+    /// Adds to each job's `network_bytes` (counted from its transfers)
+    /// what its rings and all-to-alls run whole move over the network.
+    fn add_whole_network_bytes(&self, jobs: &mut serde_json::Value) {
+        let job_name = |c: crate::ids::CollectiveId| {
+            let job = self.jobs.program.phases[self.jobs.program.collectives[c].phase].job;
+            self.jobs.program.jobs[job].name.clone()
+        };
+        let rings = self.rings.iter().map(|r| (r.collective, r.bytes().saturating_mul(r.network_hops())));
+        let exchanges = (self.exchanges.iter()).map(|x| (x.collective, x.pair_bytes.saturating_mul(x.network_pairs())));
+        for (c, bytes) in rings.chain(exchanges) {
+            if let Some(entry) = jobs.get_mut(job_name(c)).and_then(|j| j.get_mut("network_bytes")) {
+                *entry = (entry.as_u64().unwrap_or(0).saturating_add(bytes)).into();
+            }
+        }
     }
 
     /// A collective run as whole rings, alone: its rings (channels) share
@@ -147,6 +163,9 @@ impl FluidSimulation {
     fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
         if !self.jobs.program.collectives[c].rings.is_empty() {
             return self.ideal_rings(c);
+        }
+        if let Some(x) = self.exchange_of[c.index()] {
+            return self.ideal_exchange(x);
         }
         let run = self.jobs.program.collectives[c].clone();
         if run.transfers.is_empty() {
@@ -270,7 +289,8 @@ impl FluidSimulation {
         let span = last_end.saturating_sub(first_start).as_secs_f64();
         // A fold from +0: an empty f64 sum is -0, which prints as "-0.000".
         let flow_payload = f.iter().filter(|x| x.end.is_some()).fold(0.0, |sum, x| sum + x.spec.bytes as f64);
-        let (collectives, steps, transfers, jobs) = self.jobs.tables(&self.topo, self.scenario.telemetry.transfers);
+        let (collectives, steps, transfers, mut jobs) = self.jobs.tables(&self.topo, self.scenario.telemetry.transfers);
+        self.add_whole_network_bytes(&mut jobs);
         let summary = json!({
             "complete": stop.is_complete(),
             "stop_reason": stop.name(),

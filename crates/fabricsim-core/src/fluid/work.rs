@@ -50,13 +50,16 @@ impl FluidSimulation {
                     self.transfer_done(t);
                 }
             }
-            Owner::Ring(r) => {
-                let c = self.rings[r as usize].collective;
-                self.rings_left[c.index()] -= 1;
-                if self.rings_left[c.index()] == 0 && !self.jobs.job_failed[self.jobs.job_of_collective(c)] {
-                    self.collective_done(c);
-                }
-            }
+            Owner::Ring(r) => self.whole_part_arrived(self.rings[r as usize].collective),
+            Owner::Exchange(x) => self.whole_part_arrived(self.exchanges[x as usize].collective),
+        }
+    }
+
+    /// A ring or all-to-all of collective `c`, run whole, arrived.
+    fn whole_part_arrived(&mut self, c: CollectiveId) {
+        self.whole_left[c.index()] -= 1;
+        if self.whole_left[c.index()] == 0 && !self.jobs.job_failed[self.jobs.job_of_collective(c)] {
+            self.collective_done(c);
         }
     }
 
@@ -89,8 +92,15 @@ impl FluidSimulation {
             self.jobs.collective_start[c] = Some(now);
             let (first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
             if first < end {
-                self.rings_left[c.index()] = end - first;
+                self.whole_left[c.index()] = end - first;
                 (first..end).for_each(|r| self.start_ring(r));
+                continue;
+            }
+            if let Some(x) = self.exchange_of[c.index()] {
+                self.whole_left[c.index()] = 1;
+                let (bytes, cap) = (self.exchanges[x as usize].pair_bytes, self.exchanges[x as usize].intra_cap);
+                let s = self.new_stream(Owner::Exchange(x), u32::MAX, bytes, cap);
+                self.start_stream(s);
                 continue;
             }
             let transfers = self.jobs.program.collectives[c].transfers;

@@ -210,9 +210,8 @@ pub(crate) fn expand_workload(
     if !setup.goes_on() {
         return Ok(None);
     }
-    let whole_rings = scenario.mode == crate::fluid::Mode::Flow
-        && scenario.flow_mode.collectives == crate::fluid::CollectiveModel::Pipelined;
-    let program = program::expand(&scenario.jobs, topo, scenario.transport.qps(), scenario.seed, whole_rings)?;
+    let whole = crate::fluid::whole_collectives(scenario);
+    let program = program::expand(&scenario.jobs, topo, scenario.transport.qps(), scenario.seed, whole)?;
     for (j, job) in program.jobs.iter().enumerate() {
         let first = job.nics[0];
         if let Some(why) = job.nics.iter().find_map(|&nic| unreachable(first, nic)) {

@@ -158,8 +158,7 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
         qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
     }
     let (mut transfers, mut phases, mut posted) = (0u64, 0u64, 0u64);
-    let whole_rings = scenario.mode == crate::fluid::Mode::Flow
-        && scenario.flow_mode.collectives == crate::fluid::CollectiveModel::Pipelined;
+    let whole = crate::fluid::whole_collectives(scenario);
     for (j, job) in scenario.jobs.iter().enumerate() {
         let iterations = u64::from(job.iterations);
         phases = phases.saturating_add(iterations.saturating_mul(job.phases.len() as u64));
@@ -169,9 +168,12 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
             let field = format!("jobs[{j}].phases[{p}].collective.group");
             let (count, size) = group_shape(job.ranks, c, &field)?;
             let (count, size) = (u64::from(count), u64::from(size));
-            // A ring run whole keeps one hop per rank and channel.
-            let bound = if whole_rings && c.is_plain_ring() {
+            // A ring run whole keeps one hop per rank and channel; an
+            // all-to-all run whole, its ranks only.
+            let bound = if whole.rings && c.is_plain_ring() {
                 size.saturating_mul(u64::from(c.channels))
+            } else if whole.all_to_all && c.is_plain_all_to_all() {
+                0
             } else {
                 c.transfer_bound(size)
             };

@@ -162,6 +162,14 @@ impl CollectiveSpec {
             && !self.hierarchical
     }
 
+    /// Equal messages from every rank to every other, all at once: an
+    /// all-to-all with no `concurrent_peers` window (which the flow model
+    /// can run whole where the design sprays, `flow_mode.collectives:
+    /// pipelined`).
+    pub fn is_plain_all_to_all(&self) -> bool {
+        self.op == CollectiveOp::AllToAll && self.concurrent_peers.is_none()
+    }
+
     /// Slices in flight per connection, NCCL's default unless given.
     pub fn credits(&self) -> u32 {
         match (self.credits, self.op) {

@@ -70,8 +70,32 @@ pub struct CollectiveRun {
     /// from every rank at once and have no fill.
     pub fill_bytes: u64,
     /// Its rings, one per channel, when it runs whole rather than as
-    /// transfers (`expand`'s `whole_rings`); its `transfers` are then empty.
+    /// transfers (`Whole::rings`); its `transfers` are then empty.
     pub rings: Vec<RingPlan>,
+    /// The all-to-all itself, when it runs whole (`Whole::all_to_all`);
+    /// its `transfers` are then empty.
+    pub exchange: Option<ExchangePlan>,
+}
+
+/// Which collectives `expand` keeps whole instead of cutting them into
+/// transfers: the flow model's pipelined collectives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Whole {
+    /// A collective that is one ring per channel
+    /// (`CollectiveSpec::is_plain_ring`).
+    pub rings: bool,
+    /// An all-to-all of equal messages with every peer at once
+    /// (`CollectiveSpec::is_plain_all_to_all`).
+    pub all_to_all: bool,
+}
+
+/// An all-to-all run whole: every rank sends `pair_bytes` to every other.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExchangePlan {
+    /// Its ranks (positions in the job).
+    pub members: Vec<u32>,
+    pub pair_bytes: u64,
+    pub channels: u32,
 }
 
 /// One channel's ring of a ring collective run whole: every hop sends its
@@ -121,15 +145,13 @@ pub struct Program {
 }
 
 /// Expands the scenario's jobs. `default_qps` is the transport's QPs per
-/// connection. With `whole_rings`, a collective that is one ring per
-/// channel (`CollectiveSpec::is_plain_ring`) is kept as its rings instead
-/// of being cut into transfers: the flow model's pipelined collectives.
+/// connection; `whole` says which collectives are kept whole.
 pub fn expand(
     jobs: &[JobSpec],
     topo: &Topology,
     default_qps: u32,
     seed: u64,
-    whole_rings: bool,
+    whole: Whole,
 ) -> Result<Program, ScenarioError> {
     let nics = topo.nics();
     let mut free = vec![true; nics.len()];
@@ -191,7 +213,7 @@ pub fn expand(
                                 phase_id,
                                 g as u32,
                                 default_qps,
-                                whole_rings,
+                                whole,
                                 &mut program.transfers,
                                 &pfield("collective"),
                             )?;
@@ -440,7 +462,7 @@ fn expand_collective(
     phase: PhaseId,
     group: u32,
     default_qps: u32,
-    whole_rings: bool,
+    whole: Whole,
     transfers: &mut Arena<TransferId, Transfer>,
     field: &str,
 ) -> Result<CollectiveRun, ScenarioError> {
@@ -507,9 +529,12 @@ fn expand_collective(
         collective: id,
         slice: spec.slice(),
         channel_base: 0,
-        rings: (whole_rings && spec.is_plain_ring()).then_some(&mut rings),
+        rings: (whole.rings && spec.is_plain_ring()).then_some(&mut rings),
     };
-    if n > 1 {
+    let mut exchange = None;
+    if n > 1 && whole.all_to_all && spec.is_plain_all_to_all() {
+        exchange = Some(ExchangePlan { members: members.to_vec(), pair_bytes: bytes / n as u64, channels });
+    } else if n > 1 {
         let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
         match (spec.op, spec.algorithm) {
             (CollectiveOp::AllReduce, Algorithm::Ring) if spec.hierarchical => {
@@ -586,6 +611,7 @@ fn expand_collective(
         },
         chain,
         rings,
+        exchange,
     })
 }
 
@@ -1017,7 +1043,7 @@ mod tests {
             PhaseId(0),
             0,
             1,
-            false,
+            Whole::default(),
             &mut transfers,
             "c",
         )
@@ -1035,7 +1061,7 @@ mod tests {
             PhaseId(0),
             0,
             1,
-            true,
+            Whole { rings: true, all_to_all: true },
             &mut none,
             "c",
         )
