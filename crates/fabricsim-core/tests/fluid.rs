@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{floats, ints, texts};
+use common::{floats, ints, summary_u64, texts};
 use fabricsim_core::net::headers::data_wire;
 use fabricsim_core::net::IpVersion;
 use fabricsim_core::{FluidSimulation, RunOutput, Scenario, Setup};
@@ -190,6 +190,9 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
         let steps = cct(&run_flow(ring(bytes, forwarding, false)));
         let whole = run_flow(ring(bytes, forwarding, true));
         assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty());
+        let network = |out: &RunOutput| out.summary["jobs"]["ring"]["network_bytes"].as_u64().unwrap() as f64;
+        let moved = network(&whole) / network(&run_flow(ring(bytes, forwarding, false)));
+        assert!((moved - 1.0).abs() < 1e-3, "{bytes} {forwarding}: whole moves {moved} of the transfers' bytes");
         let ratio = cct(&whole) / steps;
         assert!(
             (0.99..1.035).contains(&ratio),
@@ -237,6 +240,12 @@ fn a_whole_all_to_all_agrees_with_its_transfers() {
             let whole = run_flow(all_to_all(transport, forwarding, true, fault.clone()));
             assert_eq!(ints(&steps.transfers, "step").len(), 32 * 31 * 2, "transfers: one per pair and channel");
             assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty());
+            // Both count every pair's bytes, intra-host ones not over the network.
+            let network = |out: &RunOutput| out.summary["jobs"]["a2a"]["network_bytes"].as_u64().unwrap();
+            assert_eq!(network(&whole), network(&steps), "{transport} {fault}");
+            assert!(network(&steps) < 32 * 31 * 1_000_000, "two NICs a host: some pairs stay inside");
+            let delivered = |out: &RunOutput| summary_u64(out, "delivered_payload_bytes") as f64;
+            assert!((delivered(&whole) / delivered(&steps) - 1.0).abs() < 1e-6, "{transport} {fault}");
             let (whole, steps) = (cct(&whole), cct(&steps));
             assert!((whole / steps - 1.0).abs() < 1e-6, "{transport} {fault}: whole {whole} over transfers {steps}");
             if pristine == 0.0 {
