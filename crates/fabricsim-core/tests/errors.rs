@@ -1,16 +1,37 @@
 //! Bad scenarios are refused with a message that names the field and quotes
 //! the value.
 
-use fabricsim_core::{Scenario, Simulation};
+use fabricsim_core::{Scenario, Setup, Simulation};
 use serde_json::{json, Value};
 
+/// The error a scenario is refused with; checking it without building
+/// (`check_within`, what `resolve` runs before any run) finds the same one.
 fn error_of(scenario: Value) -> String {
+    refused(scenario, true)
+}
+
+/// The error a scenario is refused with when built. Two checks still need
+/// what only the build computes (the routes, the connections' packets), so
+/// `resolve` passes them and the run fails: `found_by_check` false.
+fn build_error_of(scenario: Value) -> String {
+    refused(scenario, false)
+}
+
+fn refused(scenario: Value, found_by_check: bool) -> String {
     match Scenario::from_json(&scenario.to_string()) {
         Err(e) => e.to_string(),
-        Ok(s) => match Simulation::new(s) {
-            Err(e) => e.to_string(),
-            Ok(_) => panic!("accepted: {scenario}"),
-        },
+        Ok(s) => {
+            let checked = Simulation::check_within(&s, &mut Setup::default());
+            match Simulation::new(s) {
+                Err(e) => {
+                    let e = e.to_string();
+                    let by_check = checked.err().map(|c| c.to_string());
+                    assert_eq!(by_check, found_by_check.then(|| e.clone()), "check_within: {scenario}");
+                    e
+                }
+                Ok(_) => panic!("accepted: {scenario}"),
+            }
+        }
     }
 }
 
@@ -319,7 +340,7 @@ fn physically_meaningless_values_are_refused_when_checked() {
 #[test]
 fn a_qp_is_never_asked_to_number_more_packets_than_its_psns() {
     // 2^50 B at 4KiB per packet: 2^38 packets on one QP.
-    let e = error_of(with("traffic", json!([{"kind": "flow", "src": 0, "dst": 2, "bytes": "1048576GiB"}])));
+    let e = build_error_of(with("traffic", json!([{"kind": "flow", "src": 0, "dst": 2, "bytes": "1048576GiB"}])));
     assert!(e.starts_with("traffic") && e.contains("2^31 PSNs"), "{e}");
     // A job's connection carries every iteration.
     let mut s = base();
@@ -327,7 +348,7 @@ fn a_qp_is_never_asked_to_number_more_packets_than_its_psns() {
     s["jobs"] = json!([{"name": "j", "ranks": 2, "iterations": 2, "phases": [
         {"name": "p", "collective": {"op": "send_recv", "bytes": "8192GiB", "slice": "1GiB"}}
     ]}]);
-    let e = error_of(s);
+    let e = build_error_of(s);
     assert!(e.starts_with("jobs") && e.contains("2^31 PSNs"), "{e}");
 }
 
@@ -452,7 +473,7 @@ fn adaptive_routing_needs_a_choice_of_paths_and_sane_bands() {
         "links": [{"a": "a", "b": "s", "rate": "100Gbps"}, {"a": "b", "b": "s", "rate": "100Gbps"}]});
     s["traffic"] = json!([{"kind": "flow", "src": "a", "dst": "b", "bytes": "1MB"}]);
     s["switch"] = json!({"forwarding": "adaptive"});
-    let e = error_of(s);
+    let e = build_error_of(s);
     assert!(e.starts_with("switch.forwarding: adaptive") && e.contains("nothing to choose"), "{e}");
     for (adaptive, field, quoted) in [
         (json!({"bands": ["40KB", "20KB"]}), "switch.adaptive.bands", "20KB"),

@@ -80,6 +80,9 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     let mut whole = fabric;
     whole.parts.extend(footprint::of_workload(scenario, &topo)?.parts);
     whole.check(budget, source)?;
+    if let Some(shift) = &scenario.nic.shift {
+        check_backup_rails(&topo, shift.backup_rail_offset)?;
+    }
     let port_node = |p: PortId| {
         let link = &topo.links[p.link().0 as usize];
         [link.a, link.b][p.side() as usize]
@@ -276,6 +279,28 @@ pub(crate) fn transfer_connections(
 pub(crate) struct Connections {
     pub transfer: Arena<TransferId, Option<ConnectionId>>,
     pub ring_hops: Vec<Vec<Option<ConnectionId>>>,
+}
+
+/// Refuses SHIFT where a host's backup rail would be the NIC itself: on a
+/// host of `count` NICs, when `offset` is a multiple of `count`. Checked
+/// when planning, so that `resolve` finds it before a run.
+fn check_backup_rails(topo: &Topology, offset: u32) -> Result<(), ScenarioError> {
+    let mut rails: FastMap<u32, u32> = FastMap::default();
+    for nic in topo.nics() {
+        if let NodeRole::Nic { host, .. } = topo.node(nic).role {
+            *rails.entry(host).or_default() += 1;
+        }
+    }
+    match rails.values().copied().filter(|&count| offset.is_multiple_of(count)).min() {
+        Some(count) => invalid(
+            "nic.shift.backup_rail_offset",
+            format!(
+                "{offset}: on a host of {count} NIC(s) that names the default NIC itself; SHIFT needs another NIC of \
+                 the host as the backup (topology.nics_per_host)"
+            ),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// How many items a build's loops create between two questions to the
@@ -480,7 +505,7 @@ pub(super) fn build(
     links.pair_directions();
     let shift = match scenario.nic.shift {
         Some(cfg) => {
-            let pairs = links.backup_qps(&ports, &node_ports, &topo, cfg.backup_rail_offset)?;
+            let pairs = links.backup_qps(&ports, &node_ports, &topo, cfg.backup_rail_offset);
             Some(super::shift::Shift::new(cfg, &pairs, links.qps.len()))
         }
         None => None,
@@ -904,7 +929,8 @@ impl Links {
         id
     }
 
-    /// SHIFT's backup QPs: for every QP so far, one between the NICs
+    /// SHIFT's backup QPs (`check_backup_rails` found each one a backup NIC):
+    /// for every QP so far, one between the NICs
     /// `offset` rails on at its two hosts, on the port of the same index.
     fn backup_qps(
         &mut self,
@@ -912,7 +938,7 @@ impl Links {
         node_ports: &[Vec<PortId>],
         topo: &Topology,
         offset: u32,
-    ) -> Result<Vec<(QpId, QpId)>, ScenarioError> {
+    ) -> Vec<(QpId, QpId)> {
         let mut by_rail: FastMap<(u32, u16), NodeId> = FastMap::default();
         let mut rails: FastMap<u32, u32> = FastMap::default();
         for nic in topo.nics() {
@@ -921,34 +947,24 @@ impl Links {
                 *rails.entry(host).or_default() += 1;
             }
         }
-        let backup = |nic: NodeId| -> Result<NodeId, ScenarioError> {
+        let backup = |nic: NodeId| -> NodeId {
             let NodeRole::Nic { host, rail } = topo.node(nic).role else { unreachable!("QPs join NICs") };
-            let count = rails[&host];
-            let other = (u32::from(rail) + offset) % count;
-            if other == u32::from(rail) {
-                return invalid(
-                    "nic.shift.backup_rail_offset",
-                    format!(
-                        "{offset}: on a host of {count} NIC(s) that names the default NIC itself; SHIFT needs another \
-                         NIC of the host as the backup (topology.nics_per_host)"
-                    ),
-                );
-            }
-            Ok(by_rail[&(host, other as u16)])
+            let other = (u32::from(rail) + offset) % rails[&host];
+            by_rail[&(host, other as u16)]
         };
         let mut pairs = Vec::with_capacity(self.qps.len());
         for q in self.qps.ids().collect::<Vec<_>>() {
             let (src, dst, port) = (self.qps[q].src, self.qps[q].dst, self.qps[q].src_port);
             let ends = QpEnds {
-                src: backup(src)?,
-                dst: backup(dst)?,
+                src: backup(src),
+                dst: backup(dst),
                 port_index: ports[port.0 as usize].index as usize,
                 job: self.setups[q].job,
             };
             let entropy = QpSetup::entropy_of(self.seed, self.qps.next_id());
             pairs.push((q, self.new_qp(ports, node_ports, None, ends, entropy)));
         }
-        Ok(pairs)
+        pairs
     }
 }
 
