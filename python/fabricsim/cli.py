@@ -1,4 +1,4 @@
-"""The `fabricsim` command: run (a scenario, or each value of its sweep), topo, bench, schema, reproduce.
+"""The `fabricsim` command: run (a scenario, or each value of its sweep), compare, topo, bench, schema, reproduce.
 
 Bad input (a scenario the core rejects, a missing or malformed file, an
 output directory that exists or cannot be created or written) is reported as
@@ -258,6 +258,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--plot", action="store_true", help="for a sweep, also draw busbw.png: bus bandwidth against size")
     run.set_defaults(command=_cmd_run)
 
+    compare = commands.add_parser(
+        "compare", help="run one scenario under every design (RoCE, MRC, Spectrum-X, PRO, HPN, SHIFT) side by side"
+    )
+    compare.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in default)")
+    compare.add_argument(
+        "--designs", help=f"comma-separated designs (default: every one that can run it): {','.join(_core.designs())}"
+    )
+    compare.add_argument("--seeds", type=int, default=1, help="seeds per design, from the scenario's (default: 1)")
+    compare.add_argument("-j", "--jobs", type=int, help="runs at once (default: the number of cores)")
+    compare.add_argument("-o", "--output", type=Path, help="output directory (default: runs/compare_<scenario name>)")
+    _add_overrides(compare)
+    compare.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    compare.add_argument("--plot", action="store_true", help="also draw fct_cdf.png and throughput.png")
+    compare.set_defaults(command=_cmd_compare)
+
     topo = commands.add_parser("topo", help="count the switches, links and optics of a scenario's topology")
     topo.add_argument("scenario", type=Path, help="scenario YAML file")
     _add_overrides(topo)
@@ -419,6 +434,74 @@ def _point_failed(failure: SweepFailure, parameter: str, points: int) -> int:
     if isinstance(error, _core.SimulationError):
         return _fail(f"internal simulator error at {point}: {error}", EXIT_SIMULATOR)
     return _fail(f"internal error at {point}: {type(error).__name__}: {error}", EXIT_SIMULATOR)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare
+    from .results import check_output_dir, write_atomic
+
+    source = args.scenario or builtin_scenario("default")
+    scenario = load_scenario(source, args.overrides)
+    if args.scenario is not None:
+        scenario.setdefault("name", args.scenario.stem)
+    designs = [d.strip() for d in args.designs.split(",")] if args.designs else None
+    runs, left_out = compare.plan(scenario, designs, args.seeds)
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise _core.ScenarioError(f"--jobs: {jobs}: at least one run at a time")
+    name = str(scenario.get("name", "scenario"))
+    output = check_output_dir(args.output or Path("runs") / path_safe(f"compare_{name}"), args.overwrite)
+    for design, why in left_out.items():
+        print(f"note: {design} left out: {why}", file=sys.stderr)
+    with ProgressBar() as bar:
+        finished = [0]
+
+        def done(run: compare.CompareRun) -> None:
+            finished[0] += 1
+            bar(finished[0] / len(runs))
+
+        rows = compare.run_all(runs, output, jobs, done)
+    import polars as pl
+
+    frame = pl.DataFrame(rows)
+    write_atomic(output / "compare.parquet", lambda f: frame.write_parquet(f))
+    if args.plot:
+        from .plots import plot_compare
+
+        plot_compare(output, runs)
+    Console().print(_compare_table(name, rows, [r.design for r in runs], args.seeds))
+    print(f"results: {output}")
+    return 0 if all(r["complete"] for r in rows) else EXIT_LIMIT
+
+
+def _compare_table(name: str, rows: Sequence[Mapping[str, Any]], order: Sequence[str], seeds: int) -> Table:
+    from .compare import METRICS, spread
+
+    designs = list(dict.fromkeys(order))
+    title = f"{name}: each design" + (f", mean (min-max) over {seeds} seeds" if seeds > 1 else "")
+    table = Table(title=title)
+    table.add_column("metric")
+    for design in designs:
+        table.add_column(design, justify="right")
+    for key, label, unit in METRICS:
+        cells = []
+        for design in designs:
+            values = [r[key] for r in rows if r["design"] == design]
+            cells.append(_spread_cell(spread(values), seeds))
+        if all(c == "-" for c in cells):
+            continue
+        table.add_row(f"{label} ({unit})" if unit else label, *cells)
+    complete = ["yes" if all(r["complete"] for r in rows if r["design"] == d) else "no" for d in designs]
+    table.add_row("complete", *complete)
+    return table
+
+
+def _spread_cell(values: tuple[float, float, float] | None, seeds: int) -> str:
+    if values is None:
+        return "-"
+    mean, low, high = values
+    text = f"{mean:,.4g}"
+    return text if seeds == 1 or low == high else f"{text} ({low:,.4g}-{high:,.4g})"
 
 
 def _cmd_topo(args: argparse.Namespace) -> int:

@@ -12,7 +12,9 @@ instead, one tick each.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from matplotlib.axes import Axes
@@ -22,7 +24,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from .results import nccl_rows, write_atomic
 
-__all__ = ["plot_busbw", "size_label"]
+__all__ = ["plot_busbw", "plot_compare", "size_label"]
 
 _SIZE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
@@ -84,3 +86,65 @@ def _draw(ax: Axes, rows: pl.DataFrame, parameter: str) -> None:
     crowded = len(ticks) > 6
     ax.set_xticklabels([labels[t] for t in ticks], rotation=45 if crowded else 0, ha="right" if crowded else "center")
     ax.legend(fontsize="small")
+
+
+def plot_compare(output: Path, runs: Sequence[Any]) -> list[str]:
+    """Draws a comparison's figures from its run directories (each design's first seed); returns their names.
+
+    `fct_cdf.png`: the CDF of flow completion times per design, when the
+    workload has flows. `throughput.png`: the payload every NIC sampled
+    received over time per design, when the scenario samples hosts
+    (`telemetry.hosts` with `sample_interval`).
+    """
+    first: dict[str, Path] = {}
+    for run in runs:
+        first.setdefault(run.design, output / run.directory)
+    written = []
+    fig, ax = _figure()
+    drawn = False
+    for design, directory in first.items():
+        path = directory / "flows.parquet"
+        if not path.exists():
+            continue
+        fct = pl.read_parquet(path)["fct_s"].drop_nulls().sort()
+        if fct.is_empty():
+            continue
+        ys = [(k + 1) / len(fct) for k in range(len(fct))]
+        ax.step((fct * 1e6).to_list(), ys, where="post", label=design)
+        drawn = True
+    if drawn:
+        ax.set_xlabel("flow completion time (us)")
+        ax.set_ylabel("fraction of flows")
+        written.append(_save(fig, ax, output / "fct_cdf.png"))
+    fig, ax = _figure()
+    drawn = False
+    for design, directory in first.items():
+        path = directory / "timeseries.parquet"
+        if not path.exists():
+            continue
+        series = pl.read_parquet(path).filter(pl.col("metric") == "rx_goodput_bps")
+        if series.is_empty():
+            continue
+        total = series.group_by("time_s").agg(pl.col("value").sum()).sort("time_s")
+        ax.plot((total["time_s"] * 1e3).to_list(), (total["value"] / 1e9).to_list(), label=design)
+        drawn = True
+    if drawn:
+        ax.set_xlabel("time (ms)")
+        ax.set_ylabel("received by the sampled NICs (Gb/s)")
+        written.append(_save(fig, ax, output / "throughput.png"))
+    return written
+
+
+def _figure() -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(7, 4.5), dpi=120)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _save(fig: Figure, ax: Axes, path: Path) -> str:
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    return write_atomic(path, lambda f: f.write(buffer.getvalue()))

@@ -14,6 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use fabricsim_core::fluid::Mode;
+use fabricsim_core::scenario::design::Design;
 use fabricsim_core::{scenario, FluidSimulation, Scenario, ScenarioError as CoreScenarioError, Setup, Simulation};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -130,6 +131,28 @@ fn resolve(py: Python<'_>, scenario_json: &str, available_memory: Option<u64>) -
     })
 }
 
+/// The designs a scenario can name (`design:`), in the order compared.
+#[pyfunction]
+fn designs() -> Vec<&'static str> {
+    Design::ALL.iter().map(|d| d.name()).collect()
+}
+
+/// The scenario (JSON) under `design` instead of whatever it chose: the
+/// settings any design sets taken out, `design` named.
+#[pyfunction]
+fn under_design(scenario_json: &str, design: &str) -> PyResult<String> {
+    let value: serde_json::Value = serde_json::from_str(scenario_json)
+        .map_err(|e| scenario_error(CoreScenarioError::new("scenario", format!("not valid JSON: {e}"))))?;
+    let design: Design = serde_json::from_value(serde_json::Value::from(design)).map_err(|_| {
+        let names: Vec<&str> = Design::ALL.iter().map(|d| d.name()).collect();
+        scenario_error(CoreScenarioError::new(
+            "design",
+            format!("'{design}' is not a design: one of {}", names.join(", ")),
+        ))
+    })?;
+    Ok(fabricsim_core::scenario::design::under(&value, design).to_string())
+}
+
 /// The topology calculator's counts, as JSON.
 #[pyfunction]
 fn topology_report(scenario_json: &str) -> PyResult<String> {
@@ -234,6 +257,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(available_memory, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(topology_report, m)?)?;
+    m.add_function(wrap_pyfunction!(designs, m)?)?;
+    m.add_function(wrap_pyfunction!(under_design, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())

@@ -2,6 +2,7 @@
 //! fields rejected. Its JSON Schema is exported for editors and for
 //! `fabricsim schema`; Python never re-declares it.
 
+pub mod design;
 mod shape;
 
 use schemars::JsonSchema;
@@ -28,6 +29,12 @@ pub struct Scenario {
     /// A short name; the default output directory is named after it.
     #[serde(default = "default_name")]
     pub name: String,
+    /// A design whose transport, NIC, forwarding and switch settings are
+    /// laid under the scenario's own (docs/DESIGNS.md): `roce`, `mrc`,
+    /// `spectrum-x`, `pro`, `hpn` or `shift`. A key the scenario sets
+    /// itself wins.
+    #[serde(default)]
+    pub design: Option<design::Design>,
     /// Master seed: every random stream derives from it.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -107,6 +114,17 @@ pub struct SweepSpec {
     pub values: Vec<serde_json::Value>,
 }
 
+/// The scenario with its design's preset laid under it.
+fn with_design(mut value: serde_json::Value) -> Result<serde_json::Value, ScenarioError> {
+    let Some(named) = value.get("design").filter(|d| !d.is_null()) else { return Ok(value) };
+    let design: design::Design = serde_json::from_value(named.clone()).map_err(|_| {
+        let names: Vec<&str> = design::Design::ALL.iter().map(|d| d.name()).collect();
+        ScenarioError::new("design", format!("{named} is not a design: one of {}", names.join(", ")))
+    })?;
+    design::lay_under(&mut value, &design.preset());
+    Ok(value)
+}
+
 fn default_name() -> String {
     "scenario".into()
 }
@@ -123,6 +141,7 @@ impl Scenario {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| ScenarioError::new("scenario", format!("not valid JSON: {e}")))?;
         shape::check(&value)?;
+        let value = with_design(value)?;
         let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let message = nest(&e.path().to_string(), &e.inner().to_string());
             match message.strip_prefix('@').and_then(|m| m.split_once(": ")) {
