@@ -22,6 +22,7 @@ import math
 import multiprocessing
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,8 +104,8 @@ def plan(
     return runs, left_out
 
 
-def _run_one(run: CompareRun, directory: str) -> dict[str, Any]:
-    """Runs one design at one seed into `directory`; its metrics (in a worker process).
+def _run_one(run: CompareRun, directory: str, memory: int | None) -> dict[str, Any]:
+    """Runs one design at one seed into `directory` within `memory` bytes; its metrics (in a worker process).
 
     The core's errors do not pickle (their class lives in the extension
     module), so they travel back as their kind and text (`_reraise`).
@@ -112,7 +113,7 @@ def _run_one(run: CompareRun, directory: str) -> dict[str, Any]:
     from .results import Results
 
     try:
-        results = Results(_core.run(to_json(run.scenario)))
+        results = Results(_core.run(to_json(run.scenario), None, memory))
     except (_core.ScenarioError, _core.SimulationError) as e:
         return {"error": (type(e).__name__, f"{run.design}, seed {run.seed}: {e}")}
     results.write(directory, overwrite=True)
@@ -151,7 +152,14 @@ def metrics(results: Any) -> dict[str, Any]:
 def run_all(
     runs: Sequence[CompareRun], output: Path, jobs: int, done: Callable[[CompareRun], None] | None = None
 ) -> list[dict[str, Any]]:
-    """Runs every run on `jobs` processes (in this process for 1); rows in the order of `runs`."""
+    """Runs every run on `jobs` processes (in this process for 1); rows in the order of `runs`.
+
+    Each run may take its share of the memory available now (a run that
+    would outgrow it stops with `memory_limit`), so that `jobs` runs at
+    once cannot together exhaust the machine.
+    """
+    available = _core.available_memory()
+    memory = available // jobs if available is not None else None
     directories = [str(output / run.directory) for run in runs]
     # Each design's directory first: workers creating one at once would race.
     for design in dict.fromkeys(run.design for run in runs):
@@ -159,17 +167,24 @@ def run_all(
     if jobs <= 1:
         rows = []
         for run, directory in zip(runs, directories, strict=True):
-            rows.append(_reraise(_run_one(run, directory)))
+            rows.append(_reraise(_run_one(run, directory, memory)))
             if done:
                 done(run)
         return rows
     # Spawned, not forked: the parent's polars and Rust threads do not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [pool.submit(_run_one, run, directory) for run, directory in zip(runs, directories, strict=True)]
+        futures = [
+            pool.submit(_run_one, run, directory, memory) for run, directory in zip(runs, directories, strict=True)
+        ]
         rows = []
         for run, future in zip(runs, futures, strict=True):
-            rows.append(_reraise(future.result()))
+            try:
+                rows.append(_reraise(future.result()))
+            except BrokenProcessPool:
+                raise _core.SimulationError(
+                    f"{run.design}, seed {run.seed}: its process was killed (by the system: out of memory?)"
+                ) from None
             if done:
                 done(run)
         return rows
