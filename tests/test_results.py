@@ -88,6 +88,18 @@ def test_write_produces_a_complete_directory(tmp_path: Path) -> None:
     assert pl.read_csv(out / "ports.csv").height == 2
 
 
+def test_a_table_without_rows_is_not_written_and_an_old_one_goes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    Results(_raw()).write(out)
+    raw = _raw()
+    raw["tables"]["timeseries"] = {"time_s": [], "entity": [], "metric": [], "value": []}
+    raw["tables"]["ev_log"] = {"time_s": [], "qp": []}
+    results = Results(raw)
+    assert set(results.frames) == {"flows", "ports", "timeseries", "ev_log"}, "Results holds every table"
+    results.write(out, overwrite=True)
+    assert set(_files(out)) == {"scenario.json", "summary.json", "flows.parquet", "ports.parquet"}
+
+
 def test_incomplete_run_is_marked(tmp_path: Path) -> None:
     out = Results(_raw(complete=False)).write(tmp_path / "run")
     assert (out / INCOMPLETE_MARKER).exists()

@@ -1,4 +1,5 @@
-"""The `fabricsim` command: run (a scenario, or each value of its sweep), compare, topo, bench, schema, reproduce.
+"""The `fabricsim` command: run (a scenario, or each value of its sweep), compare, examples, topo, bench, schema,
+reproduce.
 
 Bad input (a scenario the core rejects, a missing or malformed file, an
 output directory that exists or cannot be created or written) is reported as
@@ -41,13 +42,22 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
 from . import _core
 from .experiments import PAPERS
 from .progress import ProgressBar
-from .scenario import builtin_scenario, is_sweep, load_scenario, path_safe, to_json
+from .scenario import (
+    builtin_scenario,
+    example_description,
+    example_scenarios,
+    is_sweep,
+    load_scenario,
+    path_safe,
+    to_json,
+)
 from .sweep import prepare, run_points
 
 if TYPE_CHECKING:
@@ -272,6 +282,12 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     compare.add_argument("--plot", action="store_true", help="also draw fct_cdf.png and throughput.png")
     compare.set_defaults(command=_cmd_compare)
+
+    examples = commands.add_parser("examples", help="list the scenarios shipped with fabricsim, or copy one to edit")
+    examples.add_argument("action", nargs="?", choices=("list", "copy"), default="list", help="list (default) or copy")
+    examples.add_argument("name", nargs="?", help="copy: the example's name as listed (e.g. mrc/fig16_ecmp)")
+    examples.add_argument("directory", nargs="?", type=Path, default=Path(), help="copy: where to (default: .)")
+    examples.set_defaults(command=_cmd_examples)
 
     topo = commands.add_parser("topo", help="count the switches, links and optics of a scenario's topology")
     topo.add_argument("scenario", type=Path, help="scenario YAML file")
@@ -502,6 +518,47 @@ def _spread_cell(values: tuple[float, float, float] | None, seeds: int) -> str:
     mean, low, high = values
     text = f"{mean:,.4g}"
     return text if seeds == 1 or low == high else f"{text} ({low:,.4g}-{high:,.4g})"
+
+
+def _cmd_examples(args: argparse.Namespace) -> int:
+    found = example_scenarios()
+    if args.action == "list":
+        if args.name is not None:
+            raise _core.ScenarioError(f"examples list: takes no name ({args.name!r}); to copy one: examples copy NAME")
+        table = Table(title=f"{len(found)} example scenarios (fabricsim examples copy NAME [DIR])")
+        table.add_column("name")
+        table.add_column("what it is")
+        for name, path in found.items():
+            table.add_row(name, example_description(path))
+        Console().print(table)
+        return 0
+    if args.name is None:
+        raise _core.ScenarioError("examples copy: which example? (fabricsim examples list names them)")
+    if args.name not in found:
+        raise _core.ScenarioError(f"examples copy: no example named {args.name!r} (fabricsim examples list names them)")
+    source = found[args.name]
+    target = args.directory / f"{source.stem}.yaml"
+    if target.exists():
+        raise _core.ScenarioError(f"examples copy: {target} exists; copy into another directory")
+    # Its includes merged in, so that the copy stands alone; its header kept.
+    body = yaml.safe_dump(load_scenario(source), sort_keys=False)
+    from .results import write_atomic
+
+    args.directory.mkdir(parents=True, exist_ok=True)
+    text = "\n".join([*_leading(source), body])
+    write_atomic(target, lambda f: f.write(text.encode("utf-8")))
+    print(f"copied {args.name} to {target}")
+    return 0
+
+
+def _leading(source: Path) -> list[str]:
+    """The copy's header: the example's own leading comment and where it came from."""
+    lines = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return [*lines, f"# (copied from fabricsim's example {source.parent.name}/{source.stem}, includes merged)"]
 
 
 def _cmd_topo(args: argparse.Namespace) -> int:

@@ -204,8 +204,8 @@ class Results:
     def write(self, directory: str | Path, overwrite: bool = False, csv: bool = False) -> Path:
         """Writes the run directory; returns its path.
 
-        An existing directory is an error unless `overwrite`; then the files
-        this method writes are replaced (and stale ones of an earlier run, such
+        Tables without rows are not written. An existing directory is an
+        error unless `overwrite`; then the files this method writes are replaced (and stale ones of an earlier run, such
         as CSV copies, removed) while other files are left alone.
         """
         path = check_output_dir(directory, overwrite)
@@ -217,7 +217,11 @@ class Results:
             written = {INCOMPLETE_MARKER}
             scenario = {VERSION_KEY: version(), **self.scenario}
             written.add(write_json(path / "scenario.json", scenario))
+            # Only tables the run has rows for: a run without jobs has no
+            # collectives, one without `telemetry.ev_log` no EV log.
             for name, frame in self.frames.items():
+                if frame.is_empty():
+                    continue
                 written.add(write_atomic(path / f"{name}.parquet", lambda f, df=frame: df.write_parquet(f)))
                 if csv:
                     written.add(write_atomic(path / f"{name}.csv", lambda f, df=frame: df.write_csv(f)))

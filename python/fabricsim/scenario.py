@@ -76,6 +76,37 @@ def builtin_scenario(name: str) -> Path:
     return path
 
 
+def example_scenarios() -> dict[str, Path]:
+    """The scenario files shipped in the package (`fabricsim/scenarios/`), by name: `mrc/fig16_ecmp`.
+
+    Fragments (files under a `fragments/` folder, included by others) are
+    not scenarios of their own and are left out.
+    """
+    root = Path(str(resources.files("fabricsim").joinpath("scenarios")))
+    found = {}
+    for path in sorted(root.rglob("*.yaml")):
+        relative = path.relative_to(root)
+        if "fragments" in relative.parts:
+            continue
+        found[relative.with_suffix("").as_posix()] = path
+    return found
+
+
+def example_description(path: Path) -> str:
+    """The first sentence of a scenario file's leading comment, or ''."""
+    words: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = line.lstrip("#").strip() if line.startswith("#") else ""
+        if not text:
+            if words or not line.startswith("#"):
+                break
+            continue
+        words.append(text)
+    paragraph = " ".join(words)
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
 def is_sweep(scenario: Mapping[str, Any]) -> bool:
     """Whether a loaded scenario has a `sweep` section (a resolved scenario's `sweep: null` is none)."""
     return scenario.get(SWEEP_KEY) is not None
