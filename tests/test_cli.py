@@ -177,8 +177,11 @@ def test_run_writes_the_run_directory(capsys: pytest.CaptureFixture[str], tiny_s
     assert str(run_dir) in out
     assert "FCT p99" in out
     names = set(_files(run_dir))
-    assert {"scenario.json", "summary.json", "flows.parquet", "ports.parquet", "timeseries.parquet"} <= names
-    assert {"flows.csv", "ports.csv", "timeseries.csv"} <= names
+    assert {"scenario.json", "summary.json", "flows.parquet", "ports.parquet"} <= names
+    assert {"flows.csv", "ports.csv"} <= names
+    # Only tables with rows: nothing was sampled, no job ran.
+    assert not {"timeseries.parquet", "collectives.parquet", "ev_log.parquet"} & names
+    assert all(pl.read_parquet(run_dir / n).height > 0 for n in names if n.endswith(".parquet"))
     assert INCOMPLETE_MARKER not in names
     assert not [n for n in names if n.endswith(".tmp")]
     summary = json.loads((run_dir / "summary.json").read_text())

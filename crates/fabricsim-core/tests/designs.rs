@@ -73,8 +73,9 @@ fn every_design_runs_a_common_scenario() {
     for design in Design::ALL {
         let scenario = parse(&under(&common, design));
         let checked = Simulation::check_within(&scenario, &mut Setup::default());
-        assert!(checked.expect(design.name()), "{}", design.name());
-        let out = Simulation::new(scenario).expect(design.name()).run(&mut |_| true);
+        assert!(checked.unwrap_or_else(|e| panic!("{}: {e}", design.name())), "{}", design.name());
+        let mut sim = Simulation::new(scenario).unwrap_or_else(|e| panic!("{}: {e}", design.name()));
+        let out = sim.run(&mut |_| true);
         assert_eq!(out.summary["flows_completed"], json!(16), "{}", design.name());
     }
 }

@@ -68,7 +68,9 @@ impl Design {
             Design::Pro => json!({
                 "switch": {"forwarding": "path_id", "pfc": {"enabled": true}, "trimming": {"enabled": false}},
                 "nic": {"path_selection": "orchestrated"},
-                "transport": {"kind": "rocev2", "direct_placement": true, "ooo_window": true},
+                // Its NIC resends a tail loss after 80us (s6.A).
+                "transport": {"kind": "rocev2", "direct_placement": true, "ooo_window": true,
+                              "retransmit_timeout": "80us"},
             }),
             Design::Hpn => json!({
                 "switch": {"forwarding": "ecmp", "pfc": {"enabled": true}, "trimming": {"enabled": false}},

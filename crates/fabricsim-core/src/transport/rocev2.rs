@@ -81,9 +81,18 @@ pub struct RoceConfig {
     /// PRO's loss recovery (pro-deterministic-lb.txt s3.B, Algorithm 2),
     /// with `direct_placement`: the responder NACKs a PSN still missing more
     /// than an adaptive out-of-order window behind the highest arrived one;
-    /// the requester resends only NACKed PSNs, and on its timeout only the
-    /// oldest unacknowledged one. Default off.
+    /// the requester resends only NACKed PSNs, and on its timeout what
+    /// `timeout_resend` says. Default off.
     pub ooo_window: bool,
+    /// What PRO's requester (`ooo_window`) resends when its retransmission
+    /// timer fires, which the paper does not say: `go_back_n`, every PSN
+    /// from the oldest unacknowledged one on, as an RC requester does on a
+    /// local ACK timeout (IBTA Vol.1 ch.9, protocols.md s2.5; the responder
+    /// counts the copies of what had arrived as repeats, PKT_REPEAT), or
+    /// `oldest`, that one PSN only, which leaves a flow with several holes
+    /// whose NACKs or resends were lost clearing one per timeout. Default
+    /// `go_back_n`.
+    pub timeout_resend: TimeoutResend,
     /// The window's initial size in packets. Unset: PRO's BDP/MTU, the line
     /// rate over a 10us round trip (the 2-tier fabric of 1us links PRO
     /// evaluates on: 8 link crossings and the serializations) in MTUs.
@@ -131,6 +140,7 @@ impl Default for RoceConfig {
             direct_placement: false,
             ooo_window: false,
             ooo_window_initial: None,
+            timeout_resend: TimeoutResend::GoBackN,
             mprdma_bitmap: None,
             retransmit_timeout: None,
             recv_depth: 512,
@@ -181,6 +191,16 @@ impl RoceConfig {
     }
 }
 
+/// What a selective requester resends on its timeout
+/// (`RoceConfig::timeout_resend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutResend {
+    #[default]
+    GoBackN,
+    Oldest,
+}
+
 /// IBTA's local ACK timeout for `exponent`: 4.096us x 2^exponent.
 pub fn local_ack_timeout(exponent: u8) -> Time {
     Time((4_096 * PS_PER_NS) << exponent)
@@ -202,8 +222,10 @@ pub(super) struct RoceSender {
     pub(super) timeouts: u64,
     /// Under selective retransmission, PSNs to resend before new ones.
     resend: VecDeque<u32>,
-    /// Retransmits selectively (PRO) instead of going back N.
+    /// Retransmits selectively (PRO) instead of going back N; on a timeout
+    /// as `timeout_resend` says.
     selective: bool,
+    timeout_resend: TimeoutResend,
     /// While an RNR NAK holds the requester back: when it may send again.
     pub(super) rnr_until: Option<Time>,
     rnr_retries: u32,
@@ -215,9 +237,9 @@ pub(super) struct RoceSender {
 
 impl RoceSender {
     /// A requester that resends only what is NACKed, and on its timeout
-    /// only the oldest unacknowledged packet.
-    pub fn selective() -> RoceSender {
-        RoceSender { selective: true, ..RoceSender::default() }
+    /// as `timeout_resend` says.
+    pub fn selective(timeout_resend: TimeoutResend) -> RoceSender {
+        RoceSender { selective: true, timeout_resend, ..RoceSender::default() }
     }
 
     /// Posts a message of `bytes` (at least one byte) cut at `mtu`;
@@ -383,13 +405,15 @@ impl RoceSender {
         if self.retries > retry_count {
             self.failed = true;
         }
-        if self.selective {
+        if self.selective && self.timeout_resend == TimeoutResend::Oldest {
             // A tail loss: the oldest unacknowledged packet, first.
             if self.snd_una < self.high_water && self.resend.front() != Some(&self.snd_una) {
                 self.resend.push_front(self.snd_una);
             }
             return;
         }
+        // Going back N resends every NACKed PSN too.
+        self.resend.clear();
         self.snd_nxt = self.snd_una;
     }
 }
@@ -646,7 +670,7 @@ impl RoceQp {
             } else {
                 RoceReceiver::new(cfg.direct_placement)
             },
-            sender: if cfg.ooo_window { RoceSender::selective() } else { RoceSender::default() },
+            sender: if cfg.ooo_window { RoceSender::selective(cfg.timeout_resend) } else { RoceSender::default() },
             reader: ReadRequester::default(),
             cfg,
             cc: Dcqcn::new(setup.line_rate),
@@ -925,7 +949,7 @@ mod tests {
 
     #[test]
     fn a_selective_requester_resends_only_the_nacked_psn_and_on_timeout_the_oldest() {
-        let mut tx = RoceSender::selective();
+        let mut tx = RoceSender::selective(TimeoutResend::Oldest);
         tx.post(8 * 1000, 1000, Verb::Write);
         let sent: Vec<u32> = (0..6).map(|_| tx.next_packet().unwrap().psn).collect();
         assert_eq!(sent, [0, 1, 2, 3, 4, 5]);
@@ -939,6 +963,21 @@ mod tests {
         assert_eq!(tx.next_packet().unwrap().psn, 1, "a timeout resends the oldest unacknowledged");
         assert_eq!(tx.next_packet().unwrap().psn, 7);
         assert_eq!(tx.retransmitted_packets, 2);
+    }
+
+    #[test]
+    fn going_back_n_on_a_timeout_resends_every_psn_from_the_oldest_unacknowledged() {
+        let mut tx = RoceSender::selective(TimeoutResend::GoBackN);
+        tx.post(8 * 1000, 1000, Verb::Write);
+        (0..6).for_each(|_| assert!(tx.next_packet().is_some()));
+        tx.on_ack(2);
+        tx.on_nak(4);
+        tx.on_timeout(7);
+        let again: Vec<(u32, bool)> =
+            std::iter::from_fn(|| tx.next_packet()).map(|p| (p.psn, p.retransmission)).collect();
+        let expect: Vec<(u32, bool)> = (2..8).map(|psn| (psn, psn < 6)).collect();
+        assert_eq!(again, expect, "2 to 5 again (the NACKed 4 once), then 6 and 7 new");
+        assert_eq!(tx.retransmitted_packets, 4);
     }
 
     #[test]
