@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from ._core import ScenarioError
+from .flowlists import expand_traffic_files
 
 __all__ = [
     "builtin_scenario",
@@ -113,7 +114,7 @@ def is_sweep(scenario: Mapping[str, Any]) -> bool:
 
 
 def load_scenario(source: ScenarioSource, overrides: Overrides = None) -> dict[str, Any]:
-    """Loads a scenario from a YAML file (or takes a dict), resolves includes and applies overrides.
+    """Loads a scenario from a YAML file (or takes a dict): includes, overrides, then traffic files.
 
     `overrides` is either a list of `dotted.key=value` strings, whose values are
     parsed as YAML scalars (`seed=3`, `topology.link_rate=400Gbps`), or a
@@ -124,14 +125,19 @@ def load_scenario(source: ScenarioSource, overrides: Overrides = None) -> dict[s
         given = dict(source)
         # Checked before anything recursive (deepcopy, merging) walks it.
         _check_shape(given)
-        scenario = _expand_includes(copy.deepcopy(given), Path.cwd(), ())
+        base_dir = Path.cwd()
+        scenario = _expand_includes(copy.deepcopy(given), base_dir, ())
     elif isinstance(source, str | Path):
+        base_dir = Path(source).parent
         scenario = _load_file(Path(source), ())
     else:
         raise ScenarioError(f"scenario: expected a YAML file path or a mapping, got {type(source).__name__}")
     scenario.pop(VERSION_KEY, None)
     for key, value in _override_items(overrides):
         set_dotted(scenario, key, value)
+    check_tree(scenario)
+    # Traffic read from other tools' files (flowlists.py), once its entries are final.
+    scenario = expand_traffic_files(scenario, base_dir)
     check_tree(scenario)
     return scenario
 
