@@ -37,6 +37,14 @@ impl View {
 
 const UNREACHABLE: u16 = u16::MAX;
 
+/// A switch's next hops toward a class of NICs (`Routing::groups`).
+#[derive(Clone, Copy, Debug)]
+enum Hops {
+    One(PortId),
+    /// An index into `Routing::hop_lists`.
+    Shared(u32),
+}
+
 pub struct Routing {
     node_ports: Vec<Vec<PortId>>,
     /// Each node's ports to switches, in order: what a search walks (a
@@ -56,10 +64,10 @@ pub struct Routing {
     class_of: FastMap<u32, u32>,
     /// Next hops of (switch, class) toward the class's switches, once
     /// read from the distances (the hops into a NIC itself are not kept:
-    /// they differ by NIC): an index into `hop_lists`. A ToR's hops toward
+    /// they differ by NIC): one port, or an index into `hop_lists`. A ToR's hops toward
     /// every class beyond it are its uplinks, one list for hundreds of
     /// classes.
-    groups: FastMap<(u32, u32), u32>,
+    groups: FastMap<(u32, u32), Hops>,
     hop_lists: Vec<Vec<PortId>>,
     hop_list_of: FastMap<Vec<PortId>, u32>,
     frontier: Vec<u32>,
@@ -222,7 +230,10 @@ impl Routing {
         }
         let c = self.class_of[&dst.0];
         if let Some(&group) = self.groups.get(&(switch.0, c)) {
-            hops.extend_from_slice(&self.hop_lists[group as usize]);
+            match group {
+                Hops::One(port) => hops.push(port),
+                Hops::Shared(list) => hops.extend_from_slice(&self.hop_lists[list as usize]),
+            }
             return;
         }
         let dist = &self.dist[c as usize];
@@ -232,11 +243,18 @@ impl Routing {
                 hops.push(out);
             }
         }
-        let next = self.hop_lists.len() as u32;
-        let group = *self.hop_list_of.entry(hops.clone()).or_insert(next);
-        if group == next {
-            self.hop_lists.push(hops.clone());
-        }
+        // A spine's one port down toward each class is its own: kept in place.
+        let group = match hops[..] {
+            [port] => Hops::One(port),
+            _ => {
+                let next = self.hop_lists.len() as u32;
+                let list = *self.hop_list_of.entry(hops.clone()).or_insert(next);
+                if list == next {
+                    self.hop_lists.push(hops.clone());
+                }
+                Hops::Shared(list)
+            }
+        };
         self.groups.insert((switch.0, c), group);
     }
 }
