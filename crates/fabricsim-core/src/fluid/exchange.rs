@@ -24,7 +24,7 @@ use super::paths::{Placement, Route};
 use super::FluidSimulation;
 use crate::engine::FastMap;
 use crate::ids::CollectiveId;
-use crate::topology::{NodeId, NodeRole};
+use crate::topology::NodeId;
 use crate::units::Time;
 
 /// One all-to-all run whole.
@@ -41,8 +41,6 @@ pub(super) struct ExchangeRun {
     /// the NIC does not spray: its QPs' (channel + k) mod ports, as the
     /// packet model binds them.
     pub port_shares: Vec<(usize, f64)>,
-    /// The NICs, sorted.
-    pub sorted: Vec<NodeId>,
     /// Bytes each rank sends each other rank.
     pub pair_bytes: u64,
     /// Payload bytes per second a pair may move while a GPU sends to its
@@ -74,15 +72,12 @@ impl ExchangeRun {
         let mates = per_host.values().copied().max().unwrap_or(1).saturating_sub(1);
         let intra_cap = if mates == 0 { f64::INFINITY } else { intra_rate / f64::from(mates) };
         let network_peers = hosts.iter().map(|h| hosts.len() as u32 - per_host[h]).collect();
-        let mut sorted = nics.clone();
-        sorted.sort_unstable_by_key(|n| n.0);
         ExchangeRun {
             collective,
             nics,
             hosts,
             network_peers,
             port_shares,
-            sorted,
             pair_bytes,
             intra_cap,
             latency: Time::ZERO,
@@ -300,13 +295,5 @@ fn add_scaled(sum: &mut Vec<f64>, add: &[f64], scale: f64) {
     }
     for (s, a) in sum.iter_mut().zip(add) {
         *s += scale * a;
-    }
-}
-
-/// The host of NIC `nic` (a switch is its own).
-pub(super) fn host_of(topo: &crate::topology::Topology, nic: NodeId) -> u32 {
-    match topo.node(nic).role {
-        NodeRole::Nic { host, .. } => host,
-        NodeRole::Switch { .. } => u32::MAX - nic.0,
     }
 }

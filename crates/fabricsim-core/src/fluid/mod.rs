@@ -478,7 +478,7 @@ impl FluidSimulation {
             let Some(plan) = &run.exchange else { continue };
             let job_nics = &program.jobs[program.phases[run.phase].job].nics;
             let nics: Vec<NodeId> = plan.members.iter().map(|&m| job_nics[m as usize]).collect();
-            let hosts = nics.iter().map(|&n| exchange::host_of(&topo, n)).collect();
+            let hosts = plan.hosts.clone();
             let ports = node_ports[nics[0].0 as usize].len();
             let shares = exchange::port_shares(ports, plan.channels, run.qps);
             let intra_rate = scenario.intra_host.rate.0 as f64 / 8.0;
@@ -709,7 +709,7 @@ impl FluidSimulation {
             }
         }
         for run in &mut self.exchanges {
-            if run.sorted.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
+            if run.nics.contains(&nic) {
                 run.routed = None;
             }
         }

@@ -92,8 +92,9 @@ pub struct Whole {
 /// An all-to-all run whole: every rank sends `pair_bytes` to every other.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExchangePlan {
-    /// Its ranks (positions in the job).
+    /// Its ranks (positions in the job), and each one's host.
     pub members: Vec<u32>,
+    pub hosts: Vec<u32>,
     pub pair_bytes: u64,
     pub channels: u32,
 }
@@ -533,7 +534,12 @@ fn expand_collective(
     };
     let mut exchange = None;
     if n > 1 && whole.all_to_all && spec.is_plain_all_to_all() {
-        exchange = Some(ExchangePlan { members: members.to_vec(), pair_bytes: bytes / n as u64, channels });
+        exchange = Some(ExchangePlan {
+            members: members.to_vec(),
+            hosts: members.iter().map(|&m| hosts[m as usize]).collect(),
+            pair_bytes: bytes / n as u64,
+            channels,
+        });
     } else if n > 1 {
         let per_channel: Vec<u64> = split(bytes, channels as u64).collect();
         match (spec.op, spec.algorithm) {
