@@ -12,7 +12,7 @@ instead, one tick each.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,38 +101,35 @@ def plot_compare(output: Path, runs: Sequence[Any]) -> list[str]:
         first.setdefault(run.design, output / run.directory)
     written = []
     fig, ax = _figure()
-    drawn = False
-    for design, directory in first.items():
-        path = directory / "flows.parquet"
-        if not path.exists():
-            continue
-        fct = pl.read_parquet(path)["fct_s"].drop_nulls().sort()
+    for design, flows in _tables(first, "flows"):
+        fct = flows["fct_s"].drop_nulls().sort()
         if fct.is_empty():
             continue
         ys = [(k + 1) / len(fct) for k in range(len(fct))]
         ax.step((fct * 1e6).to_list(), ys, where="post", label=design)
-        drawn = True
-    if drawn:
+    if ax.lines:
         ax.set_xlabel("flow completion time (us)")
         ax.set_ylabel("fraction of flows")
         written.append(_save(fig, ax, output / "fct_cdf.png"))
     fig, ax = _figure()
-    drawn = False
-    for design, directory in first.items():
-        path = directory / "timeseries.parquet"
-        if not path.exists():
-            continue
-        series = pl.read_parquet(path).filter(pl.col("metric") == "rx_goodput_bps")
-        if series.is_empty():
-            continue
-        total = series.group_by("time_s").agg(pl.col("value").sum()).sort("time_s")
-        ax.plot((total["time_s"] * 1e3).to_list(), (total["value"] / 1e9).to_list(), label=design)
-        drawn = True
-    if drawn:
+    for design, series in _tables(first, "timeseries"):
+        received = series.filter(pl.col("metric") == "rx_goodput_bps")
+        total = received.group_by("time_s").agg(pl.col("value").sum()).sort("time_s")
+        if not total.is_empty():
+            ax.plot((total["time_s"] * 1e3).to_list(), (total["value"] / 1e9).to_list(), label=design)
+    if ax.lines:
         ax.set_xlabel("time (ms)")
         ax.set_ylabel("received by the sampled NICs (Gb/s)")
         written.append(_save(fig, ax, output / "throughput.png"))
     return written
+
+
+def _tables(directories: dict[str, Path], table: str) -> Iterator[tuple[str, pl.DataFrame]]:
+    """Each design's `table` from its run directory, where the run wrote one (it has rows)."""
+    for design, directory in directories.items():
+        path = directory / f"{table}.parquet"
+        if path.exists():
+            yield design, pl.read_parquet(path)
 
 
 def _figure() -> tuple[Figure, Axes]:

@@ -217,53 +217,48 @@ _A2A_BOUNDS = {"contiguous": ((1.0, 1.075), (1.0, 1.029)), "random": ((0.999, 1.
 
 
 def _mrc_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
-    rows = []
-    pristine, failed = outcomes.get("ring_pristine"), outcomes.get("ring_failed")
-    nics = "2,048" if quick else "131,072"
-    if isinstance(pristine, Results) and isinstance(failed, Results):
-        a, b = _p99_cct(pristine), _p99_cct(failed)
-        if a is not None and b is not None:
-            ideal = float(pristine.collectives["ideal_s"].max())
-            rows.append(
-                Row(f"{nics}-rank ring all-reduce of 1 GiB: CCT pristine", "(no number)", f"{a * 1e3:.1f} ms", a)
-            )
-            rows.append(Row("  its CCT over the ideal alone", "(no number)", f"{a / ideal:.3f}", a / ideal))
-            rows.append(
-                Row(
-                    "  CCT with 1% of T0-T1 links down over pristine",
-                    "MRC stops using failed links (s4.4, Fig. 13): at most the 1% of capacity lost",
-                    f"{b * 1e3:.1f} / {a * 1e3:.1f} ms",
-                    b / a,
-                    (0.999, 1.0102),
-                )
-            )
-        else:
-            rows.append(Row("ring all-reduce", "", "did not complete", verdict=CONTRADICTS))
-    ranks = "512" if quick else "16,384"
+    nics, ranks = ("2,048", "512") if quick else ("131,072", "16,384")
+    rows = _pristine_and_failed(
+        outcomes,
+        "ring",
+        f"{nics}-rank ring all-reduce of 1 GiB",
+        "MRC stops using failed links (s4.4, Fig. 13): at most the 1% of capacity lost",
+        (0.999, 1.0102),
+    )
     for placement in _A2A_PLACEMENTS:
-        pristine, failed = outcomes.get(f"a2a_{placement}_pristine"), outcomes.get(f"a2a_{placement}_failed")
-        if not (isinstance(pristine, Results) and isinstance(failed, Results)):
-            rows.append(Row(f"{ranks}-way all-to-all, {placement}", "", "did not run", verdict=CONTRADICTS))
-            continue
-        a, b = _p99_cct(pristine), _p99_cct(failed)
-        if a is None or b is None:
-            rows.append(Row(f"{ranks}-way all-to-all, {placement}", "", "did not complete", verdict=CONTRADICTS))
-            continue
-        ideal = float(pristine.collectives["ideal_s"].max())
-        rows.append(
-            Row(f"{ranks}-way all-to-all of 1 GiB per rank, {placement}: CCT", "(no number)", f"{a * 1e3:.2f} ms", a)
-        )
-        rows.append(Row("  its CCT over the ideal alone", "(no number)", f"{a / ideal:.3f}", a / ideal))
-        rows.append(
-            Row(
-                "  CCT with 1% of T0-T1 links down over pristine",
-                "MRC stops using failed links (s4.4, Fig. 13): slower only where a ToR loses more than its slack",
-                f"{b * 1e3:.2f} / {a * 1e3:.2f} ms",
-                b / a,
-                _A2A_BOUNDS[placement][0 if quick else 1],
-            )
+        rows += _pristine_and_failed(
+            outcomes,
+            f"a2a_{placement}",
+            f"{ranks}-way all-to-all of 1 GiB per rank, {placement}",
+            "MRC stops using failed links (s4.4, Fig. 13): slower only where a ToR loses more than its slack",
+            _A2A_BOUNDS[placement][0 if quick else 1],
         )
     return rows
+
+
+def _pristine_and_failed(
+    outcomes: Mapping[str, Outcome], key: str, what: str, claim: str, bound: tuple[float, float]
+) -> list[Row]:
+    """Rows of one collective run pristine (`<key>_pristine`) and with links down (`<key>_failed`): its CCT, the
+    CCT over its ideal, and the failed run's CCT over the pristine one, judged against `bound`."""
+    pristine, failed = outcomes.get(f"{key}_pristine"), outcomes.get(f"{key}_failed")
+    if not (isinstance(pristine, Results) and isinstance(failed, Results)):
+        return [Row(what, "", "did not run", verdict=CONTRADICTS)]
+    a, b = _p99_cct(pristine), _p99_cct(failed)
+    if a is None or b is None:
+        return [Row(what, "", "did not complete", verdict=CONTRADICTS)]
+    ideal = float(pristine.collectives["ideal_s"].max())
+    return [
+        Row(f"{what}: CCT pristine", "(no number)", f"{a * 1e3:.2f} ms", a),
+        Row("  its CCT over the ideal alone", "(no number)", f"{a / ideal:.3f}", a / ideal),
+        Row(
+            "  CCT with 1% of T0-T1 links down over pristine",
+            claim,
+            f"{b * 1e3:.2f} / {a * 1e3:.2f} ms",
+            b / a,
+            bound,
+        ),
+    ]
 
 
 # ---- Spectrum-X s6.6, Fig. 14a: fabric flaps on a 64K-node single plane ----
