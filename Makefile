@@ -25,7 +25,7 @@ test: install
 	$(BIN)/pytest -q
 
 install: $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,ray]'
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -486,17 +486,19 @@ def test_sweep_keeps_the_runs_before_a_point_that_fails(
         return real_run(*args, **kwargs)
 
     monkeypatch.setattr(_core, "run", second_run_fails)
-    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw")
+    # In this process (-j 1), where the stand-in for the core is.
+    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw", "-j", "1")
     assert code == 3
     _bad_input(err, "internal simulator error", "point 2/3", "traffic.0.bytes=128KiB", "index out of bounds")
     assert len(calls) == 2
     out = Path("sw")
     assert (out / INCOMPLETE_MARKER).exists()
-    assert {p.name for p in out.iterdir() if p.is_dir()} == {"000_64KiB"}
-    assert json.loads((out / "000_64KiB" / "summary.json").read_text())["complete"] is True
     description = json.loads((out / "sweep.json").read_text())
+    first = description["runs"][0]["directory"]
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {first}
+    assert json.loads((out / first / "summary.json").read_text())["complete"] is True
     assert description["complete"] is False
-    assert [r["ran"] for r in description["runs"]] == [True, False, False]
+    assert [r["state"] for r in description["runs"]] == ["complete", "failed", "not run"]
     assert description["failure"]["index"] == 1
     assert description["failure"]["value"] == "128KiB"
     assert "index out of bounds" in description["failure"]["error"]
@@ -515,11 +517,12 @@ def test_sweep_stopped_by_a_limit_exits_5_naming_the_point(
         return {**raw, "complete": False, "summary": {**raw["summary"], "stop_reason": "livelock"}}
 
     monkeypatch.setattr(_core, "run", livelocked)
-    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw")
+    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw", "-j", "1")
     assert code == 5
     _bad_input(err, "traffic.0.bytes=64KiB", "livelock")
     assert (Path("sw") / INCOMPLETE_MARKER).exists()
-    assert (Path("sw") / "000_64KiB" / INCOMPLETE_MARKER).exists()
+    first = json.loads((Path("sw") / "sweep.json").read_text())["runs"][0]["directory"]
+    assert (Path("sw") / first / INCOMPLETE_MARKER).exists()
 
 
 def test_topo_json_keys(capsys: pytest.CaptureFixture[str]) -> None:
@@ -586,3 +589,64 @@ def test_run_prints_the_cores_warnings_on_stderr(capsys: pytest.CaptureFixture[s
     assert code == 0, err
     assert "warning: nic.path_selection: disjoint: 1 of 1 connections found fewer disjoint paths than QPs" in err
     assert "fewest: 2 of 3" in err
+
+
+def test_report_of_a_run_from_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario_file: Path
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "-o", "r", "--report")
+    assert code == 0, err
+    page = (Path("r") / "report.html").read_text()
+    assert "<html" in page and "tiny" in page
+    Path("r/report.html").unlink()
+    code, out, err = fabricsim_cli(capsys, "report", "r")
+    assert code == 0, err
+    assert "report: r/report.html" in out
+    assert (Path("r") / "report.html").read_text() == page
+
+
+def test_report_of_a_sweep_from_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario: dict[str, Any]
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", _sweep_file(tmp_path, tiny_scenario), "-o", "sw", "--report")
+    assert code == 0, err
+    assert "traffic.0.bytes" in (Path("sw") / "report.html").read_text()
+
+
+def test_report_of_what_is_not_a_results_directory_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    Path("empty").mkdir()
+    code, out, err = fabricsim_cli(capsys, "report", "empty")
+    assert code == 2
+    _bad_input(err, "empty", "not a results directory")
+    assert out == ""
+    assert not (Path("empty") / "report.html").exists()
+    code, _, err = fabricsim_cli(capsys, "report", "missing")
+    assert code == 2
+    _bad_input(err, "missing")
+
+
+@pytest.mark.parametrize("option", [["-j", "2"], ["--ray", "auto"]])
+def test_jobs_and_ray_need_a_sweep(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path, option: list[str]
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, *option)
+    assert code == 2
+    _bad_input(err, option[0], "only a sweep")
+    assert not Path("runs").exists()
+
+
+def test_a_grid_sweep_with_seeds_on_two_processes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario: dict[str, Any]
+) -> None:
+    tiny_scenario["sweep"] = {"grid": {"traffic.0.bytes": ["16KiB", "32KiB"], "transport.qps": [1, 2]}, "seeds": 2}
+    path = _write_yaml(tmp_path / "grid.yaml", tiny_scenario)
+    code, out, err = fabricsim_cli(capsys, "run", path, "-o", "g", "-j", "2")
+    assert code == 0, err
+    assert "fabricsim sweep: tiny over traffic.0.bytes, transport.qps" in out
+    assert "traffic.0.bytes=32KiB transport.qps=2 seed=2" in out
+    description = json.loads((Path("g") / "sweep.json").read_text())
+    assert len(description["runs"]) == 8
+    assert all(r["state"] == "complete" for r in description["runs"])
+    code, out, _ = fabricsim_cli(capsys, "run", path, "-o", "g")
+    assert code == 0
+    assert out.count("(reused)") == 8

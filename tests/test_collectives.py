@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +202,11 @@ def test_python_api_sweep(sweep_scenario: dict[str, Any]) -> None:
     assert sweep.table().splitlines()[2:4] == NCCL_HEADER
 
 
+def _run_dirs(sweep_dir: Path) -> list[str]:
+    """The run directories of a sweep directory, in the order of its points."""
+    return [r["directory"] for r in json.loads((sweep_dir / "sweep.json").read_text())["runs"]]
+
+
 def test_sweep_from_the_command_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, sweep_scenario: dict[str, Any]
 ) -> None:
@@ -207,15 +214,9 @@ def test_sweep_from_the_command_line(
     code, out, err = fabricsim_cli(capsys, "run", path, "--plot")
     assert code == 0, err
     out_dir = Path("runs/sw")
-    assert {p.name for p in out_dir.iterdir()} == {
-        "000_8B",
-        "001_4KiB",
-        "002_256KiB",
-        "sweep.parquet",
-        "sweep.json",
-        "busbw.png",
-    }
-    for run in ("000_8B", "001_4KiB", "002_256KiB"):
+    runs = _run_dirs(out_dir)
+    assert {p.name for p in out_dir.iterdir()} == {*runs, "sweep.parquet", "sweep.json", "busbw.png"}
+    for run in runs:
         assert (out_dir / run / "collectives.parquet").exists()
         assert not (out_dir / run / INCOMPLETE_MARKER).exists()
         assert json.loads((out_dir / run / "scenario.json").read_text()).get("sweep") is None
@@ -230,7 +231,7 @@ def test_sweep_from_the_command_line(
     assert "results: runs/sw" in out
 
 
-def test_sweep_stopped_by_ctrl_c_keeps_what_ran(
+def test_sweep_stopped_by_ctrl_c_keeps_what_ran_and_resumes(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
@@ -239,23 +240,33 @@ def test_sweep_stopped_by_ctrl_c_keeps_what_ran(
     real_run = _core.run
     calls = []
 
-    def stopped_second_run(*args: Any, **kwargs: Any) -> Any:
+    def ctrl_c_during_second_run(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
-        raw = real_run(*args, **kwargs)
-        return {**raw, "complete": len(calls) != 2}
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(_core, "run", stopped_second_run)
+    monkeypatch.setattr(_core, "run", ctrl_c_during_second_run)
     path = _write_yaml(tmp_path / "sw.yaml", sweep_scenario)
-    code, out, _ = fabricsim_cli(capsys, "run", path)
+    # In this process (-j 1), where the stand-in for the core is.
+    code, out, _ = fabricsim_cli(capsys, "run", path, "-j", "1")
     assert code == 130
     assert len(calls) == 2
     out_dir = Path("runs/sw")
+    runs = _run_dirs(out_dir)
     assert (out_dir / INCOMPLETE_MARKER).exists()
-    assert (out_dir / "001_4KiB" / INCOMPLETE_MARKER).exists()
-    assert not (out_dir / "002_256KiB").exists()
+    # The second run was too short to be stopped: it finished, and is kept whole; the third never started.
+    assert not (out_dir / runs[1] / INCOMPLETE_MARKER).exists()
+    assert not (out_dir / runs[2]).exists()
     assert json.loads((out_dir / "sweep.json").read_text())["complete"] is False
     assert pl.read_parquet(out_dir / "sweep.parquet")["sweep_value"].to_list() == ["8B", "4KiB"]
-    assert "2 of 3 runs" in out
+    assert "run it again to resume" in out
+
+    code, out, _ = fabricsim_cli(capsys, "run", path, "-j", "1")
+    assert code == 0
+    assert len(calls) == 3
+    assert out.count("(reused)") == 2
+    assert not (out_dir / INCOMPLETE_MARKER).exists()
 
 
 def test_sweep_into_an_existing_directory_needs_overwrite(
@@ -278,7 +289,9 @@ def test_sweep_is_deterministic(
     assert fabricsim_cli(capsys, "run", path, "-o", "a")[0] == 0
     assert fabricsim_cli(capsys, "run", path, "-o", "b")[0] == 0
     assert Path("a/sweep.parquet").read_bytes() == Path("b/sweep.parquet").read_bytes()
-    assert Path("a/001_4KiB/collectives.parquet").read_bytes() == Path("b/001_4KiB/collectives.parquet").read_bytes()
+    second = _run_dirs(Path("a"))[1]
+    assert _run_dirs(Path("b"))[1] == second
+    assert Path(f"a/{second}/collectives.parquet").read_bytes() == Path(f"b/{second}/collectives.parquet").read_bytes()
 
 
 @pytest.mark.parametrize(
@@ -419,5 +432,6 @@ def test_sweep_of_flows_prints_a_summary_per_value(
     assert code == 0, err
     assert "fabricsim sweep: tiny over traffic.0.bytes" in out
     assert "8 / 8" in out
-    assert {p.name for p in Path("runs/tiny").iterdir()} == {"000_4KiB", "001_64KiB", "sweep.parquet", "sweep.json"}
-    assert pl.read_parquet("runs/tiny/001_64KiB/flows.parquet")["bytes"].to_list() == [64 * 1024] * 8
+    runs = _run_dirs(Path("runs/tiny"))
+    assert {p.name for p in Path("runs/tiny").iterdir()} == {*runs, "sweep.parquet", "sweep.json"}
+    assert pl.read_parquet(f"runs/tiny/{runs[1]}/flows.parquet")["bytes"].to_list() == [64 * 1024] * 8

@@ -35,7 +35,8 @@ def test_compare_runs_each_design_and_seed_and_writes_one_row_each(
 ) -> None:
     source = _scenario(tmp_path, planes=2)
     out = tmp_path / "cmp"
-    code, stdout, _ = _compare(capsys, source, "--designs", "roce,mrc", "--seeds", "2", "-j", "2", "-o", out, "--plot")
+    args = ("--designs", "roce,mrc", "--seeds", "2", "-j", "2", "-o", out, "--plot", "--report")
+    code, stdout, _ = _compare(capsys, source, *args)
     assert code == 0
     rows = pl.read_parquet(out / "compare.parquet")
     assert rows.select("design", "seed").rows() == [("roce", 1), ("roce", 2), ("mrc", 1), ("mrc", 2)]
@@ -45,6 +46,8 @@ def test_compare_runs_each_design_and_seed_and_writes_one_row_each(
     assert '"kind": "mrc"' in (out / "mrc" / "seed_1" / "scenario.json").read_text()
     assert "FCT p99" in stdout and "roce" in stdout and "mrc" in stdout
     assert (out / "fct_cdf.png").read_bytes()[:4] == b"\x89PNG"
+    page = (out / "report.html").read_text()
+    assert "roce" in page and "mrc" in page
     # A second seed is another run: the spread shows as (min-max) where they differ.
     assert rows.filter(pl.col("design") == "roce")["fct_max_us"].n_unique() >= 1
 
@@ -95,3 +98,55 @@ def test_bad_arguments_exit_2_naming_them(
 
 def test_the_designs_are_the_ones_the_core_knows() -> None:
     assert _core.designs() == ["roce", "mrc", "spectrum-x", "pro", "hpn", "shift"]
+
+
+class _Sampled:
+    """A run's results as recovery_times reads them: its faults and the NICs' sampled goodput."""
+
+    def __init__(
+        self, goodput: list[float], faults: list[dict[str, Any]], interval_us: float = 10.0, finished: bool = False
+    ) -> None:
+        self.scenario = {"faults": faults}
+        self.complete = True
+        self.summary = {"flows": 4, "flows_completed": 4 if finished else 3}
+        self.collectives = pl.DataFrame()
+        times = [k * interval_us * 1e-6 for k in range(len(goodput))]
+        # Two NICs, each half of the total.
+        self.timeseries = pl.DataFrame(
+            {
+                "time_s": times + times,
+                "entity": ["nic0"] * len(times) + ["nic1"] * len(times),
+                "metric": ["rx_goodput_bps"] * (2 * len(times)),
+                "value": [g / 2 for g in goodput] * 2,
+            }
+        )
+
+
+def test_recovery_is_timed_from_the_fault_to_the_first_whole_interval_back_at_its_level() -> None:
+    from fabricsim.compare import NEVER, recovery_times
+
+    level = 100e9
+    # Samples every 10 us; the fault at 35 us; the rate is down from 40 us to 80 us, back at 90 us.
+    goodput = [0, level, level, level, 0.8 * level, 0, 0, 0, 0.5 * level, 0.95 * level, level]
+    faults = [{"kind": "link_down", "at": "35us", "port": "t0.p0.0:2"}]
+    assert recovery_times(_Sampled(goodput, faults)) == [pytest.approx(55e-6)]
+    # A design that never dips shows the resolution: the first interval wholly after the fault.
+    assert recovery_times(_Sampled([0, level, level, level, level, level, level], faults)) == [pytest.approx(15e-6)]
+    # Never back at its level, and the workload never finished: the fault cost it for good.
+    limping = [0, level, level, level, 0.5 * level, 0.5 * level, 0.1 * level, 0, 0]
+    assert recovery_times(_Sampled(limping, faults)) == [NEVER]
+    # The same, but every flow finished: the cost ended with the traffic, its last sample with any (60 us).
+    assert recovery_times(_Sampled(limping, faults, finished=True)) == [pytest.approx(25e-6)]
+    # Nothing flowed before the fault: no level to recover to.
+    early = [{"kind": "link_down", "at": "5us", "port": "t0.p0.0:2"}]
+    assert recovery_times(_Sampled([0, level, level], early)) == [None]
+    # A fault without a time (random flaps) is not timed; no faults, nothing to time.
+    assert recovery_times(_Sampled(goodput, [{"kind": "random_flaps", "rate": "1/s"}])) == []
+
+
+def test_recovery_needs_sampled_nics() -> None:
+    from fabricsim.compare import recovery_times
+
+    unsampled = _Sampled([], [{"kind": "link_down", "at": "35us", "port": "t0.p0.0:2"}])
+    unsampled.timeseries = pl.DataFrame()
+    assert recovery_times(unsampled) == [None]

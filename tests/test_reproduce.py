@@ -335,7 +335,7 @@ def test_an_experiment_needs_distinct_seeds() -> None:
 
 
 def _sweep(busbw: dict[str, float]) -> SweepResults:
-    sweep = SweepResults("bytes", [], [])
+    sweep = SweepResults(["bytes"], [], [])
     sweep.busbw = busbw  # type: ignore[attr-defined]
     return sweep
 
@@ -658,8 +658,8 @@ def test_pro_fig10_reads_conweave_against_ar_drill_and_ecmp() -> None:
 
 def test_pro_fig8_counts_conweave_in_the_reductions() -> None:
     def sweep(*slowdowns: float) -> SweepResults:
-        points = [SweepPoint(i, size, {}) for i, size in enumerate(("4MB", "16MB"))]
-        return SweepResults("traffic.0.bytes", points, [_pro_run(slowdown=v) for v in slowdowns])
+        points = [SweepPoint(i, {"traffic.0.bytes": size}, {}) for i, size in enumerate(("4MB", "16MB"))]
+        return SweepResults(["traffic.0.bytes"], points, [_pro_run(slowdown=v) for v in slowdowns])
 
     outcomes: dict[str, Outcome] = {
         "ecmp": sweep(5.0, 6.0),
@@ -741,8 +741,8 @@ def _algbw_run(algbw: dict[str, float], path_search: dict[str, int] | None = Non
 
 def test_hpn_fig19_judges_every_size() -> None:
     def sweep(*algbw: float) -> SweepResults:
-        points = [SweepPoint(i, ranks, {}) for i, ranks in enumerate((8, 16, 32))]
-        return SweepResults("jobs.0.ranks", points, [_algbw_run({"allreduce": v}) for v in algbw])
+        points = [SweepPoint(i, {"jobs.0.ranks": ranks}, {}) for i, ranks in enumerate((8, 16, 32))]
+        return SweepResults(["jobs.0.ranks"], points, [_algbw_run({"allreduce": v}) for v in algbw])
 
     rows = _hpn_rows("fig19", {"plain": sweep(100.0, 80.0, 50.0), "dual": sweep(160.0, 124.0, 100.0)})
     assert rows["8 ranks: all-reduce algbw, dual-plane's gain"].value == pytest.approx(0.6)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +79,13 @@ def _raw(rows: list[dict[str, Any]], complete: bool = True) -> dict[str, Any]:
 
 def _sweep_results(sizes: list[int], runs: int | None = None, complete: bool = True) -> SweepResults:
     _, points = expand(_scenario([f"{s}B" for s in sizes]))
+    # Named as `prepare` names them, without the core: by a stand-in for each resolved scenario.
+    points = [replace(p, resolved=json.dumps(p.scenario, sort_keys=True)) for p in points]
     results = [
         Results(_raw([_collective_row(bytes=s, cct_s=1e-6 * (i + 1), busbw_gbps=8.0 * (i + 1))], complete=complete))
         for i, s in enumerate(sizes)
     ]
-    return SweepResults(PARAMETER, points, results[: len(sizes) if runs is None else runs])
+    return SweepResults([PARAMETER], points, results[: len(sizes) if runs is None else runs])
 
 
 @pytest.mark.parametrize(
@@ -101,24 +105,27 @@ def test_value_label(value: Any, label: str) -> None:
     assert value_label(value) == label
 
 
-@pytest.mark.parametrize(
-    ("index", "value", "directory"),
-    [
-        (0, "8B", "000_8B"),
-        (3, "4KiB", "003_4KiB"),
-        (12, 16, "012_16"),
-        (1, {"size": 4}, "001_size_4"),
-        (1000, "x", "1000_x"),
-    ],
-)
-def test_run_directory_names(index: int, value: Any, directory: str) -> None:
-    assert SweepPoint(index, value, {}).directory == directory
+def test_a_run_directory_is_named_by_its_resolved_scenario() -> None:
+    point = SweepPoint(0, {PARAMETER: "8B"}, {}, resolved='{"seed": 1}')
+    assert re.fullmatch(r"[0-9a-f]{16}", point.directory)
+    # The index and the values do not name it: the same scenario is the same run, wherever it stands in a sweep.
+    assert SweepPoint(5, {"x": 1}, {}, resolved='{"seed": 1}').directory == point.directory
+    assert SweepPoint(0, {PARAMETER: "8B"}, {}, resolved='{"seed": 2}').directory != point.directory
+    with pytest.raises(ValueError, match="resolved"):
+        _ = SweepPoint(0, {PARAMETER: "8B"}, {}).directory
+
+
+def test_point_labels() -> None:
+    assert SweepPoint(0, {PARAMETER: "8B"}, {}).label == "8B"
+    assert SweepPoint(0, {PARAMETER: "8B"}, {}, seed=3).label == "8B seed=3"
+    assert SweepPoint(0, {"a.b": 1, "c": "x"}, {}).label == "a.b=1 c=x"
+    assert SweepPoint(0, {}, {}, seed=2).label == "seed=2"
 
 
 def test_expand_sets_the_parameter_and_drops_the_sweep() -> None:
     scenario = _scenario()
-    parameter, points = expand(scenario)
-    assert parameter == PARAMETER
+    parameters, points = expand(scenario)
+    assert parameters == [PARAMETER]
     assert [p.index for p in points] == [0, 1, 2]
     assert [p.scenario["jobs"][0]["phases"][0]["collective"]["bytes"] for p in points] == ["8B", "1KiB", "1MiB"]
     assert all("sweep" not in p.scenario for p in points)
@@ -144,7 +151,7 @@ def test_expand_creates_a_missing_field() -> None:
         ({"values": ["8B"]}, "sweep.parameter: expected a dotted path"),
         ({"parameter": 3, "values": ["8B"]}, "sweep.parameter"),
         ({"parameter": PARAMETER, "values": ["8B"], "value": 1}, "sweep.value: unknown field"),
-        ({"parameter": "sweep.values", "values": ["8B"]}, "sweep.parameter: sweep.values"),
+        ({"parameter": "sweep.values", "values": ["8B"]}, "sweep.parameter: sweep.values: a sweep cannot vary"),
         ({"parameter": "jobs.3.ranks", "values": [8]}, "sweep.parameter: jobs.3: index 3 is out of range"),
         ({"parameter": "name.x", "values": [8]}, "sweep.parameter: name.x"),
     ],
@@ -204,7 +211,8 @@ def test_nccl_table_has_one_block_per_phase_in_core_order() -> None:
 
 def test_nccl_table_of_a_sweep_names_values_when_sizes_repeat() -> None:
     sweep = _sweep_results([1024, 1024])
-    sweep.parameter = "transport.qps"
+    sweep.parameters = ["transport.qps"]
+    sweep.points = [replace(p, values={"transport.qps": p.value}) for p in sweep.points]
     lines = sweep.table().splitlines()
     assert lines[2].endswith("busbw  transport.qps")
     assert lines[4].endswith("1.00  1024B")
@@ -218,7 +226,8 @@ def test_nccl_table_of_nothing_is_empty() -> None:
 def test_sweep_collectives_are_tagged_with_the_value() -> None:
     sweep = _sweep_results([8, 1024, 1 << 20])
     frame = sweep.collectives
-    assert frame.columns[:3] == ["sweep_index", "sweep_parameter", "sweep_value"]
+    assert frame.columns[:5] == ["sweep_index", "sweep_parameter", "sweep_value", "sweep_seed", PARAMETER]
+    assert frame[PARAMETER].to_list() == ["8B", "1024B", "1048576B"]
     assert frame["sweep_index"].to_list() == [0, 1, 2]
     assert frame["sweep_value"].to_list() == ["8B", "1024B", "1048576B"]
     assert set(frame["sweep_parameter"]) == {PARAMETER}
@@ -232,20 +241,24 @@ def test_sweep_collectives_are_tagged_with_the_value() -> None:
 
 
 def test_sweep_write(tmp_path: Path) -> None:
-    out = _sweep_results([8, 1024]).write(tmp_path / "sw", csv=True, plot=True)
+    sweep = _sweep_results([8, 1024])
+    out = sweep.write(tmp_path / "sw", csv=True, plot=True)
+    runs = [p.directory for p in sweep.points]
     names = {p.name for p in out.iterdir()}
-    assert names == {"000_8B", "001_1024B", "sweep.parquet", "sweep.csv", "sweep.json", "busbw.png"}
+    assert names == {*runs, "sweep.parquet", "sweep.csv", "sweep.json", "busbw.png"}
     assert (out / "busbw.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    run = out / "000_8B"
+    run = out / runs[0]
     assert {"scenario.json", "summary.json", "collectives.parquet", "steps.parquet", "collectives.csv"} <= {
         p.name for p in run.iterdir()
     }
     combined = pl.read_parquet(out / "sweep.parquet")
     assert combined["sweep_value"].to_list() == ["8B", "1024B"]
     description = json.loads((out / "sweep.json").read_text())
-    assert description["parameter"] == PARAMETER
+    assert description["parameters"] == [PARAMETER]
     assert description["complete"] is True
-    assert [r["directory"] for r in description["runs"]] == ["000_8B", "001_1024B"]
+    assert [r["directory"] for r in description["runs"]] == runs
+    assert [r["values"] for r in description["runs"]] == [{PARAMETER: "8B"}, {PARAMETER: "1024B"}]
+    assert [r["state"] for r in description["runs"]] == ["complete", "complete"]
 
 
 def test_sweep_write_is_deterministic(tmp_path: Path) -> None:
@@ -260,10 +273,10 @@ def test_stopped_sweep_is_marked_incomplete(tmp_path: Path) -> None:
     assert not sweep.complete
     out = sweep.write(tmp_path / "sw")
     assert (out / INCOMPLETE_MARKER).exists()
-    assert {p.name for p in out.iterdir() if p.is_dir()} == {"000_8B", "001_1024B"}
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {p.directory for p in sweep.points[:2]}
     description = json.loads((out / "sweep.json").read_text())
     assert description["complete"] is False
-    assert [r["ran"] for r in description["runs"]] == [True, True, False]
+    assert [r["state"] for r in description["runs"]] == ["complete", "complete", "not run"]
 
 
 def test_a_failing_point_stops_the_sweep_keeping_the_runs_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -279,7 +292,7 @@ def test_a_failing_point_stops_the_sweep_keeping_the_runs_before_it(monkeypatch:
     monkeypatch.setattr(runner, "run_loaded", run_loaded)
     sweep = run_points(parameter, points)
     assert len(calls) == 2
-    assert len(sweep.runs) == 1
+    assert len(sweep.finished) == 1
     assert sweep.failure is not None
     assert sweep.failure.point.index == 1
     assert isinstance(sweep.failure.error, SimulationError)
@@ -294,7 +307,7 @@ def test_a_failed_sweep_is_written_incomplete_naming_the_failure(tmp_path: Path)
     description = json.loads((out / "sweep.json").read_text())
     assert description["complete"] is False
     assert description["failure"] == {"index": 1, "value": "1024B", "error": "SimulationError: internal error: boom"}
-    assert [r["ran"] for r in description["runs"]] == [True, False, False]
+    assert [r["state"] for r in description["runs"]] == ["complete", "failed", "not run"]
 
 
 def test_sweep_overwrite_removes_runs_of_an_earlier_sweep(tmp_path: Path) -> None:
@@ -303,8 +316,15 @@ def test_sweep_overwrite_removes_runs_of_an_earlier_sweep(tmp_path: Path) -> Non
     (out / "999_mine").mkdir()
     with pytest.raises(FileExistsError):
         _sweep_results([64]).write(out)
-    _sweep_results([64]).write(out, overwrite=True)
-    assert {p.name for p in out.iterdir()} == {"000_64B", "999_mine", "notes.txt", "sweep.parquet", "sweep.json"}
+    again = _sweep_results([64])
+    again.write(out, overwrite=True)
+    assert {p.name for p in out.iterdir()} == {
+        again.points[0].directory,
+        "999_mine",
+        "notes.txt",
+        "sweep.parquet",
+        "sweep.json",
+    }
 
 
 @pytest.mark.parametrize(

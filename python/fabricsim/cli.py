@@ -1,13 +1,13 @@
-"""The `fabricsim` command: run (a scenario, or each value of its sweep), compare, examples, topo, bench, schema,
-reproduce.
+"""The `fabricsim` command: run (a scenario, or every point of its sweep), compare, report, examples, topo, bench,
+schema, reproduce.
 
 Bad input (a scenario the core rejects, a missing or malformed file, an
 output directory that exists or cannot be created or written) is reported as
 one line `error: ...` on stderr, before anything is simulated or written. A
 run stopped early, by Ctrl-C, SIGTERM or one of its limits, writes what it
-measured, marked incomplete. A sweep is checked whole, every value, before
-its first run; a point whose run fails stops it, and the runs before it are
-written, marked incomplete.
+measured, marked incomplete. A sweep is checked whole, every point, before
+its first run; a point whose run fails stops it (no further point starts),
+every run that finished is kept, and running the sweep again resumes it.
 
 Exit codes:
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import signal
@@ -58,7 +59,7 @@ from .scenario import (
     path_safe,
     to_json,
 )
-from .sweep import prepare, run_points
+from .sweep import prepare, run_into, value_label
 
 if TYPE_CHECKING:
     from .results import Results
@@ -266,6 +267,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace the results of an existing output directory")
     run.add_argument("--csv", action="store_true", help="also write every table as CSV")
     run.add_argument("--plot", action="store_true", help="for a sweep, also draw busbw.png: bus bandwidth against size")
+    run.add_argument("--report", action="store_true", help="also write report.html, a page of figures (see `report`)")
+    run.add_argument("-j", "--jobs", type=int, help="for a sweep, runs at once (default: the number of cores)")
+    run.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="for a sweep, run on the Ray cluster at ADDRESS (`auto`: the one this machine is in; `local`: start one "
+        "here); needs `pip install fabricsim[ray]`",
+    )
     run.set_defaults(command=_cmd_run)
 
     compare = commands.add_parser(
@@ -277,11 +286,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--seeds", type=int, default=1, help="seeds per design, from the scenario's (default: 1)")
     compare.add_argument("-j", "--jobs", type=int, help="runs at once (default: the number of cores)")
+    compare.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run on the Ray cluster at ADDRESS (`auto`, or `local` to start one here); needs fabricsim[ray]",
+    )
     compare.add_argument("-o", "--output", type=Path, help="output directory (default: runs/compare_<scenario name>)")
     _add_overrides(compare)
     compare.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     compare.add_argument("--plot", action="store_true", help="also draw fct_cdf.png and throughput.png")
+    compare.add_argument("--report", action="store_true", help="also write report.html, the designs' figures overlaid")
     compare.set_defaults(command=_cmd_compare)
+
+    report = commands.add_parser(
+        "report", help="write report.html: a self-contained page of a run, sweep or comparison directory's figures"
+    )
+    report.add_argument("directory", type=Path, help="a run, sweep or comparison directory")
+    report.set_defaults(command=_cmd_report)
 
     examples = commands.add_parser("examples", help="list the scenarios shipped with fabricsim, or copy one to edit")
     examples.add_argument("action", nargs="?", choices=("list", "copy"), default="list", help="list (default) or copy")
@@ -358,6 +379,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise _core.ScenarioError(
             "--plot: only a sweep is plotted (bus bandwidth against size); this scenario has none"
         )
+    if args.jobs is not None or args.ray is not None:
+        option = "--jobs" if args.jobs is not None else "--ray"
+        raise _core.ScenarioError(f"{option}: only a sweep has several runs to spread; this scenario has no sweep")
     text = to_json(scenario)
     name = str(json.loads(_core.resolve(text))["name"])
 
@@ -369,6 +393,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raw = _core.run(text, _STOP.stopping(bar))
         results = Results(raw)
         path = results.write(output, overwrite=args.overwrite, csv=args.csv)
+        if args.report:
+            _write_report(path)
 
     for warning in results.summary.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
@@ -385,22 +411,44 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
-    parameter, points = prepare(scenario)
-    name = str(json.loads(_core.resolve(to_json(points[0].scenario)))["name"])
+    from .batch import Stopped
 
-    from .results import check_output_dir
-
-    output = check_output_dir(args.output or Path("runs") / path_safe(name), args.overwrite)
+    parameters, points = prepare(scenario)
+    name = str(json.loads(points[0].resolved)["name"])
+    output = args.output or Path("runs") / path_safe(name)
     console = Console(highlight=False)
+    jobs = _jobs(args.jobs)
 
-    def done(point: SweepPoint, results: Results) -> None:
-        state = "" if results.complete else f" (incomplete, {_stop_cause(results.summary)})"
-        console.print(f"[{point.index + 1}/{len(points)}] {parameter}={point.label}{state}", markup=False)
+    def done(point: SweepPoint, results: Results, reused: bool) -> None:
+        # A run's own limit says why; a stop signal is named once the batch has ended.
+        limit = results.summary.get("stop_reason") in LIMIT_STOPS
+        why = _stop_cause(results.summary) if limit else "stopped"
+        state = " (reused)" if reused else "" if results.complete else f" (incomplete, {why})"
+        console.print(f"[{point.index + 1}/{len(points)}] {point.named}{state}", markup=False, soft_wrap=True)
 
-    sweep = run_points(parameter, points, progress=True, on_run=done)
-    with _write_failures_exit(), deferred_signals():
-        path = sweep.write(output, overwrite=args.overwrite, csv=args.csv, plot=args.plot)
+    try:
+        with _write_failures_exit():
+            sweep = run_into(
+                parameters,
+                points,
+                output,
+                jobs=jobs,
+                ray=args.ray,
+                overwrite=args.overwrite,
+                csv=args.csv,
+                plot=args.plot,
+                progress=True,
+                on_run=done,
+            )
+    except Stopped as stopped:
+        _STOP.received = stopped.signum
+        console.print(f"results (incomplete, stopped by {_STOP.cause}; run it again to resume): {output}", markup=False)
+        return _STOP.exit_code
 
+    path = output
+    if args.report:
+        with _write_failures_exit():
+            _write_report(path)
     table = sweep.table()
     if table:
         # Plain print: the layout is nccl-tests', column for column.
@@ -410,15 +458,24 @@ def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
     if sweep.complete:
         console.print(f"results: {path}")
         return 0
-    state = f"incomplete, {len(sweep.runs)} of {len(points)} runs"
+    ran = len(sweep.finished)
+    state = f"incomplete, {ran} of {len(points)} runs"
     if sweep.failure is not None:
         console.print(f"results ({state}): {path}", markup=False)
-        return _point_failed(sweep.failure, parameter, len(points))
-    # The last run says why when it was stopped itself; a sweep stopped between two runs was interrupted.
-    last = sweep.runs[-1] if sweep.runs else None
-    summary = last.summary if last is not None and not last.complete else {}
-    run = f"the run of {parameter}={sweep.points[len(sweep.runs) - 1].label}" if last is not None else "the sweep"
+        return _point_failed(sweep.failure, len(points))
+    # A run stopped by a limit says why.
+    stopped_run = next(((p, r) for p, r in sweep.finished if not r.complete), None)
+    summary = stopped_run[1].summary if stopped_run is not None else {}
+    run = f"the run of {stopped_run[0].named}" if stopped_run is not None else "the sweep"
     return _report_incomplete(console, run, summary, state, path)
+
+
+def _jobs(jobs: int | None) -> int:
+    """Runs at once: `-j`, else one per core."""
+    count = jobs if jobs is not None else (os.cpu_count() or 1)
+    if count < 1:
+        raise _core.ScenarioError(f"--jobs: {count}: at least one run at a time")
+    return count
 
 
 def _report_incomplete(console: Console, run: str, summary: Mapping[str, Any], state: str, path: Path) -> int:
@@ -441,9 +498,9 @@ def _stop_code(summary: Mapping[str, Any]) -> int:
     return EXIT_LIMIT if summary.get("stop_reason") in LIMIT_STOPS else _STOP.exit_code
 
 
-def _point_failed(failure: SweepFailure, parameter: str, points: int) -> int:
+def _point_failed(failure: SweepFailure, points: int) -> int:
     """Reports the sweep point whose run failed: exit 3, or 2 when the core found its scenario bad only then."""
-    point = f"point {failure.point.index + 1}/{points} ({parameter}={failure.point.label})"
+    point = f"point {failure.point.index + 1}/{points} ({failure.point.named})"
     error = failure.error
     if isinstance(error, _core.ScenarioError):
         return _fail(f"{point}: {error}", EXIT_BAD_INPUT)
@@ -462,21 +519,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         scenario.setdefault("name", args.scenario.stem)
     designs = [d.strip() for d in args.designs.split(",")] if args.designs else None
     runs, left_out = compare.plan(scenario, designs, args.seeds)
-    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
-    if jobs < 1:
-        raise _core.ScenarioError(f"--jobs: {jobs}: at least one run at a time")
+    jobs = _jobs(args.jobs)
     name = str(scenario.get("name", "scenario"))
     output = check_output_dir(args.output or Path("runs") / path_safe(f"compare_{name}"), args.overwrite)
     for design, why in left_out.items():
         print(f"note: {design} left out: {why}", file=sys.stderr)
-    with ProgressBar() as bar:
-        finished = [0]
+    from .batch import Stopped
+    from .progress import BatchProgress
 
-        def done(run: compare.CompareRun) -> None:
-            finished[0] += 1
-            bar(finished[0] / len(runs))
-
-        rows = compare.run_all(runs, output, jobs, done)
+    try:
+        with _write_failures_exit(), BatchProgress(len(runs), description="compare") as bar:
+            rows = compare.run_all(runs, output, jobs, ray=args.ray, progress=bar)
+    except Stopped as stopped:
+        _STOP.received = stopped.signum
+        print(f"results (incomplete, stopped by {_STOP.cause}): {output}")
+        return _STOP.exit_code
     import polars as pl
 
     frame = pl.DataFrame(rows)
@@ -485,12 +542,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         from .plots import plot_compare
 
         plot_compare(output, runs)
-    Console().print(_compare_table(name, rows, [r.design for r in runs], args.seeds))
+    if args.report:
+        with _write_failures_exit():
+            _write_report(output)
+    faults = compare.faults_with_times(runs[0].scenario)
+    Console().print(_compare_table(name, rows, [r.design for r in runs], args.seeds, faults))
     print(f"results: {output}")
     return 0 if all(r["complete"] for r in rows) else EXIT_LIMIT
 
 
-def _compare_table(name: str, rows: Sequence[Mapping[str, Any]], order: Sequence[str], seeds: int) -> Table:
+def _compare_table(
+    name: str,
+    rows: Sequence[Mapping[str, Any]],
+    order: Sequence[str],
+    seeds: int,
+    faults: Sequence[tuple[float, str]] = (),
+) -> Table:
     from .compare import METRICS, spread
 
     designs = list(dict.fromkeys(order))
@@ -507,6 +574,11 @@ def _compare_table(name: str, rows: Sequence[Mapping[str, Any]], order: Sequence
         if all(c == "-" for c in cells):
             continue
         table.add_row(f"{label} ({unit})" if unit else label, *cells)
+    for k, (at, what) in enumerate(faults, start=1):
+        key = f"recovery_{k}_ms"
+        cells = [_spread_cell(spread([r.get(key) for r in rows if r["design"] == d]), seeds) for d in designs]
+        if any(c != "-" for c in cells):
+            table.add_row(f"recovery after {what} at {_seconds(at)} (ms)", *cells)
     complete = ["yes" if all(r["complete"] for r in rows if r["design"] == d) else "no" for d in designs]
     table.add_row("complete", *complete)
     return table
@@ -516,8 +588,24 @@ def _spread_cell(values: tuple[float, float, float] | None, seeds: int) -> str:
     if values is None:
         return "-"
     mean, low, high = values
+    if math.isinf(high):
+        # Recovery that some seed never saw: the traffic did not come back while it lasted.
+        return "never" if math.isinf(low) else f"never ({low:,.4g}-never)"
     text = f"{mean:,.4g}"
     return text if seeds == 1 or low == high else f"{text} ({low:,.4g}-{high:,.4g})"
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    with _write_failures_exit():
+        path = _write_report(args.directory)
+    print(f"report: {path}")
+    return 0
+
+
+def _write_report(directory: Path) -> Path:
+    from .report import write_report
+
+    return write_report(directory)
 
 
 def _cmd_examples(args: argparse.Namespace) -> int:
@@ -801,15 +889,21 @@ def _jobs_table(jobs: Mapping[str, Mapping[str, Any]]) -> Table:
 
 def _sweep_summary_table(name: str, sweep: SweepResults) -> Table:
     table = Table(title=f"fabricsim sweep: {name} over {sweep.parameter}")
-    table.add_column(sweep.parameter)
+    # A column per swept field, headed by its last part (`bytes`, `kind`): the title names them whole.
+    for parameter in sweep.parameters:
+        table.add_column(parameter if len(sweep.parameters) == 1 else parameter.rsplit(".", 1)[-1])
+    seeded = any(p.seed is not None for p in sweep.points)
+    if seeded:
+        table.add_column("seed", justify="right")
     table.add_column("simulated time", justify="right")
     table.add_column("flows completed", justify="right")
     table.add_column("FCT p99", justify="right")
     table.add_column("goodput", justify="right")
-    for point, results in zip(sweep.points, sweep.runs, strict=False):
+    for point, results in sweep.finished:
         s = results.summary
         table.add_row(
-            point.label,
+            *(value_label(point.values[p]) for p in sweep.parameters),
+            *([str(point.seed)] if seeded else []),
             _seconds(s.get("sim_time_s")),
             f"{_count(s.get('flows_completed'))} / {_count(s.get('flows'))}",
             _seconds(_us_to_s(s.get("fct_p99_us"))),

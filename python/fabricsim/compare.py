@@ -3,33 +3,47 @@
 Each design (`design:` presets, docs/DESIGNS.md) runs the scenario's
 topology, workload and faults with the settings any design governs taken
 out of it (`_core.under_design`), over `seeds` seeds (the scenario's seed,
-then the next ones). Runs go to a process pool; each writes its run
-directory `<design>/seed_<n>` and returns its metrics, so the comparison
-never holds more than one run's tables at a time. A design that cannot run
+then the next ones). Runs go to a local process pool or a Ray cluster
+(`fabricsim.batch`); each writes its run directory `<design>/seed_<n>`, and
+the comparison reads back only what its metrics need, so it never holds
+more than one run's tables at a time. A design that cannot run
 on the scenario (HPN's bonded ports on single-port NICs, SHIFT without a
 second NIC on the host) is left out with the core's reason unless it was
 asked for by name, which makes it an error.
 
 The comparison directory holds the run directories, `compare.parquet` (one
-row per design and seed) and, on request, `fct_cdf.png` and
-`throughput.png`.
+row per design and seed) and, on request, `fct_cdf.png`,
+`throughput.png` and `report.html`.
+
+Recovery after a fault (`recovery_<k>_ms`, k counting the faults with an
+`at` from 1) is read from the sampled NICs' receive goodput
+(`telemetry.sample_interval` with `telemetry.hosts`): the time from the
+fault to the end of the first sample interval wholly after it in which
+their total is back to `RECOVERED_SHARE` of its mean over the
+`BASELINE_SAMPLES` samples before the fault. Its resolution is one sample
+interval, and it is at least one. A run whose traffic never gets back to
+that level but whose workload still finishes (RoCE's tail after waiting
+out a timeout) recovers when its traffic ends. It is unset where the
+scenario samples no NIC or no traffic flowed before the fault, and `never`
+(`NEVER`, infinite) where the workload did not finish: a failed QP, or a
+run stopped early.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from ._core import ScenarioError
 from .scenario import is_sweep, to_json
+
+if TYPE_CHECKING:
+    from .batch import Finished, Progress
 
 __all__ = ["METRICS", "CompareRun", "plan", "run_all", "spread"]
 
@@ -49,6 +63,11 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("paused_time_s", "paused time", "s"),
     ("qp_errors", "QP errors", ""),
 )
+# Back to this share of the throughput before a fault counts as recovered (Spectrum-X s6.5 reads 75% of line rate).
+RECOVERED_SHARE = 0.9
+BASELINE_SAMPLES = 10
+# `recovery_<k>_ms` of a run whose workload did not finish after the fault.
+NEVER = math.inf
 
 
 @dataclass(frozen=True)
@@ -104,30 +123,6 @@ def plan(
     return runs, left_out
 
 
-def _run_one(run: CompareRun, directory: str, memory: int | None) -> dict[str, Any]:
-    """Runs one design at one seed into `directory` within `memory` bytes; its metrics (in a worker process).
-
-    The core's errors do not pickle (their class lives in the extension
-    module), so they travel back as their kind and text (`_reraise`).
-    """
-    from .results import Results
-
-    try:
-        results = Results(_core.run(to_json(run.scenario), None, memory))
-    except (_core.ScenarioError, _core.SimulationError) as e:
-        return {"error": (type(e).__name__, f"{run.design}, seed {run.seed}: {e}")}
-    results.write(directory, overwrite=True)
-    return {"design": run.design, "seed": run.seed, **metrics(results)}
-
-
-def _reraise(row: dict[str, Any]) -> dict[str, Any]:
-    """The row, or the error a worker sent back instead, raised again."""
-    if "error" not in row:
-        return row
-    kind, text = row["error"]
-    raise (_core.ScenarioError if kind == "ScenarioError" else _core.SimulationError)(text)
-
-
 def metrics(results: Any) -> dict[str, Any]:
     """The comparison's metrics of one run (None where the workload has no such quantity)."""
     s = results.summary
@@ -146,48 +141,99 @@ def metrics(results: Any) -> dict[str, Any]:
     row["jct_slowdown"] = max(slowdowns) if slowdowns and None not in slowdowns else None
     for key in ("drops", "retransmitted_packets", "timeouts", "paused_time_s", "qp_errors"):
         row[key] = s.get(key)
+    for k, recovery in enumerate(recovery_times(results), start=1):
+        row[f"recovery_{k}_ms"] = None if recovery is None else recovery * 1e3
     return row
 
 
-def run_all(
-    runs: Sequence[CompareRun], output: Path, jobs: int, done: Callable[[CompareRun], None] | None = None
-) -> list[dict[str, Any]]:
-    """Runs every run on `jobs` processes (in this process for 1); rows in the order of `runs`.
+def faults_with_times(scenario: Mapping[str, Any]) -> list[tuple[float, str]]:
+    """The scenario's faults that happen at a set time, in its order: when, and what (`link_down t0.p0.0:2`)."""
+    from .scenario import fault_window
 
-    Each run may take its share of the memory available now (a run that
-    would outgrow it stops with `memory_limit`), so that `jobs` runs at
-    once cannot together exhaust the machine.
+    faults = []
+    for fault in scenario.get("faults") or []:
+        if "at" in fault:
+            target = " ".join(str(v) for k, v in fault.items() if k not in ("kind", "at", "until", "duration", "direction"))
+            faults.append((fault_window(fault)[0], f"{fault.get('kind', 'fault')} {target}".strip()))
+    return faults
+
+
+def recovery_times(results: Any) -> list[float | None]:
+    """Seconds from each timed fault until the sampled NICs' goodput is back (see the module docs); None unknown."""
+    faults = faults_with_times(results.scenario)
+    series = results.timeseries
+    if not faults:
+        return []
+    if series.is_empty() or "metric" not in series.columns:
+        return [None] * len(faults)
+    import polars as pl
+
+    total = (
+        series.filter(pl.col("metric") == "rx_goodput_bps").group_by("time_s").agg(pl.col("value").sum()).sort("time_s")
+    )
+    times, values = total["time_s"].to_list(), total["value"].to_list()
+    finished = _workload_finished(results)
+    return [_recovery(times, values, at, finished) for at, _ in faults]
+
+
+def _workload_finished(results: Any) -> bool:
+    """Whether the run went to its end with every flow and every collective done."""
+    s = results.summary
+    collectives = results.collectives
+    done = collectives.is_empty() or collectives["cct_s"].null_count() == 0
+    return bool(results.complete) and s.get("flows_completed") == s.get("flows") and done
+
+
+def _recovery(times: Sequence[float], values: Sequence[float], at: float, finished: bool) -> float | None:
+    if len(times) < 2:
+        return None
+    # A sample is the rate over the interval it ends; only those wholly after the fault can show it.
+    interval = times[1] - times[0]
+    # The sample at 0 closes an empty interval.
+    before = [v for t, v in zip(times, values, strict=True) if 0 < t <= at][-BASELINE_SAMPLES:]
+    baseline = sum(before) / len(before) if before else 0.0
+    if baseline <= 0.0:
+        return None
+    for t, v in zip(times, values, strict=True):
+        if t >= at + interval and v >= RECOVERED_SHARE * baseline:
+            return t - at
+    # Not back at its level, but done: the fault's cost ended with the traffic (the tail after a stall).
+    last = max((t for t, v in zip(times, values, strict=True) if v > 0), default=at)
+    return max(last - at, interval) if finished else NEVER
+
+
+def run_all(
+    runs: Sequence[CompareRun],
+    output: Path,
+    jobs: int,
+    done: Callable[[CompareRun], None] | None = None,
+    ray: str | None = None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Runs every run, `jobs` at a time or on Ray (`fabricsim.batch`); each run's metrics, in the order of `runs`.
+
+    A run that fails raises its error once the runs under way are written.
     """
-    available = _core.available_memory()
-    memory = available // jobs if available is not None else None
-    directories = [str(output / run.directory) for run in runs]
-    # Each design's directory first: workers creating one at once would race.
-    for design in dict.fromkeys(run.design for run in runs):
-        (output / design).mkdir(parents=True, exist_ok=True)
-    if jobs <= 1:
-        rows = []
-        for run, directory in zip(runs, directories, strict=True):
-            rows.append(_reraise(_run_one(run, directory, memory)))
-            if done:
-                done(run)
-        return rows
-    # Spawned, not forked: the parent's polars and Rust threads do not survive a fork.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [
-            pool.submit(_run_one, run, directory, memory) for run, directory in zip(runs, directories, strict=True)
-        ]
-        rows = []
-        for run, future in zip(runs, futures, strict=True):
-            try:
-                rows.append(_reraise(future.result()))
-            except BrokenProcessPool:
-                raise _core.SimulationError(
-                    f"{run.design}, seed {run.seed}: its process was killed (by the system: out of memory?)"
-                ) from None
-            if done:
-                done(run)
-        return rows
+    from .batch import Task, run_batch
+    from .results import Results
+
+    tasks = [Task(to_json(r.scenario), output / r.directory, f"{r.design}, seed {r.seed}") for r in runs]
+    rows: list[dict[str, Any] | None] = [None] * len(runs)
+    errors: list[Exception] = []
+
+    def finished(index: int, how: Finished) -> None:
+        run = runs[index]
+        if how.error is not None:
+            errors.append(how.error)
+            return
+        rows[index] = {"design": run.design, "seed": run.seed, **metrics(Results.read(output / run.directory))}
+        if done is not None:
+            done(run)
+
+    run_batch(tasks, jobs=jobs, ray=ray, on_finished=finished, progress=progress)
+    if errors:
+        raise errors[0]
+    return [row for row in rows if row is not None]
 
 
 def spread(values: Sequence[float | None]) -> tuple[float, float, float] | None:

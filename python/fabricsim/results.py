@@ -141,6 +141,30 @@ class Results:
         # The capture of `telemetry.pcap`, as the bytes of a pcap file.
         self.pcap: bytes | None = raw.get("pcap")
 
+    @classmethod
+    def read(cls, directory: str | Path) -> Results:
+        """The results of a run directory, each table read from its Parquet file when first asked for.
+
+        Complete when the directory is not marked `INCOMPLETE`; a directory
+        without `scenario.json` and `summary.json` is not a run's.
+        """
+        path = Path(directory)
+        try:
+            scenario = json.loads((path / "scenario.json").read_text(encoding="utf-8"))
+            summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise FileNotFoundError(
+                f"{path}: not a run directory (no readable scenario.json and summary.json): {e}"
+            ) from None
+        results = cls.__new__(cls)
+        results.scenario = {k: v for k, v in scenario.items() if k != VERSION_KEY}
+        results.complete = not (path / INCOMPLETE_MARKER).exists()
+        results.summary = {k: v for k, v in summary.items() if k != "complete"}
+        results.frames = _ParquetTables(path)
+        capture = path / PCAP_FILE
+        results.pcap = capture.read_bytes() if capture.is_file() else None
+        return results
+
     @property
     def flows(self) -> pl.DataFrame:
         """One row per flow: endpoints, bytes, start, end, FCT, ideal FCT, slowdown, retransmissions."""
@@ -332,6 +356,45 @@ def _nccl_time(time_us: float | None) -> str:
 
 def _nccl_bw(gb_per_s: float | None) -> str:
     return "N/A" if gb_per_s is None else f"{gb_per_s:6.2f}"
+
+
+class _ParquetTables(dict):  # type: ignore[type-arg]
+    """A run directory's tables by name, each read from its Parquet file on first access."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._files = {f.stem: f for f in sorted(path.glob("*.parquet"))}
+
+    def __missing__(self, name: str) -> pl.DataFrame:
+        if name not in self._files:
+            # A table the run had no rows for was not written: as the core's results, it reads empty.
+            if name in TABLES:
+                return pl.DataFrame()
+            raise KeyError(name)
+        frame = pl.read_parquet(self._files[name])
+        self[name] = frame
+        return frame
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._files else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._files
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def keys(self) -> Any:
+        return self._files.keys()
+
+    def items(self) -> Any:
+        return [(name, self[name]) for name in self._files]
+
+    def values(self) -> Any:
+        return [self[name] for name in self._files]
 
 
 _DTYPES = {"int": pl.UInt64, "float": pl.Float64, "str": pl.String}

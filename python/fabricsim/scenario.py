@@ -43,10 +43,12 @@ __all__ = [
     "builtin_scenario",
     "check_tree",
     "deep_merge",
+    "fault_window",
     "is_sweep",
     "load_scenario",
     "parse_override",
     "path_safe",
+    "seconds",
     "set_dotted",
     "to_json",
 ]
@@ -206,6 +208,31 @@ def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+_TIME = re.compile(r"^\s*([0-9._]+(?:[eE][-+]?[0-9]+)?)\s*(ps|ns|us|µs|ms|s)\s*$")
+_SECONDS = {"ps": 1e-12, "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def seconds(text: Any) -> float:
+    """A scenario's time (`20us`, `1.5ms`, `2s`) in seconds."""
+    match = _TIME.match(str(text))
+    if match is None:
+        raise ScenarioError(f"{text!r} is not a time such as 20us")
+    return float(match[1].replace("_", "")) * _SECONDS[match[2]]
+
+
+def fault_window(fault: Mapping[str, Any]) -> tuple[float, float | None]:
+    """When a resolved scenario's fault begins and, if it says, ends (`until`, or `at` plus `duration`), in seconds.
+
+    `random_flaps` has no `at`: its flaps fall anywhere from the start.
+    """
+    start = seconds(fault["at"]) if "at" in fault else 0.0
+    if "until" in fault:
+        return start, seconds(fault["until"])
+    if "duration" in fault and "at" in fault:
+        return start, start + seconds(fault["duration"])
+    return start, None
 
 
 def path_safe(name: str) -> str:
