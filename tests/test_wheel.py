@@ -92,3 +92,17 @@ def test_run_reproduce_and_the_api_work_outside_the_checkout(installed: Path, tm
     assert done.stdout.split()[0] == "True"
     done = _run(installed, tmp_path, *cli, "--version")
     assert done.returncode == 0 and done.stdout.startswith("fabricsim "), done.stdout
+
+
+def test_a_sweep_on_two_processes_and_its_report_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    # The pool's workers are spawned: they too must find the installed package, not the checkout's.
+    cli = ("-m", "fabricsim")
+    done = _run(installed, tmp_path, *cli, "examples", "copy", "collectives/all_reduce", "mine")
+    assert done.returncode == 0, done.stderr
+    args = ("run", "mine/all_reduce.yaml", "-o", "sw", "-j", "2", "-s", "sweep.values=[8B, 4KiB]", "--report")
+    done = _run(installed, tmp_path, *cli, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "sw" / "sweep.json").read_text())["complete"] is True
+    assert (tmp_path / "sw" / "report.html").stat().st_size > 1_000_000  # plotly.js inline
+    done = _run(installed, tmp_path, *cli, "compare", "mine/all_reduce.yaml", "--designs", "mrc", "-s", "sweep=null")
+    assert done.returncode == 0, done.stderr[-3000:]

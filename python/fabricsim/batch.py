@@ -236,36 +236,41 @@ def _on_backend(
     return not (failed or stop.is_set() or pending)
 
 
-def _pool_worker_init() -> None:
+# A pool worker's ends of the driver's progress queue and stop flag, handed over when it starts (they
+# cross to a process only by inheritance, not as a task's arguments).
+_worker_queue: Any = None
+_worker_stop: Any = None
+
+
+def _pool_worker_init(queue: Any, stop: Any) -> None:
+    global _worker_queue, _worker_stop
+    _worker_queue, _worker_stop = queue, stop
     # Ctrl-C reaches the whole process group; the driver decides, and tells a run to stop through the flag.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def _pool_task(
-    scenario: str, directory: str, csv: bool, memory: int | None, index: int, queue: Any, stop: Any
-) -> dict[str, Any]:
+def _pool_task(scenario: str, directory: str, csv: bool, memory: int | None, index: int) -> dict[str, Any]:
     def put(fraction: float) -> None:
-        if queue is not None:
-            queue.put((index, fraction))
+        if _worker_queue is not None:
+            _worker_queue.put((index, fraction))
 
-    return _run(scenario, directory, csv, memory, _reporter(stop, put))
+    return _run(scenario, directory, csv, memory, _reporter(_worker_stop, put))
 
 
 class _Pool:
     """Spawned local processes; each run may take its share of the memory available when the batch began."""
 
-    def __init__(self, pool: ProcessPoolExecutor, manager: Any, jobs: int, with_progress: bool) -> None:
+    def __init__(self, pool: ProcessPoolExecutor, queue: Any, stop: Any, jobs: int) -> None:
         available = _core.available_memory()
         self.slots = jobs
         self._pool = pool
         self._memory = available // jobs if available is not None else None
-        self._queue = manager.Queue() if with_progress else None
-        self._stop = manager.Event()
+        self._queue = queue
+        self._stop = stop
 
     def submit(self, index: int, task: Task) -> Future[dict[str, Any]]:
-        args = (task.scenario, str(task.directory), task.csv, self._memory, index, self._queue, self._stop)
-        return self._pool.submit(_pool_task, *args)
+        return self._pool.submit(_pool_task, task.scenario, str(task.directory), task.csv, self._memory, index)
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
         return list(wait(handles, timeout=timeout, return_when=FIRST_COMPLETED).done)
@@ -290,9 +295,12 @@ def _on_pool(
     progress: Progress | None,
     stop: _Stop,
 ) -> bool:
+    # Spawned, not forked: the driver's polars and Rust threads do not survive a fork.
     context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager, ProcessPoolExecutor(jobs, context, _pool_worker_init) as pool:
-        return _on_backend(tasks, _Pool(pool, manager, jobs, progress is not None), notify, progress, stop)
+    queue = context.Queue() if progress is not None else None
+    flag = context.Event()
+    with ProcessPoolExecutor(jobs, context, _pool_worker_init, (queue, flag)) as pool:
+        return _on_backend(tasks, _Pool(pool, queue, flag, jobs), notify, progress, stop)
 
 
 def _drain(queue: Any) -> list[tuple[int, float]]:

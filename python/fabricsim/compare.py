@@ -68,6 +68,8 @@ RECOVERED_SHARE = 0.9
 BASELINE_SAMPLES = 10
 # `recovery_<k>_ms` of a run whose workload did not finish after the fault.
 NEVER = math.inf
+# A fault's fields that say when and how, not what it hits.
+_NOT_TARGETS = ("kind", "at", "until", "duration", "direction")
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def faults_with_times(scenario: Mapping[str, Any]) -> list[tuple[float, str]]:
     faults = []
     for fault in scenario.get("faults") or []:
         if "at" in fault:
-            target = " ".join(str(v) for k, v in fault.items() if k not in ("kind", "at", "until", "duration", "direction"))
+            target = " ".join(str(v) for k, v in fault.items() if k not in _NOT_TARGETS)
             faults.append((fault_window(fault)[0], f"{fault.get('kind', 'fault')} {target}".strip()))
     return faults
 
