@@ -17,7 +17,7 @@ import yaml
 import fabricsim
 from fabricsim import _core, cli
 from fabricsim.results import INCOMPLETE_MARKER
-from fabricsim.scenario import builtin_scenario, load_scenario
+from fabricsim.scenario import builtin_scenario, example_scenarios, load_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -435,3 +435,13 @@ def test_sweep_of_flows_prints_a_summary_per_value(
     runs = _run_dirs(Path("runs/tiny"))
     assert {p.name for p in Path("runs/tiny").iterdir()} == {*runs, "sweep.parquet", "sweep.json"}
     assert pl.read_parquet(f"runs/tiny/{runs[1]}/flows.parquet")["bytes"].to_list() == [64 * 1024] * 8
+
+
+@pytest.mark.parametrize("design", ["mrc", "spectrum-x"])
+def test_an_uncontended_ring_over_nics_sharing_hosts_is_not_faster_than_its_ideal(design: str) -> None:
+    # Two NICs a host: each ring has hops over the intra-host link and over the network at once. The ideal's
+    # bandwidth bound is the busier of the two, not their sum (which put a pristine ring below its ideal).
+    scenario = example_scenarios()["compare/uplink_down_midrun"]
+    results = fabricsim.run(scenario, overrides=[f"design={design}", "faults=[]"])
+    (slowdown,) = results.collectives["slowdown"].to_list()
+    assert 1.0 <= slowdown < 1.005

@@ -1114,8 +1114,9 @@ impl Simulation {
     /// slice only once all of it has arrived.
     /// The bandwidth bound is the time its busiest rank needs to send or
     /// receive its bytes: over the network at its NICs' payload rate (all
-    /// ports, less header overhead), over the intra-host link at that link's
-    /// rate, plus a pipeline's fill, plus the largest alpha. Slices pipeline
+    /// ports, less header overhead) or over the intra-host link at that
+    /// link's rate, whichever is longer (the two carry bytes at once), plus a
+    /// pipeline's fill, plus the largest alpha. Slices pipeline
     /// the latency under the bandwidth, so the ideal is the larger bound, not
     /// their sum: small collectives are latency-bound, large ones
     /// bandwidth-bound.
@@ -1175,8 +1176,9 @@ impl Simulation {
                 let nic = job.nics[rank as usize];
                 let nic_rate: u64 =
                     self.node_ports[nic.0 as usize].iter().map(|p| self.ports[p.0 as usize].rate.0).sum();
-                (l[0].max(l[1]) + run.fill_bytes) as f64 * 8.0 / (nic_rate as f64 * efficiency)
-                    + l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64
+                // The NIC's ports and the intra-host link carry their bytes at once.
+                let network = (l[0].max(l[1]) + run.fill_bytes) as f64 * 8.0 / (nic_rate as f64 * efficiency);
+                network.max(l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64)
             })
             .fold(0.0, f64::max);
         latency.max(Time::from_secs_f64(busiest) + max_alpha)
