@@ -82,6 +82,7 @@ def test_seeds_are_the_innermost_axis(tiny_scenario: dict[str, Any]) -> None:
         ({"grid": {"sweep.grid": [1]}}, "sweep.grid.sweep.grid: sweep.grid: a sweep cannot vary"),
         ({"grid": {"seed": [1, 2]}, "seeds": 2}, "sweep.grid.seed: the sweep also has `seeds`"),
         ({"seeds": 0}, "sweep.seeds: 0"),
+        ({"seeds": 10**12}, "sweep.seeds: 1000000000000: a count of seeds from 1 to 10,000"),
         ({"seeds": [1, 1]}, "sweep.seeds: [1, 1]: a seed is listed twice"),
         ({"seeds": [1.5]}, "sweep.seeds: expected a count"),
         ({"seeds": True}, "sweep.seeds: expected a count"),

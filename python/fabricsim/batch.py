@@ -99,7 +99,8 @@ def run_batch(
         elif jobs == 1 or len(tasks) <= 1:
             ran_all = _in_process(tasks, notify, progress, stop)
         else:
-            ran_all = _on_pool(tasks, jobs, notify, progress, stop)
+            # No more workers than runs: each idle one would only shrink the others' share of memory.
+            ran_all = _on_pool(tasks, min(jobs, len(tasks)), notify, progress, stop)
     if stop.is_set():
         raise Stopped(stop.signum)
     return ran_all

@@ -246,8 +246,8 @@ def _seeds(spec: Mapping[str, Any], scenario: Mapping[str, Any]) -> list[int | N
     if seeds is None:
         return [None]
     if isinstance(seeds, int) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise ScenarioError(f"sweep.seeds: {seeds}: a count of seeds is at least 1")
+        if not 1 <= seeds <= MAX_POINTS:
+            raise ScenarioError(f"sweep.seeds: {seeds}: a count of seeds from 1 to {MAX_POINTS:,}")
         first = scenario.get("seed", 1)
         if not isinstance(first, int) or isinstance(first, bool):
             raise ScenarioError(f"seed: expected an integer, found {first!r}")

@@ -666,9 +666,9 @@ impl FluidSimulation {
     fn handle(&mut self, event: Event) {
         match event {
             Event::FlowStart(f) => self.on_flow_start(f),
-            Event::JobStart(j) => self.on_job_start(j),
-            Event::ComputeDone(p) => self.on_compute_done(p),
-            Event::IntraHostDone(t) => self.on_intra_host_done(t),
+            Event::JobStart(j) => crate::sim::jobs::start_job(self, j),
+            Event::ComputeDone(p) => crate::sim::jobs::compute_done(self, p),
+            Event::IntraHostDone(t) => crate::sim::jobs::intra_host_done(self, t),
             Event::Fault(i) => self.on_fault(i),
             Event::Reconverge { transport } => self.on_reconverge(transport),
             Event::NicNotice { port, up } => {

@@ -7,6 +7,7 @@
 use super::{Event, Owner, Simulation};
 use crate::ids::{Arena, CollectiveId, ConnectionId, Id, JobId, PhaseId, QpId, TransferId};
 use crate::units::Time;
+use crate::workload::job::IntraHostConfig;
 use crate::workload::program::Program;
 
 /// The program and its run-time state.
@@ -153,140 +154,236 @@ impl Jobs {
     }
 }
 
-impl Simulation {
-    pub(super) fn on_job_start(&mut self, job: JobId) {
-        let phases = self.jobs.program.jobs[job].phases;
-        for p in phases.iter() {
-            if self.jobs.phase_deps_left[p] == 0 {
-                self.start_phase(p);
+/// What a model does as its jobs progress: keep time, send a transfer's
+/// bytes, start a collective whole, end a phase or a job. The progress
+/// itself (dependencies, buffer credits, compute phases, the intra-host
+/// link, phases and jobs finishing) is the same in the packet and the flow
+/// model, and is the functions below.
+pub(crate) trait JobHost {
+    fn jobs(&mut self) -> &mut Jobs;
+    fn time(&self) -> Time;
+    fn intra_host(&self) -> &IntraHostConfig;
+    fn schedule_compute_done(&mut self, p: PhaseId, at: Time);
+    fn schedule_intra_host_done(&mut self, t: TransferId, at: Time);
+    /// Sends transfer `t` over `conn`; true when it has nothing to send and
+    /// is done at once.
+    fn send(&mut self, t: TransferId, conn: ConnectionId) -> bool;
+    /// Starts collective `c` whole rather than as its transfers (the flow
+    /// model's rings and all-to-alls); false when it runs as transfers.
+    fn start_whole(&mut self, _c: CollectiveId) -> bool {
+        false
+    }
+    /// Whether transfer `t`'s completion no longer moves its job on.
+    fn ignores(&self, _t: TransferId) -> bool {
+        false
+    }
+    /// Phase `p` ended; false when its job stops there (at a checkpoint).
+    fn phase_ended(&mut self, _p: PhaseId) -> bool {
+        true
+    }
+    /// A job's last phase ended.
+    fn job_ended(&mut self, job: JobId);
+}
+
+/// Job `job` starts: every phase that follows none.
+pub(crate) fn start_job(h: &mut impl JobHost, job: JobId) {
+    let phases = h.jobs().program.jobs[job].phases;
+    for p in phases.iter() {
+        if h.jobs().phase_deps_left[p] == 0 {
+            start_phase(h, p);
+        }
+    }
+}
+
+pub(crate) fn start_phase(h: &mut impl JobHost, p: PhaseId) {
+    let now = h.time();
+    h.jobs().phase_start[p] = Some(now);
+    if let Some(d) = h.jobs().program.phases[p].compute {
+        h.jobs().compute_due[p] = now + d;
+        h.schedule_compute_done(p, now + d);
+        return;
+    }
+    for c in h.jobs().program.phases[p].collectives.clone() {
+        h.jobs().collective_start[c] = Some(now);
+        if h.start_whole(c) {
+            continue;
+        }
+        let transfers = h.jobs().program.collectives[c].transfers;
+        if transfers.is_empty() {
+            collective_done(h, c);
+            continue;
+        }
+        for t in transfers.iter() {
+            if h.jobs().deps_left[t] == 0 {
+                start_transfer(h, t);
             }
         }
     }
+}
 
-    fn start_phase(&mut self, p: PhaseId) {
-        let now = self.now();
-        self.jobs.phase_start[p] = Some(now);
-        let phase = &self.jobs.program.phases[p];
-        if let Some(d) = phase.compute {
-            self.jobs.compute_due[p] = now + d;
-            self.events.schedule(now + d, Event::ComputeDone(p));
-            return;
+/// Transfer `t`'s data is at its sender: it goes when its connection has a
+/// buffer slot, or over the intra-host link, one transfer at a time per
+/// sending GPU.
+fn start_transfer(h: &mut impl JobHost, t: TransferId) {
+    let now = h.time();
+    let (rate, latency) = (h.intra_host().rate, h.intra_host().latency);
+    let jobs = h.jobs();
+    jobs.ready[t] = Some(now);
+    if let Some(conn) = jobs.transfer_conn[t] {
+        let credits = jobs.program.collectives[jobs.program.transfers[t].collective].credits;
+        if jobs.conn_in_flight[conn] < credits {
+            jobs.conn_in_flight[conn] += 1;
+            post(h, t, conn);
+        } else {
+            jobs.conn_waiting[conn].push_back(t);
         }
-        for c in phase.collectives.clone() {
-            self.jobs.collective_start[c] = Some(now);
-            let transfers = self.jobs.program.collectives[c].transfers;
-            if transfers.is_empty() {
-                self.collective_done(c);
-                continue;
-            }
-            for t in transfers.iter() {
-                if self.jobs.deps_left[t] == 0 {
-                    self.start_transfer(t);
-                }
-            }
+        return;
+    }
+    let transfer = &jobs.program.transfers[t];
+    let (src, bytes) = (jobs.program.jobs[jobs.job_of(t)].nics[transfer.src_rank as usize], transfer.bytes);
+    jobs.posted[t] = Some(now);
+    let busy = &mut jobs.gpu_busy[src.0 as usize];
+    let sent = (*busy).max(now) + rate.tx_time(bytes);
+    *busy = sent;
+    jobs.intra_due[t] = sent + latency;
+    h.schedule_intra_host_done(t, sent + latency);
+}
+
+fn post(h: &mut impl JobHost, t: TransferId, conn: ConnectionId) {
+    let now = h.time();
+    h.jobs().posted[t] = Some(now);
+    if h.send(t, conn) {
+        transfer_done(h, t);
+    }
+}
+
+/// A compute phase's time is up, unless its job restarted since.
+pub(crate) fn compute_done(h: &mut impl JobHost, p: PhaseId) {
+    let now = h.time();
+    if std::mem::replace(&mut h.jobs().compute_due[p], Time::MAX) == now {
+        phase_part_done(h, p);
+    }
+}
+
+/// An intra-host transfer arrived, unless its job restarted since.
+pub(crate) fn intra_host_done(h: &mut impl JobHost, t: TransferId) {
+    let now = h.time();
+    if std::mem::replace(&mut h.jobs().intra_due[t], Time::MAX) == now {
+        transfer_done(h, t);
+    }
+}
+
+/// A transfer's last byte arrived: its buffer slot frees, the transfers
+/// waiting for it may start, and its collective may be done.
+pub(crate) fn transfer_done(h: &mut impl JobHost, t: TransferId) {
+    if h.ignores(t) {
+        return;
+    }
+    let now = h.time();
+    h.jobs().done[t] = Some(now);
+    if let Some(conn) = h.jobs().transfer_conn[t] {
+        // The slot frees: the oldest waiting transfer takes it.
+        h.jobs().conn_in_flight[conn] -= 1;
+        if let Some(next) = h.jobs().conn_waiting[conn].pop_front() {
+            h.jobs().conn_in_flight[conn] += 1;
+            post(h, next, conn);
         }
     }
+    let (from, to) = (h.jobs().dep_start[t.index()], h.jobs().dep_start[t.index() + 1]);
+    for i in from..to {
+        let jobs = h.jobs();
+        let d = jobs.dependents[i as usize];
+        jobs.deps_left[d] -= 1;
+        if jobs.deps_left[d] == 0 {
+            start_transfer(h, d);
+        }
+    }
+    let jobs = h.jobs();
+    let c = jobs.program.transfers[t].collective;
+    jobs.collective_left[c] -= 1;
+    if jobs.collective_left[c] == 0 {
+        collective_done(h, c);
+    }
+}
 
-    fn start_transfer(&mut self, t: TransferId) {
-        let now = self.now();
-        self.jobs.ready[t] = Some(now);
+pub(crate) fn collective_done(h: &mut impl JobHost, c: CollectiveId) {
+    let now = h.time();
+    h.jobs().collective_end[c] = Some(now);
+    let p = h.jobs().program.collectives[c].phase;
+    phase_part_done(h, p);
+}
+
+fn phase_part_done(h: &mut impl JobHost, p: PhaseId) {
+    let now = h.time();
+    let jobs = h.jobs();
+    jobs.phase_left[p] -= 1;
+    if jobs.phase_left[p] > 0 {
+        return;
+    }
+    jobs.phase_end[p] = Some(now);
+    if !h.phase_ended(p) {
+        return;
+    }
+    for q in h.jobs().phase_dependents[p].clone() {
+        let jobs = h.jobs();
+        jobs.phase_deps_left[q] -= 1;
+        if jobs.phase_deps_left[q] == 0 {
+            start_phase(h, q);
+        }
+    }
+    let jobs = h.jobs();
+    let job = jobs.program.phases[p].job;
+    jobs.job_phases_left[job] -= 1;
+    if jobs.job_phases_left[job] == 0 {
+        jobs.job_end[job] = Some(now);
+        h.job_ended(job);
+    }
+}
+
+impl JobHost for Simulation {
+    fn jobs(&mut self) -> &mut Jobs {
+        &mut self.jobs
+    }
+
+    fn time(&self) -> Time {
+        self.now()
+    }
+
+    fn intra_host(&self) -> &IntraHostConfig {
+        &self.scenario.intra_host
+    }
+
+    fn schedule_compute_done(&mut self, p: PhaseId, at: Time) {
+        self.events.schedule(at, Event::ComputeDone(p));
+    }
+
+    fn schedule_intra_host_done(&mut self, t: TransferId, at: Time) {
+        self.events.schedule(at, Event::IntraHostDone(t));
+    }
+
+    fn send(&mut self, t: TransferId, conn: ConnectionId) -> bool {
         let transfer = &self.jobs.program.transfers[t];
-        if let Some(conn) = self.jobs.transfer_conn[t] {
-            let collective = &self.jobs.program.collectives[transfer.collective];
-            if self.jobs.conn_in_flight[conn] < collective.credits {
-                self.jobs.conn_in_flight[conn] += 1;
-                self.jobs.posted[t] = Some(now);
-                self.post_message(conn, transfer.bytes, Owner::Transfer(t), collective.verb);
-            } else {
-                self.jobs.conn_waiting[conn].push_back(t);
-            }
-            return;
-        }
-        let src = self.jobs.program.jobs[self.jobs.job_of(t)].nics[transfer.src_rank as usize];
-        self.jobs.posted[t] = Some(now);
-        let link = &self.scenario.intra_host;
-        let busy = &mut self.jobs.gpu_busy[src.0 as usize];
-        let sent = (*busy).max(now) + link.rate.tx_time(transfer.bytes);
-        *busy = sent;
-        self.jobs.intra_due[t] = sent + link.latency;
-        self.events.schedule(sent + link.latency, Event::IntraHostDone(t));
+        let (bytes, verb) = (transfer.bytes, self.jobs.program.collectives[transfer.collective].verb);
+        self.post_message(conn, bytes, Owner::Transfer(t), verb);
+        false
     }
 
-    /// A compute phase's time is up, unless its job restarted since.
-    pub(super) fn on_compute_done(&mut self, p: PhaseId) {
-        if std::mem::replace(&mut self.jobs.compute_due[p], Time::MAX) == self.now() {
-            self.phase_part_done(p);
-        }
-    }
-
-    /// An intra-host transfer arrived, unless its job restarted since.
-    pub(super) fn on_intra_host_done(&mut self, t: TransferId) {
-        if std::mem::replace(&mut self.jobs.intra_due[t], Time::MAX) == self.now() {
-            self.transfer_done(t);
-        }
-    }
-
-    /// A transfer's last byte arrived.
-    pub(super) fn transfer_done(&mut self, t: TransferId) {
-        self.jobs.done[t] = Some(self.now());
-        if let Some(conn) = self.jobs.transfer_conn[t] {
-            // The slot frees: the oldest waiting transfer takes it.
-            self.jobs.conn_in_flight[conn] -= 1;
-            if let Some(next) = self.jobs.conn_waiting[conn].pop_front() {
-                self.jobs.conn_in_flight[conn] += 1;
-                self.jobs.posted[next] = Some(self.now());
-                let transfer = &self.jobs.program.transfers[next];
-                let (bytes, verb) = (transfer.bytes, self.jobs.program.collectives[transfer.collective].verb);
-                self.post_message(conn, bytes, Owner::Transfer(next), verb);
-            }
-        }
-        let (from, to) = (self.jobs.dep_start[t.index()], self.jobs.dep_start[t.index() + 1]);
-        for i in from..to {
-            let d = self.jobs.dependents[i as usize];
-            self.jobs.deps_left[d] -= 1;
-            if self.jobs.deps_left[d] == 0 {
-                self.start_transfer(d);
-            }
-        }
-        let c = self.jobs.program.transfers[t].collective;
-        self.jobs.collective_left[c] -= 1;
-        if self.jobs.collective_left[c] == 0 {
-            self.collective_done(c);
-        }
-    }
-
-    fn collective_done(&mut self, c: CollectiveId) {
-        self.jobs.collective_end[c] = Some(self.now());
-        let p = self.jobs.program.collectives[c].phase;
-        self.phase_part_done(p);
-    }
-
-    pub(super) fn phase_part_done(&mut self, p: PhaseId) {
-        self.jobs.phase_left[p] -= 1;
-        if self.jobs.phase_left[p] > 0 {
-            return;
-        }
-        self.jobs.phase_end[p] = Some(self.now());
+    fn phase_ended(&mut self, p: PhaseId) -> bool {
         let job = self.jobs.program.phases[p].job;
         if self.jobs.stop_at_checkpoint[job] && self.checkpoint_taken(p) {
             self.jobs.stop_at_checkpoint[job] = false;
             self.abort_job(job);
-            return;
+            return false;
         }
-        for q in self.jobs.phase_dependents[p].clone() {
-            self.jobs.phase_deps_left[q] -= 1;
-            if self.jobs.phase_deps_left[q] == 0 {
-                self.start_phase(q);
-            }
-        }
-        let job = self.jobs.program.phases[p].job;
-        self.jobs.job_phases_left[job] -= 1;
-        if self.jobs.job_phases_left[job] == 0 {
-            self.jobs.job_end[job] = Some(self.now());
-            self.work_left -= 1;
-        }
+        true
     }
 
+    fn job_ended(&mut self, _job: JobId) {
+        self.work_left -= 1;
+    }
+}
+
+impl Simulation {
     /// A QP of a transfer failed: its job stops for good, or, with a
     /// checkpoint, aborts and restarts from it later.
     pub(super) fn transfer_failed(&mut self, t: TransferId) {
@@ -385,7 +482,7 @@ impl Simulation {
         j.job_phases_left[job] = rewound.len() as u32;
         for q in rewound {
             if self.jobs.phase_deps_left[q] == 0 {
-                self.start_phase(q);
+                start_phase(self, q);
             }
         }
     }

@@ -176,7 +176,7 @@ impl Simulation {
                 self.flows[f].end = Some(self.now());
                 self.work_left -= 1;
             }
-            Owner::Transfer(t) => self.transfer_done(t),
+            Owner::Transfer(t) => super::jobs::transfer_done(self, t),
             Owner::ShiftProbe(_) | Owner::ShiftNotify(_) | Owner::ShiftFallbackNotify(_) => {
                 self.shift_write_done(owner)
             }
