@@ -253,3 +253,21 @@ def test_reports_render_in_a_browser(
     probe = json.loads(html.unescape(found[1]))
     assert probe["errors"] == []
     assert probe["plots"] == text.count('class="plotly-graph-div"') > 0
+
+
+@pytest.mark.parametrize(
+    ("files", "kind"),
+    [
+        ({"sweep.json": "garbage"}, "sweep"),
+        ({"sweep.json": '{"runs": [7]}'}, "sweep"),
+        ({"compare.parquet": "not parquet"}, "comparison"),
+        ({"scenario.json": "{}", "summary.json": "[1, 2]"}, "run"),
+        ({"scenario.json": "{", "summary.json": "{}"}, "run"),
+    ],
+)
+def test_files_fabricsim_did_not_write_are_one_clear_error(tmp_path: Path, files: dict[str, str], kind: str) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ScenarioError, match=re.escape(f"{tmp_path}: cannot be read as a {kind} directory")):
+        write_report(tmp_path)
+    assert not (tmp_path / "report.html").exists()

@@ -284,3 +284,9 @@ def test_a_sweep_on_ray_lands_where_a_local_one_does(tiny_scenario: dict[str, An
     for point in local.points:
         assert _tables(tmp_path / "local" / point.directory) == _tables(tmp_path / "ray" / point.directory)
     assert (tmp_path / "local" / "sweep.parquet").read_bytes() == (tmp_path / "ray" / "sweep.parquet").read_bytes()
+
+
+def test_an_empty_ray_address_is_bad_input(tiny_scenario: dict[str, Any], tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="--ray: expected an ADDRESS"):
+        fabricsim.sweep(_grid(tiny_scenario), output=tmp_path / "sw", ray=" ")
+    assert not (tmp_path / "sw").exists()

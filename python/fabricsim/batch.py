@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from . import _core
 
-__all__ = ["Finished", "Stopped", "Task", "run_batch"]
+__all__ = ["Finished", "Stopped", "Task", "check_backend", "run_batch"]
 
 # How often the driver looks at progress and finished runs, in seconds.
 _POLL_S = 0.2
@@ -87,8 +87,7 @@ def run_batch(
     or SIGTERM stops it: the running runs stop, are written, and `Stopped`
     is raised; a second abandons them at once.
     """
-    if jobs < 1:
-        raise _core.ScenarioError(f"--jobs: {jobs}: at least one run at a time")
+    check_backend(jobs, ray)
     notify = on_finished or (lambda index, how: None)
     # Parents first: two runs creating one at once would race.
     for parent in dict.fromkeys(task.directory.parent for task in tasks):
@@ -104,6 +103,14 @@ def run_batch(
     if stop.is_set():
         raise Stopped(stop.signum)
     return ran_all
+
+
+def check_backend(jobs: int, ray: str | None) -> None:
+    """Refuses `jobs` and a Ray address that cannot be, before anything is written."""
+    if jobs < 1:
+        raise _core.ScenarioError(f"--jobs: {jobs}: at least one run at a time")
+    if ray is not None and not ray.strip():
+        raise _core.ScenarioError("--ray: expected an ADDRESS (host:port), `auto` or `local`, found nothing")
 
 
 def _run(

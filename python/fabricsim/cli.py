@@ -520,6 +520,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     designs = [d.strip() for d in args.designs.split(",")] if args.designs else None
     runs, left_out = compare.plan(scenario, designs, args.seeds)
     jobs = _jobs(args.jobs)
+    from .batch import check_backend
+
+    check_backend(jobs, args.ray)
     name = str(scenario.get("name", "scenario"))
     output = check_output_dir(args.output or Path("runs") / path_safe(f"compare_{name}"), args.overwrite)
     for design, why in left_out.items():

@@ -180,16 +180,21 @@ def write_report(directory: str | Path) -> Path:
     if not path.is_dir():
         raise ScenarioError(f"{path}: not a directory; expected a run, sweep or comparison directory")
     if (path / "compare.parquet").is_file():
-        page = _comparison_page(path)
+        kind, build = "comparison", _comparison_page
     elif (path / "sweep.json").is_file():
-        page = _sweep_page(path)
+        kind, build = "sweep", _sweep_page
     elif (path / "scenario.json").is_file() and (path / "summary.json").is_file():
-        page = _run_page(path)
+        kind, build = "run", _run_page
     else:
         raise ScenarioError(
             f"{path}: not a results directory: expected scenario.json and summary.json (a run), "
             "sweep.json (a sweep) or compare.parquet (a comparison)"
         )
+    try:
+        page = build(path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, pl.exceptions.PolarsError) as e:
+        # Files that are not what fabricsim wrote (edited, truncated, another tool's): one line, no traceback.
+        raise ScenarioError(f"{path}: cannot be read as a {kind} directory: {type(e).__name__}: {e}") from None
     text = page.html().encode("utf-8")
     report = path / REPORT_FILE
     write_atomic(report, lambda f: f.write(text))

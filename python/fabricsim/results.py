@@ -156,6 +156,8 @@ class Results:
             raise FileNotFoundError(
                 f"{path}: not a run directory (no readable scenario.json and summary.json): {e}"
             ) from None
+        if not isinstance(scenario, dict) or not isinstance(summary, dict):
+            raise FileNotFoundError(f"{path}: not a run directory: scenario.json and summary.json hold no mapping")
         results = cls.__new__(cls)
         results.scenario = {k: v for k, v in scenario.items() if k != VERSION_KEY}
         results.complete = not (path / INCOMPLETE_MARKER).exists()

@@ -506,10 +506,11 @@ def run_into(
     point starts) and is named in `failure`; a stop signal (`batch.Stopped`)
     is raised again once the index is written.
     """
-    from .batch import Stopped, Task, run_batch
+    from .batch import Stopped, Task, check_backend, run_batch
     from .progress import BatchProgress
     from .results import Results, check_output_dir, write_failures
 
+    check_backend(jobs, ray)
     resumed = _is_sweep_directory(output) and not overwrite
     path = output if resumed else check_output_dir(output, overwrite)
     runs: list[Results | None] = [None] * len(points)
