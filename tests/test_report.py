@@ -177,7 +177,8 @@ def test_long_series_are_capped_and_downsampled(run_dir: Path, tmp_path: Path) -
         }
     ).write_parquet(run / "timeseries.parquet")
     text = write_report(run).read_text(encoding="utf-8")
-    assert f"the {MAX_LINES} of {entities} lines with the largest total shown; each point the mean of 3 samples" in text
+    shown = f"the {MAX_LINES} of {entities} lines with the largest total shown"
+    assert f"{shown}; each point the mean of up to 3 samples" in text
     (figure,) = [f for f in _figures(text) if "Port throughput" in f]
     assert figure.count('"mode":"lines"') == MAX_LINES
     assert '"name":"t0.p0.0:0"' not in figure  # the smallest totals are the ones left out
@@ -271,3 +272,21 @@ def test_files_fabricsim_did_not_write_are_one_clear_error(tmp_path: Path, files
     with pytest.raises(ScenarioError, match=re.escape(f"{tmp_path}: cannot be read as a {kind} directory")):
         write_report(tmp_path)
     assert not (tmp_path / "report.html").exists()
+
+
+def test_a_quick_line_beside_a_long_one_keeps_its_samples_and_the_figure_opens_on_it() -> None:
+    from fabricsim import report
+
+    # A design done in 5 ms (100 samples) beside one that ran 4 s (80,000): the long one is averaged down
+    # after the window the figure opens on, the quick one not at all.
+    quick = pl.DataFrame({"time_s": [k * 50e-6 for k in range(100)], "value": [1e9] * 100, "entity": "mrc"})
+    slow = pl.DataFrame({"time_s": [k * 50e-6 for k in range(80_000)], "value": [2e9] * 80_000, "entity": "roce"})
+    page = report._Page("t")
+    report._lines(page, pl.concat([quick, slow]), "goodput", "Gb/s", 1e-9, ("s", 1.0), [], zoom=True)
+    figure = next(part for part in page.parts if "figure-1" in part)
+    data = json.loads(figure[figure.index("[{") : figure.index("}],") + 2])
+    points = {trace["name"]: len(trace["x"]) for trace in data}
+    assert points["mrc"] == 100
+    window = 1.5 * 99 * 50e-6
+    assert points["roce"] < 100 + 2 * report.MAX_POINTS  # every sample of its first 7.4 ms, then at most 2,000
+    assert '"range":[0,' in figure.replace(" ", "") and f"{window:.6g}" in "".join(page.parts)

@@ -416,7 +416,7 @@ def _comparison_page(path: Path) -> _Page:
         end_s = max([float(_json(run / "summary.json").get("sim_time_s") or 0.0) for run in firsts.values()])
         unit = _unit(max(end_s, series["time_s"].max() or 0.0))
         title = "Received by the sampled NICs (sum of rx_goodput_bps)"
-        _lines(page, series, title, "Gb/s", 1e-9, unit, _fault_marks(scenario, end_s))
+        _lines(page, series, title, "Gb/s", 1e-9, unit, _fault_marks(scenario, end_s), zoom=True)
     else:
         page.note(NO_SERIES)
     _faults_section(page, scenario, pl.DataFrame())
@@ -543,39 +543,64 @@ def _lines(
     value_scale: float,
     unit: tuple[str, float],
     marks: Sequence[_Mark],
+    zoom: bool = False,
 ) -> None:
-    """One figure of a long table (time_s, entity, value), a line per entity: the `MAX_LINES` with the largest total."""
+    """One figure of a long table (time_s, entity, value), a line per entity: the `MAX_LINES` with the largest total.
+
+    With `zoom`, a figure opens on the lines that end within a tenth of the
+    longest (designs done in 5 ms beside one that waited 4 s for a
+    timeout); the whole is a double-click away.
+    """
     totals = series.group_by("entity").agg(pl.col("value").sum()).sort(["value", "entity"], descending=[True, False])
     shown = totals["entity"].head(MAX_LINES).to_list()
-    series, step = _downsample(series.filter(pl.col("entity").is_in(shown)))
+    series = series.filter(pl.col("entity").is_in(shown))
+    ends = series.group_by("entity").agg(pl.col("time_s").max())["time_s"].to_list()
+    # The lines that end within a tenth of the longest: the figure opens on them.
+    quick = [end for end in ends if 0 < 10 * end < max(ends, default=0.0)] if zoom else []
+    window = 1.5 * max(quick) if quick else -1.0
+    # What the figure opens on keeps its samples; only the rest is averaged down.
+    head, step_head = _downsample(series.filter(pl.col("time_s") <= window))
+    tail, step = _downsample(series.filter(pl.col("time_s") > window))
+    series, step = pl.concat([head, tail]).sort("entity", "time_s"), max(step, step_head)
     fig = _figure(title, f"time ({unit[0]})", label)
     for entity in sorted(shown, key=_natural):
         line = series.filter(pl.col("entity") == entity)
         xs = (line["time_s"] / unit[1]).round_sig_figs(9).to_list()
         fig.add_scatter(x=xs, y=(line["value"] * value_scale).round_sig_figs(5).to_list(), name=entity, mode="lines")
     _draw_marks(fig, marks, unit[1])
+    if quick:
+        fig.update_xaxes(range=[0, window / unit[1]])
     page.figure(fig)
     notes = []
+    if quick:
+        notes.append(f"opened on the first {_format(window / unit[1])} {unit[0]}, every sample: double-click for all")
     if totals.height > len(shown):
         notes.append(f"the {len(shown)} of {totals.height} lines with the largest total shown")
     if step > 1:
-        notes.append(f"each point the mean of {step} samples")
+        notes.append(f"each point{' after that' if quick else ''} the mean of up to {step} samples")
     if notes:
         page.note(f"{title}: {'; '.join(notes)}.")
 
 
 def _downsample(series: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """At most MAX_POINTS points a line: means over runs of consecutive sample times, at each run's last time."""
-    times = series["time_s"].n_unique()
-    step = math.ceil(times / MAX_POINTS)
+    """At most MAX_POINTS points a line: means over runs of consecutive samples, at each run's last time.
+
+    Each line its own runs: in a comparison, a design whose run lasted 5 ms
+    keeps its samples beside one that lasted 4 s. Returns the longest run.
+    """
+    counts = series.group_by("entity").agg(pl.len().alias("samples"))
+    step = math.ceil((counts["samples"].max() or 0) / MAX_POINTS)
     if step <= 1:
-        return series.sort("entity", "time_s"), 1
-    bucket = (pl.col("time_s").rank("dense") - 1) // step
+        return series.select("entity", "time_s", "value").sort("entity", "time_s"), 1
+    per_line = (pl.col("samples") / MAX_POINTS).ceil().cast(pl.Int64)
+    bucket = (pl.col("time_s").rank("ordinal").over("entity").cast(pl.Int64) - 1) // per_line
     means = (
-        series.with_columns(bucket.alias("bucket"))
+        series.join(counts, on="entity")
+        .with_columns(bucket.alias("bucket"))
         .group_by("entity", "bucket")
         .agg(pl.col("time_s").max(), pl.col("value").mean())
         .sort("entity", "bucket")
+        .select("entity", "time_s", "value")
     )
     return means, step
 
