@@ -150,3 +150,16 @@ def test_recovery_needs_sampled_nics() -> None:
     unsampled = _Sampled([], [{"kind": "link_down", "at": "35us", "port": "t0.p0.0:2"}])
     unsampled.timeseries = pl.DataFrame()
     assert recovery_times(unsampled) == [None]
+
+
+def test_a_fault_without_sampled_nics_says_why_there_is_no_recovery_time(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = yaml.safe_load(_scenario(tmp_path, planes=2).read_text())
+    source["faults"] = [{"kind": "link_down", "at": "2us", "port": "t0.p0.0:2"}]
+    path = tmp_path / "faulted.yaml"
+    path.write_text(yaml.safe_dump(source), encoding="utf-8")
+    code, stdout, stderr = _compare(capsys, path, "--designs", "mrc", "-j", "1", "-o", tmp_path / "cmp")
+    assert code == 0
+    assert "recovery after" not in stdout
+    assert "note: no recovery times: they are read from sampled NICs" in stderr

@@ -550,6 +550,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             _write_report(output)
     faults = compare.faults_with_times(runs[0].scenario)
     Console().print(_compare_table(name, rows, [r.design for r in runs], args.seeds, faults))
+    timed = [f"recovery_{k}_ms" for k in range(1, len(faults) + 1)]
+    if timed and all(row.get(key) is None for row in rows for key in timed):
+        print(
+            "note: no recovery times: they are read from sampled NICs (telemetry.sample_interval and "
+            "telemetry.hosts) with traffic flowing before the fault",
+            file=sys.stderr,
+        )
     print(f"results: {output}")
     return 0 if all(r["complete"] for r in rows) else EXIT_LIMIT
 
