@@ -202,6 +202,86 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
     }
 }
 
+/// A hierarchical ring all-reduce of 32 ranks, 8 hosts of 4 GPUs each on
+/// its own rail, 4 channels: a ring inside each host, one per rail across
+/// hosts, one inside each host again.
+fn hierarchical(bytes: &str, forwarding: &str, pipelined: bool, faults: Value) -> Value {
+    json!({
+        "seed": 4,
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps",
+            "nics_per_host": 4, "rail_optimized": true},
+        "switch": {"forwarding": forwarding},
+        "transport": {"kind": "rocev2", "qps": 1},
+        "intra_host": {"rate": "900Gbps", "latency": "1us"},
+        "flow_mode": {"collectives": if pipelined { "pipelined" } else { "transfers" }},
+        "faults": faults,
+        "telemetry": {"transfers": true},
+        "jobs": [{"name": "ar", "ranks": 32, "placement": "contiguous",
+            "phases": [{"name": "ar", "collective":
+                {"op": "all_reduce", "bytes": bytes, "channels": 4, "hierarchical": true}}]}],
+    })
+}
+
+/// A hierarchical all-reduce run whole, its three stages one after the
+/// other (each stage's rings as one stream each), agrees with the same
+/// all-reduce cut into transfers: bandwidth-bound and latency-bound, with
+/// ECMP collisions or sprayed, and with a T0-T1 link down before it
+/// starts (under ECMP, QPs hashed into it stall until the routes converge
+/// and then wait for RoCE's timeout in both: 4.3 s). Run whole it keeps no
+/// transfers and moves the same bytes over the network. Bandwidth-bound
+/// and pristine they agree to 1e-9; latency-bound, or sprayed around the
+/// failure, the whole run is up to 4.2% slower: it puts a barrier between
+/// stages where a GPU of the transfers starts its next ring once its own
+/// is done, and moves every hop of a ring at its slowest hop's rate.
+#[test]
+fn a_whole_hierarchical_all_reduce_agrees_with_its_transfers() {
+    let down = json!([{"kind": "link_down", "at": "0us", "port": "t0.p0.0:4"}]);
+    let cases = [
+        ("64MB", "ecmp", json!([])),
+        ("64MB", "adaptive", json!([])),
+        ("256KB", "ecmp", json!([])),
+        ("256KB", "adaptive", json!([])),
+        ("64MB", "adaptive", down.clone()),
+        ("64MB", "ecmp", down),
+    ];
+    for (bytes, forwarding, faults) in cases {
+        let steps = run_flow(hierarchical(bytes, forwarding, false, faults.clone()));
+        let whole = run_flow(hierarchical(bytes, forwarding, true, faults.clone()));
+        assert!(!ints(&steps.transfers, "step").is_empty());
+        assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty());
+        let network = |out: &RunOutput| out.summary["jobs"]["ar"]["network_bytes"].as_u64().unwrap() as f64;
+        let moved = network(&whole) / network(&steps);
+        assert!((moved - 1.0).abs() < 1e-3, "{bytes} {forwarding} {faults}: whole moves {moved} of the bytes");
+        let ratio = cct(&whole) / cct(&steps);
+        assert!(
+            (0.97..1.05).contains(&ratio),
+            "{bytes} {forwarding} {faults}: whole {} over transfers {}",
+            cct(&whole),
+            cct(&steps)
+        );
+    }
+}
+
+/// Its stages run in order: with the network ten times slower, only the
+/// middle stage (the rings across hosts) takes longer, and by about what
+/// its bytes take at the slower rate.
+#[test]
+fn a_whole_hierarchical_all_reduce_runs_its_stages_in_order() {
+    let at = |rate: &str| {
+        let mut s = hierarchical("64MB", "ecmp", true, json!([]));
+        s["topology"]["link_rate"] = json!(rate);
+        cct(&run_flow(s))
+    };
+    let (fast, slow) = (at("100Gbps"), at("10Gbps"));
+    // Each GPU's rail ring all-reduces 64MB / 4 in 8 ranks: 2 x 7/8 of it
+    // per hop, at the NIC's rate less its headers.
+    let payload = 4096.0 / data_wire(IpVersion::Ipv6, 4096, false) as f64;
+    let rail = |gbps: f64| 2.0 * 7.0 / 8.0 * 16e6 * 8.0 / (gbps * 1e9 * payload);
+    let added = slow - fast;
+    let expected = rail(10.0) - rail(100.0);
+    assert!((added / expected - 1.0).abs() < 0.02, "the slower network added {added:e} s, expected {expected:e} s");
+}
+
 /// A 32-rank all-to-all of 32 MB (1 MB per pair) on four planes of a
 /// radix-8 Clos, two NICs per host, placed at random.
 fn all_to_all(transport: &str, forwarding: &str, pipelined: bool, faults: Value) -> Value {

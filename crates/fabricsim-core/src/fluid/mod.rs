@@ -99,13 +99,14 @@ pub struct FlowModeConfig {
     /// default), or `pipelined`, whole: each channel's ring as one stream
     /// whose every hop sends at the rate of the slowest (a ring moves in
     /// lockstep), paying each step's latency where the step's slices cannot
-    /// hide it; an all-to-all of equal messages to every peer at once, where
+    /// hide it (a hierarchical all-reduce: its rings inside the hosts, then
+    /// per rail, then inside the hosts, stage after stage); an all-to-all of equal messages to every peer at once, where
     /// the design sprays, as one stream at one pair's rate loading each link
     /// with every pair's share (it ends when its most loaded link has
     /// carried its bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
-    /// with `transfers` within 3.5% (rings) and 1e-6 (all-to-alls)
-    /// (tests/fluid.rs).
+    /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings) and
+    /// 1e-6 (all-to-alls) (tests/fluid.rs).
     #[serde(default)]
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into
@@ -177,6 +178,9 @@ enum Owner {
 #[derive(Clone, Debug)]
 struct RingRun {
     collective: CollectiveId,
+    /// The collective's step its first step is: it starts when every ring
+    /// of the collective that starts earlier has arrived.
+    first_step: u32,
     /// Each hop's connection; none between GPUs of one host.
     hops: Vec<Option<u32>>,
     steps: u32,
@@ -330,8 +334,11 @@ pub struct FluidSimulation {
     /// Streams of each transfer not yet arrived.
     transfer_parts: Vec<u32>,
     rings: Vec<RingRun>,
-    /// Each collective's rings: `rings[ring_start[c]..ring_start[c + 1]]`.
+    /// Each collective's rings: `rings[ring_start[c]..ring_start[c + 1]]`,
+    /// by their first step.
     ring_start: Vec<u32>,
+    /// Each collective's first ring not started yet.
+    ring_next: Vec<u32>,
     /// All-to-alls run whole, and each collective's (if it is one).
     exchanges: Vec<exchange::ExchangeRun>,
     exchange_of: Vec<Option<u32>>,
@@ -444,7 +451,8 @@ impl FluidSimulation {
         let mut ring_start = vec![0u32];
         let mut ring_hops = opened.ring_hops.into_iter();
         for (c, run) in program.collectives.iter().enumerate() {
-            let channels = run.rings.len().max(1) as f64;
+            // A GPU is in one ring per channel at a time.
+            let channels = run.rings.iter().map(|plan| plan.channel + 1).max().unwrap_or(1) as f64;
             for plan in &run.rings {
                 let hops: Vec<Option<u32>> =
                     ring_hops.next().expect("one per ring").iter().map(|h| h.map(|c| c.0)).collect();
@@ -459,6 +467,7 @@ impl FluidSimulation {
                 nics.dedup();
                 rings.push(RingRun {
                     collective: CollectiveId::new(c),
+                    first_step: plan.first_step,
                     hops,
                     steps: plan.steps,
                     segment: plan.segment,
@@ -555,6 +564,7 @@ impl FluidSimulation {
             flows,
             transfer_parts: vec![0; n_transfers],
             rings,
+            ring_next: ring_start[..ring_start.len() - 1].to_vec(),
             ring_start,
             exchanges,
             exchange_of,
@@ -854,12 +864,14 @@ impl FluidSimulation {
         let mut delivered = 1.0f64;
         let mut slowest = Time::ZERO;
         let mut path = Vec::new();
+        let mut hop_latency = Vec::with_capacity(self.rings[r as usize].hops.len());
         for h in 0..self.rings[r as usize].hops.len() {
             let Some(conn) = self.rings[r as usize].hops[h] else {
-                slowest = slowest.max(self.scenario.intra_host.latency);
+                hop_latency.push(self.scenario.intra_host.latency);
                 continue;
             };
             let count = self.connections[conn as usize].len();
+            let mut hop_slowest = Time::ZERO;
             for k in 0..count {
                 let route = self.qp_route(self.connections[conn as usize][k]);
                 for &(b, share) in &route.uses {
@@ -867,13 +879,16 @@ impl FluidSimulation {
                 }
                 delivered = delivered.min(route.delivered);
                 let latency = self.latency(&route.path);
+                hop_slowest = hop_slowest.max(latency);
                 if latency > slowest || path.is_empty() {
                     slowest = slowest.max(latency);
                     path = route.path;
                 }
             }
+            hop_latency.push(hop_slowest);
         }
-        self.rings[r as usize].step_latency = slowest;
+        let steps = self.rings[r as usize].steps;
+        self.rings[r as usize].step_latency = chain_step_latency(&hop_latency, steps);
         let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
         uses.sort_unstable_by_key(|&(b, _)| b);
         let route = Route { uses, delivered, path };
@@ -1053,8 +1068,14 @@ impl FluidSimulation {
                 let line = self.rate[port.0 as usize] as f64 / 8.0 * self.efficiency;
                 let lost = line * (now - since).as_secs_f64();
                 let queued: f64 = match stream.owner {
-                    // A ring's hops have nothing queued but the ring's rest.
-                    Owner::Ring(_) | Owner::Exchange(_) => stream.left,
+                    // A ring's hop has posted at most its connection's
+                    // credits of slices, as its transfers would have.
+                    Owner::Ring(r) => {
+                        let ring = &self.rings[r as usize];
+                        let credits = self.jobs.program.collectives[ring.collective].credits;
+                        stream.left.min((u64::from(credits) * ring.slice.min(ring.segment)) as f64)
+                    }
+                    Owner::Exchange(_) => stream.left,
                     Owner::Flow(_) | Owner::Transfer(_) => {
                         self.qp_queue[stream.qp as usize].iter().map(|&q| self.streams[q as usize].left).sum()
                     }
@@ -1062,7 +1083,8 @@ impl FluidSimulation {
                 if queued > lost {
                     return now;
                 }
-                let rto = c.retransmit_timeout(matches!(stream.owner, Owner::Transfer(_)));
+                // Every QP of a job, whole collectives' too, has NCCL's timeout.
+                let rto = c.retransmit_timeout(!matches!(stream.owner, Owner::Flow(_)));
                 let waited = (now - since).0;
                 since + Time(waited.div_ceil(rto.0.max(1)) * rto.0.max(1))
             }
@@ -1076,6 +1098,12 @@ impl FluidSimulation {
         }
         self.streams[s as usize].flowing = true;
         self.streams[s as usize].updated = self.now();
+        if self.streams[s as usize].route.uses.is_empty() {
+            // It crosses no link of the fabric (a ring between the GPUs of
+            // one host): its own cap is its rate.
+            self.set_rate(s, self.streams[s as usize].cap);
+            return;
+        }
         for i in 0..self.streams[s as usize].route.uses.len() {
             let b = self.streams[s as usize].route.uses[i].0;
             self.users[b as usize].push(s);
@@ -1199,7 +1227,6 @@ impl FluidSimulation {
             return;
         }
         self.recomputes += 1;
-        let now = self.now();
         let mut bundles: Vec<u32> = std::mem::take(&mut self.dirty);
         let mut streams: Vec<u32> = Vec::new();
         self.seen.resize(self.streams.len(), false);
@@ -1233,23 +1260,30 @@ impl FluidSimulation {
             streams.iter().map(|&s| (&self.streams[s as usize].route.uses[..], self.streams[s as usize].cap)).collect();
         let rates = fair_rates(&mut self.solver, &self.capacity, &bundles, &users);
         for (&s, &rate) in streams.iter().zip(&rates) {
-            self.advance(s, now);
-            let stream = &mut self.streams[s as usize];
-            // A rate that did not change (but for rounding) keeps its finish
-            // event: a stream far from the change is not rescheduled, and the
-            // queue does not fill with stale events.
-            if stream.rate > 0.0 && (rate - stream.rate).abs() <= 1e-12 * stream.rate {
-                continue;
-            }
-            stream.epoch += 1;
-            stream.rate = rate;
-            self.rate_updates += 1;
-            let goodput = rate * stream.route.delivered;
-            if goodput > 0.0 {
-                let at = now + Time::from_secs_f64(stream.left / goodput).max(Time(1));
-                let epoch = stream.epoch;
-                self.events.schedule(at, Event::Finish { stream: s, epoch });
-            }
+            self.set_rate(s, rate);
+        }
+    }
+
+    /// Stream `s` moves at `rate` from now, and finishes when its bytes
+    /// left are delivered at that rate.
+    fn set_rate(&mut self, s: u32, rate: f64) {
+        let now = self.now();
+        self.advance(s, now);
+        let stream = &mut self.streams[s as usize];
+        // A rate that did not change (but for rounding) keeps its finish
+        // event: a stream far from the change is not rescheduled, and the
+        // queue does not fill with stale events.
+        if stream.rate > 0.0 && (rate - stream.rate).abs() <= 1e-12 * stream.rate {
+            return;
+        }
+        stream.epoch += 1;
+        stream.rate = rate;
+        self.rate_updates += 1;
+        let goodput = rate * stream.route.delivered;
+        if goodput > 0.0 {
+            let at = now + Time::from_secs_f64(stream.left / goodput).max(Time(1));
+            let epoch = stream.epoch;
+            self.events.schedule(at, Event::Finish { stream: s, epoch });
         }
     }
 
@@ -1329,6 +1363,31 @@ impl FluidSimulation {
             }
         }
     }
+}
+
+/// The latency of one step of a ring whose hops take `hop_latency` each,
+/// over its `steps` steps: a slice's way through the ring passes
+/// `steps` consecutive hops (step k at a hop follows step k - 1 at the hop
+/// before), so the ring's latency is that of its slowest run of `steps`
+/// consecutive hops, spread over its steps. Equal hops give each hop's
+/// latency; a ring of GPUs on multi-GPU hosts, or of rails under different
+/// ToRs, waits on its network hops only as often as its slices cross them.
+fn chain_step_latency(hop_latency: &[Time], steps: u32) -> Time {
+    let n = hop_latency.len();
+    if n == 0 || steps == 0 {
+        return hop_latency.iter().copied().max().unwrap_or(Time::ZERO);
+    }
+    let steps = steps as usize;
+    let total: u64 = hop_latency.iter().map(|t| t.0).sum();
+    let (laps, rest) = ((steps / n) as u64, steps % n);
+    // The largest sum of `rest` consecutive hops, cyclically.
+    let mut window: u64 = hop_latency[..rest].iter().map(|t| t.0).sum();
+    let mut largest = window;
+    for start in 1..n {
+        window = window + hop_latency[(start + rest - 1) % n].0 - hop_latency[start - 1].0;
+        largest = largest.max(window);
+    }
+    Time((laps * total + largest).div_ceil(steps as u64))
 }
 
 /// Max-min fair rates of `users` (each the bundles it crosses with its

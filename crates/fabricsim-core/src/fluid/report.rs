@@ -133,11 +133,23 @@ impl FluidSimulation {
         }
     }
 
-    /// A collective run as whole rings, alone: its rings (channels) share
-    /// the fabric max-min fairly; the slowest one's bytes at its rate, and
-    /// its tail.
+    /// A collective run as whole rings, alone: stage by stage (rings that
+    /// start at one step), its rings share the fabric max-min fairly; a
+    /// stage takes its slowest ring's bytes at its rate, and its tail.
     fn ideal_rings(&mut self, c: crate::ids::CollectiveId) -> Time {
-        let (first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
+        let (mut first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
+        let mut total = Time::ZERO;
+        while first < end {
+            let step = self.rings[first as usize].first_step;
+            let stage_end = (first..end).find(|&r| self.rings[r as usize].first_step != step).unwrap_or(end);
+            total += self.ideal_ring_stage(first, stage_end);
+            first = stage_end;
+        }
+        total
+    }
+
+    /// Rings `first..end`, started together and alone in the fabric.
+    fn ideal_ring_stage(&mut self, first: u32, end: u32) -> Time {
         let routes: Vec<super::Route> = (first..end).map(|r| self.ring_route(r)).collect();
         let mut bundles: Vec<u32> = routes.iter().flat_map(|r| r.uses.iter().map(|&(b, _)| b)).collect();
         bundles.sort_unstable();

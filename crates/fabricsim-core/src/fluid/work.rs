@@ -53,7 +53,18 @@ impl FluidSimulation {
                     jobs::transfer_done(self, t);
                 }
             }
-            Owner::Ring(r) => self.whole_part_arrived(self.rings[r as usize].collective),
+            Owner::Ring(r) => {
+                let c = self.rings[r as usize].collective;
+                if self.whole_left[c.index()] == 1 && !self.jobs.job_failed[self.jobs.job_of_collective(c)] {
+                    // The last ring of its stage: the next stage starts.
+                    self.whole_left[c.index()] = 0;
+                    if !self.start_ring_stage(c) {
+                        jobs::collective_done(self, c);
+                    }
+                } else {
+                    self.whole_part_arrived(c);
+                }
+            }
             Owner::Exchange(x) => self.whole_part_arrived(self.exchanges[x as usize].collective),
         }
     }
@@ -72,6 +83,21 @@ impl FluidSimulation {
             flow.failed = true;
             self.work_left -= 1;
         }
+    }
+
+    /// Starts collective `c`'s next rings, those of its earliest first step
+    /// not started yet; false when every ring has started.
+    fn start_ring_stage(&mut self, c: CollectiveId) -> bool {
+        let (first, end) = (self.ring_next[c.index()], self.ring_start[c.index() + 1]);
+        if first == end {
+            return false;
+        }
+        let step = self.rings[first as usize].first_step;
+        let stage_end = (first..end).find(|&r| self.rings[r as usize].first_step != step).unwrap_or(end);
+        self.ring_next[c.index()] = stage_end;
+        self.whole_left[c.index()] = stage_end - first;
+        (first..stage_end).for_each(|r| self.start_ring(r));
+        true
     }
 
     /// Ring `r` starts: all its hops at once, as one stream.
@@ -125,10 +151,7 @@ impl JobHost for FluidSimulation {
 
     /// Rings and all-to-alls planned whole run as one stream each.
     fn start_whole(&mut self, c: CollectiveId) -> bool {
-        let (first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
-        if first < end {
-            self.whole_left[c.index()] = end - first;
-            (first..end).for_each(|r| self.start_ring(r));
+        if self.start_ring_stage(c) {
             return true;
         }
         let Some(x) = self.exchange_of[c.index()] else { return false };

@@ -154,12 +154,20 @@ impl CollectiveSpec {
     }
 
     /// One ring per channel over the group's ranks: a ring all-reduce,
-    /// all-gather or reduce-scatter, not hierarchical (which the flow model
-    /// can run whole, `flow_mode.collectives: pipelined`).
+    /// all-gather or reduce-scatter, not hierarchical.
     pub fn is_plain_ring(&self) -> bool {
         matches!(self.op, CollectiveOp::AllReduce | CollectiveOp::AllGather | CollectiveOp::ReduceScatter)
             && self.algorithm == Algorithm::Ring
             && !self.hierarchical
+    }
+
+    /// Rings and nothing else: a plain ring, or a hierarchical ring
+    /// all-reduce (a ring inside each host, a ring per rail, a ring inside
+    /// each host, one after the other), which the flow model can run whole
+    /// (`flow_mode.collectives: pipelined`).
+    pub fn runs_as_rings(&self) -> bool {
+        self.is_plain_ring()
+            || (self.hierarchical && self.op == CollectiveOp::AllReduce && self.algorithm == Algorithm::Ring)
     }
 
     /// Equal messages from every rank to every other, all at once: an

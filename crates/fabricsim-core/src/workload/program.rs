@@ -81,8 +81,7 @@ pub struct CollectiveRun {
 /// transfers: the flow model's pipelined collectives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Whole {
-    /// A collective that is one ring per channel
-    /// (`CollectiveSpec::is_plain_ring`).
+    /// A collective made of rings (`CollectiveSpec::runs_as_rings`).
     pub rings: bool,
     /// An all-to-all of equal messages with every peer at once
     /// (`CollectiveSpec::is_plain_all_to_all`).
@@ -101,9 +100,14 @@ pub struct ExchangePlan {
 
 /// One channel's ring of a ring collective run whole: every hop sends its
 /// `steps` segments back to back, each after the one it forwards arrived.
+/// A collective's rings that start at one step run at once; those that
+/// start later wait for them all (a hierarchical all-reduce's rings inside
+/// the hosts, then per rail, then inside the hosts again).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RingPlan {
     pub channel: u32,
+    /// The collective's step its first step is.
+    pub first_step: u32,
     /// (sending rank, receiving rank) of every hop, in ring order.
     pub hops: Vec<(u32, u32)>,
     pub steps: u32,
@@ -530,7 +534,7 @@ fn expand_collective(
         collective: id,
         slice: spec.slice(),
         channel_base: 0,
-        rings: (whole.rings && spec.is_plain_ring()).then_some(&mut rings),
+        rings: (whole.rings && spec.runs_as_rings()).then_some(&mut rings),
     };
     let mut exchange = None;
     if n > 1 && whole.all_to_all && spec.is_plain_all_to_all() {
@@ -821,6 +825,7 @@ impl Generator<'_> {
             for (c, &channel_bytes) in per_channel.iter().enumerate() {
                 rings.push(RingPlan {
                     channel: self.channel_base + c as u32,
+                    first_step: step_base,
                     hops: (0..n).map(|i| (self.members[i], self.members[(i + 1) % n])).collect(),
                     steps: steps as u32,
                     segment: channel_bytes.div_ceil(n as u64),
