@@ -62,6 +62,13 @@ fn rates_are_max_min_fair_to_the_byte() {
     for (got, want) in fcts(&out).iter().zip(expected) {
         assert!((got - want).abs() < 2e-12, "{got} vs {want}");
     }
+    // Sprayed by adaptive switches over the same single paths, to the same
+    // rates and every hop's latency, the last hop into the NIC included.
+    let mut sprayed = line();
+    sprayed["switch"] = json!({"forwarding": "adaptive"});
+    for (got, want) in fcts(&run_flow(sprayed)).iter().zip(expected) {
+        assert!((got - want).abs() < 2e-12, "sprayed: {got} vs {want}");
+    }
     // The 60G link carried 6 MB of payload in wire bytes.
     let (node, port, tx) = (texts(&out.ports, "node"), ints(&out.ports, "port"), ints(&out.ports, "tx_bytes"));
     let across_link = (0..node.len()).find(|&i| node[i] == "tor0" && port[i] == 2).unwrap();

@@ -292,7 +292,14 @@ fn spread_from(
     }
     let spread = match fabric.routing.distance(from, dst, fabric.view) {
         None => Spread { uses: Vec::new(), arrivals: Vec::new(), path: Vec::new() },
-        Some(1) => Spread { uses: Vec::new(), arrivals: vec![(from, 1.0)], path: Vec::new() },
+        Some(1) => {
+            // Its path is the last hop, to the destination (one of the
+            // class's: their links from here are alike).
+            let mut last = Vec::new();
+            fabric.routing.next_hops(from, dst, fabric.view, &mut last);
+            last.truncate(1);
+            Spread { uses: Vec::new(), arrivals: vec![(from, 1.0)], path: last }
+        }
         Some(_) => {
             let mut hops = Vec::new();
             fabric.routing.next_hops(from, dst, fabric.view, &mut hops);
