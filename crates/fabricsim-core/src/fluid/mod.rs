@@ -100,10 +100,11 @@ pub struct FlowModeConfig {
     /// whose every hop sends at the rate of the slowest (a ring moves in
     /// lockstep), paying each step's latency where the step's slices cannot
     /// hide it (a hierarchical all-reduce: its rings inside the hosts, then
-    /// per rail, then inside the hosts, stage after stage); an all-to-all of equal messages to every peer at once, where
-    /// the design sprays, as one stream at one pair's rate loading each link
-    /// with every pair's share (it ends when its most loaded link has
-    /// carried its bytes, as max-min fair pairs do). Whole collectives are
+    /// per rail, then inside the hosts, stage after stage); an all-to-all
+    /// of equal messages to every peer at once, where the design sprays,
+    /// as one stream at one pair's rate loading each link with every
+    /// pair's share (it ends when its most loaded link has carried its
+    /// bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings) and
     /// 1e-6 (all-to-alls) (tests/fluid.rs).
@@ -847,6 +848,13 @@ impl FluidSimulation {
             Owner::Exchange(x) => self.exchange_route(x),
             Owner::Flow(_) | Owner::Transfer(_) => self.qp_route(self.streams[s as usize].qp),
         }
+    }
+
+    /// The end of the stage ring `first` begins among rings `first..end`
+    /// of one collective: the rings that start at its first step.
+    fn ring_stage_end(&self, first: u32, end: u32) -> u32 {
+        let step = self.rings[first as usize].first_step;
+        (first..end).find(|&r| self.rings[r as usize].first_step != step).unwrap_or(end)
     }
 
     /// Where ring `r`'s traffic goes now: every hop's QPs' routes, each

@@ -140,8 +140,7 @@ impl FluidSimulation {
         let (mut first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
         let mut total = Time::ZERO;
         while first < end {
-            let step = self.rings[first as usize].first_step;
-            let stage_end = (first..end).find(|&r| self.rings[r as usize].first_step != step).unwrap_or(end);
+            let stage_end = self.ring_stage_end(first, end);
             total += self.ideal_ring_stage(first, stage_end);
             first = stage_end;
         }

@@ -53,26 +53,19 @@ impl FluidSimulation {
                     jobs::transfer_done(self, t);
                 }
             }
-            Owner::Ring(r) => {
-                let c = self.rings[r as usize].collective;
-                if self.whole_left[c.index()] == 1 && !self.jobs.job_failed[self.jobs.job_of_collective(c)] {
-                    // The last ring of its stage: the next stage starts.
-                    self.whole_left[c.index()] = 0;
-                    if !self.start_ring_stage(c) {
-                        jobs::collective_done(self, c);
-                    }
-                } else {
-                    self.whole_part_arrived(c);
-                }
-            }
+            Owner::Ring(r) => self.whole_part_arrived(self.rings[r as usize].collective),
             Owner::Exchange(x) => self.whole_part_arrived(self.exchanges[x as usize].collective),
         }
     }
 
-    /// A ring or all-to-all of collective `c`, run whole, arrived.
+    /// A ring or all-to-all of collective `c`, run whole, arrived: the
+    /// last of its stage starts the next stage's rings, or ends `c`.
     fn whole_part_arrived(&mut self, c: CollectiveId) {
         self.whole_left[c.index()] -= 1;
-        if self.whole_left[c.index()] == 0 && !self.jobs.job_failed[self.jobs.job_of_collective(c)] {
+        if self.whole_left[c.index()] == 0
+            && !self.jobs.job_failed[self.jobs.job_of_collective(c)]
+            && !self.start_ring_stage(c)
+        {
             jobs::collective_done(self, c);
         }
     }
@@ -92,8 +85,7 @@ impl FluidSimulation {
         if first == end {
             return false;
         }
-        let step = self.rings[first as usize].first_step;
-        let stage_end = (first..end).find(|&r| self.rings[r as usize].first_step != step).unwrap_or(end);
+        let stage_end = self.ring_stage_end(first, end);
         self.ring_next[c.index()] = stage_end;
         self.whole_left[c.index()] = stage_end - first;
         (first..stage_end).for_each(|r| self.start_ring(r));
