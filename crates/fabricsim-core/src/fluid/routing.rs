@@ -41,8 +41,14 @@ const UNREACHABLE: u16 = u16::MAX;
 #[derive(Clone, Copy, Debug)]
 enum Hops {
     One(PortId),
-    /// An index into `Routing::hop_lists`.
+    /// These hops: an index into `Routing::hop_lists`.
     Shared(u32),
+    /// The switch's usable ports to switches but these (an index into
+    /// `Routing::hop_lists`): a ToR's uplinks but the few whose spine has
+    /// lost its link toward the class. With failures spread over a big
+    /// fabric nearly every (ToR, class) has its own next hops; kept whole
+    /// they took gigabytes.
+    AllBut(u32),
 }
 
 pub struct Routing {
@@ -64,9 +70,9 @@ pub struct Routing {
     class_of: FastMap<u32, u32>,
     /// Next hops of (switch, class) toward the class's switches, once
     /// read from the distances (the hops into a NIC itself are not kept:
-    /// they differ by NIC): one port, or an index into `hop_lists`. A ToR's hops toward
-    /// every class beyond it are its uplinks, one list for hundreds of
-    /// classes.
+    /// they differ by NIC): one port, a list, or the ports it leaves out.
+    /// A ToR's hops toward every class beyond it are its uplinks: one
+    /// empty list of ports left out, for hundreds of classes.
     groups: FastMap<(u32, u32), Hops>,
     hop_lists: Vec<Vec<PortId>>,
     hop_list_of: FastMap<Vec<PortId>, u32>,
@@ -233,28 +239,91 @@ impl Routing {
             match group {
                 Hops::One(port) => hops.push(port),
                 Hops::Shared(list) => hops.extend_from_slice(&self.hop_lists[list as usize]),
+                Hops::AllBut(list) => {
+                    let mut left_out = self.hop_lists[list as usize].iter().peekable();
+                    for &out in self.switch_ports[switch.0 as usize].iter().filter(|&&p| view.usable(p)) {
+                        if left_out.next_if_eq(&&out).is_none() {
+                            hops.push(out);
+                        }
+                    }
+                }
             }
             return;
         }
         let dist = &self.dist[c as usize];
-        for &out in &self.switch_ports[switch.0 as usize] {
+        let mut left_out = Vec::new();
+        for &out in self.switch_ports[switch.0 as usize].iter().filter(|&&p| view.usable(p)) {
             let slot = self.switch_slot[self.peer_node[out.0 as usize].0 as usize];
-            if slot != u32::MAX && dist[slot as usize] == d - 1 && view.usable(out) {
+            if slot != u32::MAX && dist[slot as usize] == d - 1 {
                 hops.push(out);
+            } else {
+                left_out.push(out);
             }
         }
         // A spine's one port down toward each class is its own: kept in place.
         let group = match hops[..] {
             [port] => Hops::One(port),
-            _ => {
-                let next = self.hop_lists.len() as u32;
-                let list = *self.hop_list_of.entry(hops.clone()).or_insert(next);
-                if list == next {
-                    self.hop_lists.push(hops.clone());
-                }
-                Hops::Shared(list)
-            }
+            _ if left_out.len() < hops.len() => Hops::AllBut(self.intern(left_out)),
+            _ => Hops::Shared(self.intern(hops.clone())),
         };
         self.groups.insert((switch.0, c), group);
+    }
+
+    /// The index of `list` in `hop_lists`, each list kept once.
+    fn intern(&mut self, list: Vec<PortId>) -> u32 {
+        if let Some(&at) = self.hop_list_of.get(&list) {
+            return at;
+        }
+        let at = self.hop_lists.len() as u32;
+        self.hop_lists.push(list.clone());
+        self.hop_list_of.insert(list, at);
+        at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::TopologySpec;
+
+    /// Every switch's next hops toward every NIC, as computed and as read
+    /// back from what is kept, on a 2-tier Clos of radix 8 (4 spines, 8
+    /// ToRs of 4 uplinks) with ToR 0's first uplink and a spine's link
+    /// down into another ToR down in the view.
+    #[test]
+    fn next_hops_read_back_as_they_were_computed_with_links_down() {
+        let spec: TopologySpec =
+            serde_json::from_value(serde_json::json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"}))
+                .expect("a valid Clos");
+        let topo = spec.build().expect("builds");
+        let node_ports = topo.node_ports();
+        let mut routing = Routing::new(&topo, node_ports.clone());
+        let mut view = View::all_up(topo.links.len() * 2, topo.nodes.len());
+        let switches: Vec<NodeId> = (0..topo.nodes.len() as u32).map(NodeId).filter(|&n| !topo.is_nic(n)).collect();
+        let uplinks = |sw: NodeId| routing.switch_ports[sw.0 as usize].clone();
+        let (tor, other_tor) =
+            (routing.peer(node_ports[0][0]), routing.peer(node_ports[topo.nics()[31].0 as usize][0]));
+        let spine_into_other = uplinks(other_tor)[1].peer();
+        for port in [uplinks(tor)[0], spine_into_other] {
+            view.port_up[port.0 as usize] = false;
+        }
+        let (mut computed, mut read) = (Vec::new(), Vec::new());
+        let mut left_out_kept = 0;
+        for &dst in &topo.nics() {
+            for &sw in &switches {
+                routing.next_hops(sw, dst, &view, &mut computed);
+                routing.next_hops(sw, dst, &view, &mut read);
+                assert_eq!(computed, read, "switch {} toward NIC {}", sw.0, dst.0);
+                let toward = routing.class_of.get(&dst.0).copied();
+                left_out_kept +=
+                    usize::from(matches!(toward.and_then(|c| routing.groups.get(&(sw.0, c))), Some(Hops::AllBut(_))));
+            }
+        }
+        // ToR 0 toward another rack: 3 uplinks, the dead one left out (and
+        // toward the other ToR's rack, also the spine that lost its link).
+        let far = topo.nics()[31];
+        routing.next_hops(tor, far, &view, &mut computed);
+        assert_eq!(computed.len(), 2, "{computed:?}");
+        assert!(left_out_kept > 0, "ToRs keep their uplinks as the ports they leave out");
     }
 }
