@@ -41,7 +41,7 @@ pub use paths::Placement;
 use paths::{Bundles, Fabric, Route, SprayCache};
 use routing::{Routing, View};
 
-use crate::engine::EventQueue;
+use crate::engine::{EventQueue, FastMap};
 use crate::error::{invalid, ScenarioError};
 use crate::faults::FaultAction;
 use crate::ids::{CollectiveId, Id, JobId, PhaseId, QpId, TransferId};
@@ -94,20 +94,23 @@ pub struct FlowModeConfig {
     /// it waits for the control plane (`switch.reconvergence_delay`).
     #[serde(default)]
     pub detection: Option<Time>,
-    /// How a ring collective or an all-to-all runs: `transfers`, cut into
-    /// its slices with their dependencies as the packet model runs it (the
-    /// default), or `pipelined`, whole: each channel's ring as one stream
-    /// whose every hop sends at the rate of the slowest (a ring moves in
-    /// lockstep), paying each step's latency where the step's slices cannot
-    /// hide it (a hierarchical all-reduce: its rings inside the hosts, then
-    /// per rail, then inside the hosts, stage after stage); an all-to-all
-    /// of equal messages to every peer at once, where the design sprays,
-    /// as one stream at one pair's rate loading each link with every
-    /// pair's share (it ends when its most loaded link has carried its
-    /// bytes, as max-min fair pairs do). Whole collectives are
+    /// How a collective of pipelines or an all-to-all runs: `transfers`,
+    /// cut into its slices with their dependencies as the packet model
+    /// runs it (the default), or `pipelined`, whole: each channel's ring,
+    /// tree (a tree all-reduce) or chain (a broadcast or reduce) as one
+    /// stream whose every hop sends at the rate of the slowest, paying
+    /// each ring step's latency where the step's slices cannot hide it (a
+    /// hierarchical all-reduce: its rings inside the hosts, then per rail,
+    /// then inside the hosts, stage after stage) and a tree's or chain's
+    /// fill (a slice's way through its longest chain of hops); an
+    /// all-to-all of equal messages to every peer at once, where the
+    /// design sprays, as one stream at one pair's rate loading each link
+    /// with every pair's share (it ends when its most loaded link has
+    /// carried its bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
-    /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings) and
-    /// 1e-6 (all-to-alls) (tests/fluid.rs).
+    /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 5%
+    /// (trees and chains) and 1e-6 (all-to-alls) (tests/fluid.rs). NVLS
+    /// all-reduces run as transfers either way.
     #[serde(default)]
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into
@@ -167,31 +170,49 @@ enum Scope {
 enum Owner {
     Flow(u32),
     Transfer(TransferId),
-    /// A whole ring (`rings`): every hop of it at once.
-    Ring(u32),
+    /// A whole ring, chain or tree (`pipelines`): every hop of it at once.
+    Pipeline(u32),
     /// A whole all-to-all (`exchanges`): every pair of it at once.
     Exchange(u32),
 }
 
-/// One channel's ring of a collective run whole (`flow_mode.collectives:
-/// pipelined`): a stream whose rate is every hop's, and whose bytes are
-/// one hop's (`steps` segments).
+/// One channel's ring, chain or tree of a collective run whole
+/// (`flow_mode.collectives: pipelined`, `PipelinePlan`): a stream whose
+/// rate is every hop's, and whose bytes are one hop's (`steps` segments).
 #[derive(Clone, Debug)]
-struct RingRun {
+struct PipelineRun {
     collective: CollectiveId,
-    /// The collective's step its first step is: it starts when every ring
-    /// of the collective that starts earlier has arrived.
+    /// The collective's step its first step is: it starts when every
+    /// pipeline of the collective that starts earlier has arrived.
     first_step: u32,
     /// Each hop's connection; none between GPUs of one host.
     hops: Vec<Option<u32>>,
     steps: u32,
     segment: u64,
     slice: u64,
+    /// Per hop, the hops whose slices it forwards (`PipelinePlan::waits`);
+    /// empty for a ring.
+    waits: Vec<Vec<u32>>,
     /// Payload bytes per second its intra-host hops allow (a GPU's link,
-    /// shared by its collective's channels); infinite when it has none.
+    /// shared by its collective's channels and by its own hops from one
+    /// GPU); infinite when it has none.
     intra_cap: f64,
-    /// One packet's latency over its slowest hop, as routed now.
+    /// A ring's step latency (`chain_step_latency`), as routed now.
     step_latency: Time,
+    /// Per hop of a chain or tree over the network, the most hops of its
+    /// collective's pipelines, itself included, that send from its sender's
+    /// NIC or into its receiver's as far into the fill (as many hops deep):
+    /// a tree node's hops down to its children, its children's hops up to
+    /// it, a chain's hop in every channel. They share the link while the
+    /// pipelines fill. A hop within a host shares nothing: a GPU sends its
+    /// intra-host transfers one at a time, each at the link's rate.
+    hop_sharing: Vec<u32>,
+    /// A chain's or tree's one-packet latency of each hop, as routed now.
+    hop_latency: Vec<Time>,
+    /// A chain's or tree's payload rate of each hop while it fills: what
+    /// its paths carry alone, shared with the pipelines that have the same
+    /// hop (its own other hops are not sending yet).
+    hop_fill_rate: Vec<f64>,
     /// Its route and the fabric version it was computed at (a ring's
     /// route crosses every hop's paths: worth keeping).
     routed: Option<(u64, Route)>,
@@ -201,7 +222,7 @@ struct RingRun {
     started: Time,
 }
 
-impl RingRun {
+impl PipelineRun {
     /// What one hop sends.
     fn bytes(&self) -> u64 {
         u64::from(self.steps).saturating_mul(self.segment)
@@ -212,18 +233,49 @@ impl RingRun {
         self.hops.iter().flatten().count() as u64
     }
 
-    /// What the ring takes beyond its bytes at `rate`: a step cannot start
-    /// before its first slice arrived from the hop before, so a step whose
-    /// segment takes less time to send than one slice's way around
-    /// (`step_latency` after its serialization) leaves the hop idle for
-    /// the difference, and the last step's data still has to arrive.
+    /// What the pipeline takes beyond its bytes at `rate`.
     fn tail(&self, rate: f64) -> Time {
+        if self.waits.is_empty() {
+            self.ring_tail(rate)
+        } else {
+            self.fill(rate)
+        }
+    }
+
+    /// A ring's: a step cannot start before its first slice arrived from
+    /// the hop before, so a step whose segment takes less time to send
+    /// than one slice's way around (`step_latency` after its
+    /// serialization) leaves the hop idle for the difference, and the last
+    /// step's data still has to arrive.
+    fn ring_tail(&self, rate: f64) -> Time {
         if rate <= 0.0 || self.steps == 0 {
             return self.step_latency;
         }
         let slice = self.slice.min(self.segment) as f64;
         let idle = self.step_latency.as_secs_f64() + slice / rate - self.segment as f64 / rate;
         Time::from_secs_f64(idle.max(0.0) * f64::from(self.steps - 1)) + self.step_latency
+    }
+
+    /// A chain's or tree's: a hop forwards a slice once it arrived whole
+    /// from every hop it waits for, so a slice crosses the longest chain of
+    /// hops, each taking its latency and the slice's time at its rate
+    /// while the pipelines fill (no less than `rate`); the bytes at `rate`
+    /// hold one slice's time of it. Never less than the chain's latencies
+    /// (when `rate` is an average over a stall, its slice's time is long).
+    fn fill(&self, rate: f64) -> Time {
+        let slice = self.slice.min(self.segment) as f64;
+        let (mut done, mut waited) = (vec![0.0f64; self.hops.len()], vec![0.0f64; self.hops.len()]);
+        for h in 0..self.hops.len() {
+            let ready = self.waits[h].iter().map(|&w| done[w as usize]).fold(0.0, f64::max);
+            let latency = self.hop_latency.get(h).map_or(0.0, |t| t.as_secs_f64());
+            let moving = self.hop_fill_rate.get(h).copied().unwrap_or(rate).max(rate);
+            done[h] = ready + latency + if moving > 0.0 { slice / moving } else { 0.0 };
+            waited[h] = self.waits[h].iter().map(|&w| waited[w as usize]).fold(0.0, f64::max) + latency;
+        }
+        let longest = done.iter().copied().fold(0.0, f64::max);
+        let latencies = waited.iter().copied().fold(0.0, f64::max);
+        let in_bytes = if rate > 0.0 { slice / rate } else { 0.0 };
+        Time::from_secs_f64((longest - in_bytes).max(latencies))
     }
 }
 
@@ -334,12 +386,12 @@ pub struct FluidSimulation {
     jobs: Jobs,
     /// Streams of each transfer not yet arrived.
     transfer_parts: Vec<u32>,
-    rings: Vec<RingRun>,
-    /// Each collective's rings: `rings[ring_start[c]..ring_start[c + 1]]`,
+    pipelines: Vec<PipelineRun>,
+    /// Each collective's pipelines: `pipelines[pipeline_start[c]..pipeline_start[c + 1]]`,
     /// by their first step.
-    ring_start: Vec<u32>,
-    /// Each collective's first ring not started yet.
-    ring_next: Vec<u32>,
+    pipeline_start: Vec<u32>,
+    /// Each collective's first pipeline not started yet.
+    pipeline_next: Vec<u32>,
     /// All-to-alls run whole, and each collective's (if it is one).
     exchanges: Vec<exchange::ExchangeRun>,
     exchange_of: Vec<Option<u32>>,
@@ -448,16 +500,46 @@ impl FluidSimulation {
         let Some(opened) = crate::sim::build::transfer_connections(&program, &topo, setup, connect_job) else {
             return Ok(None);
         };
-        let mut rings = Vec::new();
-        let mut ring_start = vec![0u32];
-        let mut ring_hops = opened.ring_hops.into_iter();
+        let mut pipelines = Vec::new();
+        let mut pipeline_start = vec![0u32];
+        let opened_hops: Vec<Vec<Option<u32>>> =
+            (opened.pipeline_hops.into_iter()).map(|hops| hops.into_iter().map(|h| h.map(|c| c.0)).collect()).collect();
         for (c, run) in program.collectives.iter().enumerate() {
-            // A GPU is in one ring per channel at a time.
-            let channels = run.rings.iter().map(|plan| plan.channel + 1).max().unwrap_or(1) as f64;
-            for plan in &run.rings {
-                let hops: Vec<Option<u32>> =
-                    ring_hops.next().expect("one per ring").iter().map(|h| h.map(|c| c.0)).collect();
-                let intra = hops.iter().any(Option::is_none);
+            // A GPU is in one pipeline per channel at a time.
+            let channels = run.pipelines.iter().map(|plan| plan.channel + 1).max().unwrap_or(1) as f64;
+            let mine = &opened_hops[pipelines.len()..pipelines.len() + run.pipelines.len()];
+            let depths: Vec<Vec<u32>> = run.pipelines.iter().map(fill_depths).collect();
+            // Per (NIC, sending, hops deep): network hops of the fill.
+            let mut together: FastMap<(u32, bool, u32), u32> = FastMap::default();
+            for ((plan, hops), depth) in run.pipelines.iter().zip(mine).zip(&depths) {
+                for (h, &(src, dst)) in plan.hops.iter().enumerate().filter(|&(h, _)| hops[h].is_some()) {
+                    if !plan.waits.is_empty() {
+                        *together.entry((src, true, depth[h])).or_default() += 1;
+                        *together.entry((dst, false, depth[h])).or_default() += 1;
+                    }
+                }
+            }
+            for ((plan, hops), depth) in run.pipelines.iter().zip(mine).zip(&depths) {
+                let hops = hops.clone();
+                // A tree's GPU sends to its parent and its children over
+                // its one intra-host link, one transfer at a time.
+                let mut intra_sends: FastMap<u32, u32> = FastMap::default();
+                for (&(src, _), hop) in plan.hops.iter().zip(&hops) {
+                    if hop.is_none() {
+                        *intra_sends.entry(src).or_default() += 1;
+                    }
+                }
+                let sharing = channels * f64::from(intra_sends.values().copied().max().unwrap_or(0));
+                let hop_sharing = if plan.waits.is_empty() {
+                    Vec::new()
+                } else {
+                    (plan.hops.iter().enumerate())
+                        .map(|(h, &(src, dst))| match hops[h] {
+                            Some(_) => together[&(src, true, depth[h])].max(together[&(dst, false, depth[h])]),
+                            None => 1,
+                        })
+                        .collect()
+                };
                 let mut nics: Vec<NodeId> = (hops.iter().flatten())
                     .flat_map(|&c| {
                         let qp = &qps[connections[c as usize][0] as usize];
@@ -466,21 +548,29 @@ impl FluidSimulation {
                     .collect();
                 nics.sort_unstable_by_key(|n| n.0);
                 nics.dedup();
-                rings.push(RingRun {
+                pipelines.push(PipelineRun {
                     collective: CollectiveId::new(c),
                     first_step: plan.first_step,
                     hops,
                     steps: plan.steps,
                     segment: plan.segment,
                     slice: plan.slice,
-                    intra_cap: if intra { scenario.intra_host.rate.0 as f64 / 8.0 / channels } else { f64::INFINITY },
+                    waits: plan.waits.clone(),
+                    intra_cap: if sharing > 0.0 {
+                        scenario.intra_host.rate.0 as f64 / 8.0 / sharing
+                    } else {
+                        f64::INFINITY
+                    },
                     step_latency: Time::ZERO,
+                    hop_sharing,
+                    hop_latency: Vec::new(),
+                    hop_fill_rate: Vec::new(),
                     started: Time::ZERO,
                     routed: None,
                     nics,
                 });
             }
-            ring_start.push(rings.len() as u32);
+            pipeline_start.push(pipelines.len() as u32);
         }
         let mut exchanges = Vec::new();
         let mut exchange_of = vec![None; program.collectives.len()];
@@ -564,9 +654,9 @@ impl FluidSimulation {
             connections,
             flows,
             transfer_parts: vec![0; n_transfers],
-            rings,
-            ring_next: ring_start[..ring_start.len() - 1].to_vec(),
-            ring_start,
+            pipelines,
+            pipeline_next: pipeline_start[..pipeline_start.len() - 1].to_vec(),
+            pipeline_start,
             exchanges,
             exchange_of,
             whole_left: vec![0; n_collectives],
@@ -714,7 +804,7 @@ impl FluidSimulation {
     /// the routes from and to it, and those of rings through it, kept or
     /// not yet started, no longer hold.
     fn nic_changed(&mut self, nic: NodeId) {
-        for ring in &mut self.rings {
+        for ring in &mut self.pipelines {
             if ring.nics.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
                 ring.routed = None;
             }
@@ -844,46 +934,53 @@ impl FluidSimulation {
     /// Where stream `s`'s traffic goes now.
     fn route_of(&mut self, s: u32) -> Route {
         match self.streams[s as usize].owner {
-            Owner::Ring(r) => self.ring_route(r),
+            Owner::Pipeline(r) => self.pipeline_route(r),
             Owner::Exchange(x) => self.exchange_route(x),
             Owner::Flow(_) | Owner::Transfer(_) => self.qp_route(self.streams[s as usize].qp),
         }
     }
 
-    /// The end of the stage ring `first` begins among rings `first..end`
-    /// of one collective: the rings that start at its first step.
-    fn ring_stage_end(&self, first: u32, end: u32) -> u32 {
-        let step = self.rings[first as usize].first_step;
-        (first..end).find(|&r| self.rings[r as usize].first_step != step).unwrap_or(end)
+    /// The end of the stage pipeline `first` begins among pipelines
+    /// `first..end` of one collective: those that start at its first step.
+    fn pipeline_stage_end(&self, first: u32, end: u32) -> u32 {
+        let step = self.pipelines[first as usize].first_step;
+        (first..end).find(|&r| self.pipelines[r as usize].first_step != step).unwrap_or(end)
     }
 
     /// Where ring `r`'s traffic goes now: every hop's QPs' routes, each
     /// carrying its share of the hop's rate, adding up on the bundles they
     /// cross. The ring delivers what its worst QP delivers (a ring moves
     /// as fast as its slowest hop), and its steps wait for its slowest
-    /// path (`RingRun::step_latency`).
-    fn ring_route(&mut self, r: u32) -> Route {
-        if let Some((version, route)) = &self.rings[r as usize].routed {
+    /// path (`PipelineRun::step_latency`).
+    fn pipeline_route(&mut self, r: u32) -> Route {
+        if let Some((version, route)) = &self.pipelines[r as usize].routed {
             if *version == self.fabric_version {
                 return route.clone();
             }
         }
-        let mut uses: crate::engine::FastMap<u32, f64> = Default::default();
+        let mut uses: FastMap<u32, f64> = Default::default();
         let mut delivered = 1.0f64;
         let mut slowest = Time::ZERO;
         let mut path = Vec::new();
-        let mut hop_latency = Vec::with_capacity(self.rings[r as usize].hops.len());
-        for h in 0..self.rings[r as usize].hops.len() {
-            let Some(conn) = self.rings[r as usize].hops[h] else {
+        let fills = !self.pipelines[r as usize].waits.is_empty();
+        let mut hop_latency = Vec::with_capacity(self.pipelines[r as usize].hops.len());
+        let mut hop_alone = Vec::new();
+        for h in 0..self.pipelines[r as usize].hops.len() {
+            let Some(conn) = self.pipelines[r as usize].hops[h] else {
                 hop_latency.push(self.scenario.intra_host.latency);
+                hop_alone.push(self.scenario.intra_host.rate.0 as f64 / 8.0);
                 continue;
             };
             let count = self.connections[conn as usize].len();
             let mut hop_slowest = Time::ZERO;
+            let mut hop_uses: FastMap<u32, f64> = Default::default();
             for k in 0..count {
                 let route = self.qp_route(self.connections[conn as usize][k]);
                 for &(b, share) in &route.uses {
                     *uses.entry(b).or_default() += share / count as f64;
+                    if fills {
+                        *hop_uses.entry(b).or_default() += share / count as f64;
+                    }
                 }
                 delivered = delivered.min(route.delivered);
                 let latency = self.latency(&route.path);
@@ -894,13 +991,21 @@ impl FluidSimulation {
                 }
             }
             hop_latency.push(hop_slowest);
+            let alone =
+                hop_uses.iter().map(|(&b, &share)| self.capacity[b as usize] / share).fold(f64::INFINITY, f64::min);
+            hop_alone.push(alone);
         }
-        let steps = self.rings[r as usize].steps;
-        self.rings[r as usize].step_latency = chain_step_latency(&hop_latency, steps);
+        let pipeline = &mut self.pipelines[r as usize];
+        pipeline.step_latency = chain_step_latency(&hop_latency, pipeline.steps);
+        if fills {
+            pipeline.hop_latency = hop_latency;
+            let sharing = pipeline.hop_sharing.iter().map(|&n| f64::from(n.max(1)));
+            pipeline.hop_fill_rate = hop_alone.into_iter().zip(sharing).map(|(alone, n)| alone / n).collect();
+        }
         let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
         uses.sort_unstable_by_key(|&(b, _)| b);
         let route = Route { uses, delivered, path };
-        self.rings[r as usize].routed = Some((self.fabric_version, route.clone()));
+        self.pipelines[r as usize].routed = Some((self.fabric_version, route.clone()));
         route
     }
 
@@ -1078,8 +1183,8 @@ impl FluidSimulation {
                 let queued: f64 = match stream.owner {
                     // A ring's hop has posted at most its connection's
                     // credits of slices, as its transfers would have.
-                    Owner::Ring(r) => {
-                        let ring = &self.rings[r as usize];
+                    Owner::Pipeline(r) => {
+                        let ring = &self.pipelines[r as usize];
                         let credits = self.jobs.program.collectives[ring.collective].credits;
                         stream.left.min((u64::from(credits) * ring.slice.min(ring.segment)) as f64)
                     }
@@ -1147,15 +1252,15 @@ impl FluidSimulation {
             let arrived = sent * stream.route.delivered;
             self.delivered += arrived
                 * match stream.owner {
-                    Owner::Ring(r) => self.rings[r as usize].network_hops() as f64,
+                    Owner::Pipeline(r) => self.pipelines[r as usize].network_hops() as f64,
                     Owner::Exchange(x) => self.exchanges[x as usize].network_pairs() as f64,
                     Owner::Flow(_) | Owner::Transfer(_) => 1.0,
                 };
             match stream.owner {
                 // Every hop's receiver gets the ring's bytes; only hosts
                 // sampled read them, and a ring may have 100,000 hops.
-                Owner::Ring(r) if !self.telemetry_hosts.is_empty() => {
-                    for conn in self.rings[r as usize].hops.iter().flatten() {
+                Owner::Pipeline(r) if !self.telemetry_hosts.is_empty() => {
+                    for conn in self.pipelines[r as usize].hops.iter().flatten() {
                         let dst = self.qps[self.connections[*conn as usize][0] as usize].dst;
                         self.nic_rx[dst.0 as usize] += arrived;
                     }
@@ -1166,7 +1271,7 @@ impl FluidSimulation {
                         self.nic_rx[nic.0 as usize] += arrived * f64::from(peers);
                     }
                 }
-                Owner::Ring(_) | Owner::Exchange(_) => {}
+                Owner::Pipeline(_) | Owner::Exchange(_) => {}
                 Owner::Flow(_) | Owner::Transfer(_) => {
                     self.nic_rx[self.qps[stream.qp as usize].dst.0 as usize] += arrived
                 }
@@ -1197,7 +1302,7 @@ impl FluidSimulation {
                 continue;
             }
             let touched = match stream.owner {
-                Owner::Ring(r) => self.rings[r as usize].nics.iter().any(touches),
+                Owner::Pipeline(r) => self.pipelines[r as usize].nics.iter().any(touches),
                 Owner::Exchange(x) => self.exchanges[x as usize].nics.iter().any(touches),
                 Owner::Flow(_) | Owner::Transfer(_) => {
                     let qp = &self.qps[stream.qp as usize];
@@ -1305,8 +1410,8 @@ impl FluidSimulation {
         let stream = &mut self.streams[s as usize];
         stream.left = 0.0;
         stream.done = true;
-        if let Owner::Ring(r) = stream.owner {
-            let ring = &self.rings[r as usize];
+        if let Owner::Pipeline(r) = stream.owner {
+            let ring = &self.pipelines[r as usize];
             let average = ring.bytes() as f64 / (now - ring.started).as_secs_f64().max(f64::MIN_POSITIVE);
             self.events.schedule_in(ring.tail(average), Event::Arrived(s));
             return;
@@ -1352,7 +1457,7 @@ impl FluidSimulation {
         }
         self.qp_errors += 1;
         let whole = match stream.owner {
-            Owner::Ring(r) => Some(self.rings[r as usize].collective),
+            Owner::Pipeline(r) => Some(self.pipelines[r as usize].collective),
             Owner::Exchange(x) => Some(self.exchanges[x as usize].collective),
             Owner::Flow(_) | Owner::Transfer(_) => None,
         };
@@ -1367,7 +1472,7 @@ impl FluidSimulation {
             match self.streams[failed as usize].owner {
                 Owner::Flow(f) => self.flow_failed(f),
                 Owner::Transfer(t) => self.fail_job(self.jobs.job_of(t)),
-                Owner::Ring(_) | Owner::Exchange(_) => unreachable!("whole collectives are on no QP's queue"),
+                Owner::Pipeline(_) | Owner::Exchange(_) => unreachable!("whole collectives are on no QP's queue"),
             }
         }
     }
@@ -1398,6 +1503,15 @@ fn chain_step_latency(hop_latency: &[Time], steps: u32) -> Time {
     Time((laps * total + largest).div_ceil(steps as u64))
 }
 
+/// How many hops of `plan` each hop waits behind (0 for a ring's).
+fn fill_depths(plan: &crate::workload::program::PipelinePlan) -> Vec<u32> {
+    let mut depth = vec![0u32; plan.hops.len()];
+    for h in 0..plan.waits.len() {
+        depth[h] = plan.waits[h].iter().map(|&w| depth[w as usize] + 1).max().unwrap_or(0);
+    }
+    depth
+}
+
 /// Max-min fair rates of `users` (each the bundles it crosses with its
 /// share there, and its cap) over `bundles`, sorted, every one they cross.
 fn fair_rates(solver: &mut Filling, capacity: &[f64], bundles: &[u32], users: &[(&[(u32, f64)], f64)]) -> Vec<f64> {
@@ -1412,13 +1526,13 @@ fn fair_rates(solver: &mut Filling, capacity: &[f64], bundles: &[u32], users: &[
 }
 
 /// Which collectives the scenario runs whole (`flow_mode.collectives:
-/// pipelined`): rings in any design; all-to-alls where the design sprays,
+/// pipelined`): pipelines in any design; all-to-alls where the design sprays,
 /// since one stream then stands for every pair (`exchange`), where ECMP
 /// would hash each pair's QPs apart.
 pub fn whole_collectives(scenario: &Scenario) -> crate::workload::program::Whole {
     let pipelined = scenario.mode == Mode::Flow && scenario.flow_mode.collectives == CollectiveModel::Pipelined;
     crate::workload::program::Whole {
-        rings: pipelined,
+        pipelines: pipelined,
         all_to_all: pipelined && placement_of(scenario) != Placement::Hash,
     }
 }

@@ -118,48 +118,51 @@ impl FluidSimulation {
     }
 
     /// Adds to each job's `network_bytes` (counted from its transfers)
-    /// what its rings and all-to-alls run whole move over the network.
+    /// what its pipelines and all-to-alls run whole move over the network.
     fn add_whole_network_bytes(&self, jobs: &mut serde_json::Value) {
         let job_name = |c: crate::ids::CollectiveId| {
             let job = self.jobs.program.phases[self.jobs.program.collectives[c].phase].job;
             self.jobs.program.jobs[job].name.clone()
         };
-        let rings = self.rings.iter().map(|r| (r.collective, r.bytes().saturating_mul(r.network_hops())));
+        let pipelines = self.pipelines.iter().map(|r| (r.collective, r.bytes().saturating_mul(r.network_hops())));
         let exchanges = (self.exchanges.iter()).map(|x| (x.collective, x.pair_bytes.saturating_mul(x.network_pairs())));
-        for (c, bytes) in rings.chain(exchanges) {
+        for (c, bytes) in pipelines.chain(exchanges) {
             if let Some(entry) = jobs.get_mut(job_name(c)).and_then(|j| j.get_mut("network_bytes")) {
                 *entry = (entry.as_u64().unwrap_or(0).saturating_add(bytes)).into();
             }
         }
     }
 
-    /// A collective run as whole rings, alone: stage by stage (rings that
-    /// start at one step), its rings share the fabric max-min fairly; a
-    /// stage takes its slowest ring's bytes at its rate, and its tail.
-    fn ideal_rings(&mut self, c: crate::ids::CollectiveId) -> Time {
-        let (mut first, end) = (self.ring_start[c.index()], self.ring_start[c.index() + 1]);
+    /// A collective run as whole pipelines, alone: stage by stage
+    /// (pipelines that start at one step), its pipelines share the fabric
+    /// max-min fairly; a stage takes its slowest pipeline's bytes at its
+    /// rate, and its tail.
+    fn ideal_pipelines(&mut self, c: crate::ids::CollectiveId) -> Time {
+        let (mut first, end) = (self.pipeline_start[c.index()], self.pipeline_start[c.index() + 1]);
         let mut total = Time::ZERO;
         while first < end {
-            let stage_end = self.ring_stage_end(first, end);
-            total += self.ideal_ring_stage(first, stage_end);
+            let stage_end = self.pipeline_stage_end(first, end);
+            total += self.ideal_pipeline_stage(first, stage_end);
             first = stage_end;
         }
         total
     }
 
-    /// Rings `first..end`, started together and alone in the fabric.
-    fn ideal_ring_stage(&mut self, first: u32, end: u32) -> Time {
-        let routes: Vec<super::Route> = (first..end).map(|r| self.ring_route(r)).collect();
+    /// Pipelines `first..end`, started together and alone in the fabric.
+    fn ideal_pipeline_stage(&mut self, first: u32, end: u32) -> Time {
+        let routes: Vec<super::Route> = (first..end).map(|r| self.pipeline_route(r)).collect();
         let mut bundles: Vec<u32> = routes.iter().flat_map(|r| r.uses.iter().map(|&(b, _)| b)).collect();
         bundles.sort_unstable();
         bundles.dedup();
-        let users: Vec<(&[(u32, f64)], f64)> =
-            (first..end).zip(&routes).map(|(r, route)| (&route.uses[..], self.rings[r as usize].intra_cap)).collect();
+        let users: Vec<(&[(u32, f64)], f64)> = (first..end)
+            .zip(&routes)
+            .map(|(r, route)| (&route.uses[..], self.pipelines[r as usize].intra_cap))
+            .collect();
         let rates = super::fair_rates(&mut self.solver, &self.capacity, &bundles, &users);
         (first..end)
             .zip(rates.iter().zip(&routes))
             .map(|(r, (&rate, route))| {
-                let ring = &self.rings[r as usize];
+                let ring = &self.pipelines[r as usize];
                 let goodput = rate * route.delivered;
                 Time::from_secs_f64(ring.bytes() as f64 / goodput) + ring.tail(goodput)
             })
@@ -172,8 +175,8 @@ impl FluidSimulation {
     /// and its busiest rank's bytes at its NIC's payload rate (the packet
     /// model's alpha-beta bound, `sim/build.rs: ideal_cct`).
     fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
-        if !self.jobs.program.collectives[c].rings.is_empty() {
-            return self.ideal_rings(c);
+        if !self.jobs.program.collectives[c].pipelines.is_empty() {
+            return self.ideal_pipelines(c);
         }
         if let Some(x) = self.exchange_of[c.index()] {
             return self.ideal_exchange(x);

@@ -1,7 +1,8 @@
 //! The workload in the flow model: flows, and jobs whose phases, collectives
 //! and transfers progress by the packet model's own steps (`sim/jobs.rs`,
 //! this model their `JobHost`), each network message one stream per QP of
-//! its connection, a ring or all-to-all run whole one stream.
+//! its connection, a pipeline (ring, tree, chain) or all-to-all run whole one
+//! stream.
 
 use super::{Event, FluidSimulation, Owner};
 use crate::ids::{CollectiveId, ConnectionId, Id, JobId, PhaseId, TransferId};
@@ -53,18 +54,18 @@ impl FluidSimulation {
                     jobs::transfer_done(self, t);
                 }
             }
-            Owner::Ring(r) => self.whole_part_arrived(self.rings[r as usize].collective),
+            Owner::Pipeline(r) => self.whole_part_arrived(self.pipelines[r as usize].collective),
             Owner::Exchange(x) => self.whole_part_arrived(self.exchanges[x as usize].collective),
         }
     }
 
-    /// A ring or all-to-all of collective `c`, run whole, arrived: the
-    /// last of its stage starts the next stage's rings, or ends `c`.
+    /// A pipeline or all-to-all of collective `c`, run whole, arrived: the
+    /// last of its stage starts the next stage's pipelines, or ends `c`.
     fn whole_part_arrived(&mut self, c: CollectiveId) {
         self.whole_left[c.index()] -= 1;
         if self.whole_left[c.index()] == 0
             && !self.jobs.job_failed[self.jobs.job_of_collective(c)]
-            && !self.start_ring_stage(c)
+            && !self.start_pipeline_stage(c)
         {
             jobs::collective_done(self, c);
         }
@@ -78,27 +79,27 @@ impl FluidSimulation {
         }
     }
 
-    /// Starts collective `c`'s next rings, those of its earliest first step
-    /// not started yet; false when every ring has started.
-    fn start_ring_stage(&mut self, c: CollectiveId) -> bool {
-        let (first, end) = (self.ring_next[c.index()], self.ring_start[c.index() + 1]);
+    /// Starts collective `c`'s next pipelines, those of its earliest first
+    /// step not started yet; false when every pipeline has started.
+    fn start_pipeline_stage(&mut self, c: CollectiveId) -> bool {
+        let (first, end) = (self.pipeline_next[c.index()], self.pipeline_start[c.index() + 1]);
         if first == end {
             return false;
         }
-        let stage_end = self.ring_stage_end(first, end);
-        self.ring_next[c.index()] = stage_end;
+        let stage_end = self.pipeline_stage_end(first, end);
+        self.pipeline_next[c.index()] = stage_end;
         self.whole_left[c.index()] = stage_end - first;
-        (first..stage_end).for_each(|r| self.start_ring(r));
+        (first..stage_end).for_each(|r| self.start_pipeline(r));
         true
     }
 
-    /// Ring `r` starts: all its hops at once, as one stream.
-    fn start_ring(&mut self, r: u32) {
-        self.rings[r as usize].started = self.events.now();
-        let ring = &self.rings[r as usize];
-        let first_qp = ring.hops.iter().flatten().next().map_or(u32::MAX, |&c| self.connections[c as usize][0]);
-        let (bytes, cap) = (ring.bytes(), ring.intra_cap);
-        let s = self.new_stream(Owner::Ring(r), first_qp, bytes, cap);
+    /// Pipeline `r` starts: all its hops at once, as one stream.
+    fn start_pipeline(&mut self, r: u32) {
+        self.pipelines[r as usize].started = self.events.now();
+        let pipeline = &self.pipelines[r as usize];
+        let first_qp = pipeline.hops.iter().flatten().next().map_or(u32::MAX, |&c| self.connections[c as usize][0]);
+        let (bytes, cap) = (pipeline.bytes(), pipeline.intra_cap);
+        let s = self.new_stream(Owner::Pipeline(r), first_qp, bytes, cap);
         self.start_stream(s);
     }
 
@@ -141,9 +142,9 @@ impl JobHost for FluidSimulation {
         started == 0
     }
 
-    /// Rings and all-to-alls planned whole run as one stream each.
+    /// Pipelines and all-to-alls planned whole run as one stream each.
     fn start_whole(&mut self, c: CollectiveId) -> bool {
-        if self.start_ring_stage(c) {
+        if self.start_pipeline_stage(c) {
             return true;
         }
         let Some(x) = self.exchange_of[c.index()] else { return false };

@@ -238,7 +238,7 @@ pub(crate) fn transfer_connections(
     mut connect: impl FnMut(NodeId, NodeId, u32, usize) -> ConnectionId,
 ) -> Option<Connections> {
     let mut by_key: FastMap<(JobId, u32, u32, NodeId, NodeId), ConnectionId> = FastMap::default();
-    let mut opened = Connections { transfer: Arena::default(), ring_hops: Vec::new() };
+    let mut opened = Connections { transfer: Arena::default(), pipeline_hops: Vec::new() };
     let mut asked = 0usize;
     for run in program.collectives.iter() {
         let job = program.phases[run.phase].job;
@@ -261,13 +261,13 @@ pub(crate) fn transfer_connections(
             }
             opened.transfer.push(open(t.src_rank, t.dst_rank, t.channel));
         }
-        for ring in &run.rings {
+        for ring in &run.pipelines {
             let before = asked;
             asked += ring.hops.len();
             if before / ASK_EVERY != asked / ASK_EVERY && !setup.goes_on() {
                 return None;
             }
-            opened.ring_hops.push(ring.hops.iter().map(|&(src, dst)| open(src, dst, ring.channel)).collect());
+            opened.pipeline_hops.push(ring.hops.iter().map(|&(src, dst)| open(src, dst, ring.channel)).collect());
         }
     }
     Some(opened)
@@ -278,7 +278,7 @@ pub(crate) fn transfer_connections(
 /// GPUs of one host.
 pub(crate) struct Connections {
     pub transfer: Arena<TransferId, Option<ConnectionId>>,
-    pub ring_hops: Vec<Vec<Option<ConnectionId>>>,
+    pub pipeline_hops: Vec<Vec<Option<ConnectionId>>>,
 }
 
 /// Refuses SHIFT where a host's backup rail would be the NIC itself: on a

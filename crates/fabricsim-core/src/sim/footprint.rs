@@ -168,13 +168,10 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
             let field = format!("jobs[{j}].phases[{p}].collective.group");
             let (count, size) = group_shape(job.ranks, c, &field)?;
             let (count, size) = (u64::from(count), u64::from(size));
-            // A ring run whole keeps one hop per rank and channel (a
-            // hierarchical all-reduce three: in its host, its rail, its
-            // host); an all-to-all run whole, its ranks only.
-            let bound = if whole.rings && c.is_plain_ring() {
-                size.saturating_mul(u64::from(c.channels))
-            } else if whole.rings && c.runs_as_rings() {
-                size.saturating_mul(3 * u64::from(c.channels))
+            // A pipeline run whole keeps its hops, a few per rank and
+            // channel; an all-to-all run whole, its ranks only.
+            let bound = if whole.pipelines && c.runs_as_pipelines() {
+                size.saturating_mul(c.pipeline_hops_per_rank() * u64::from(c.channels))
             } else if whole.all_to_all && c.is_plain_all_to_all() {
                 0
             } else {

@@ -161,13 +161,27 @@ impl CollectiveSpec {
             && !self.hierarchical
     }
 
-    /// Rings and nothing else: a plain ring, or a hierarchical ring
-    /// all-reduce (a ring inside each host, a ring per rail, a ring inside
-    /// each host, one after the other), which the flow model can run whole
-    /// (`flow_mode.collectives: pipelined`).
-    pub fn runs_as_rings(&self) -> bool {
+    /// Pipelines of slices and nothing else, which the flow model can run
+    /// whole (`flow_mode.collectives: pipelined`): a plain ring, a
+    /// hierarchical ring all-reduce (a ring inside each host, a ring per
+    /// rail, a ring inside each host, one after the other), a double
+    /// binary tree all-reduce, a broadcast or reduce chain.
+    pub fn runs_as_pipelines(&self) -> bool {
         self.is_plain_ring()
             || (self.hierarchical && self.op == CollectiveOp::AllReduce && self.algorithm == Algorithm::Ring)
+            || (self.op == CollectiveOp::AllReduce && self.algorithm == Algorithm::Tree)
+            || matches!(self.op, CollectiveOp::Broadcast | CollectiveOp::Reduce)
+    }
+
+    /// Hops per rank and channel of its pipelines run whole: a ring's one,
+    /// a hierarchical all-reduce's three (in its host, its rail, its host),
+    /// a tree's two (up to its parent and down from it), a chain's one.
+    pub fn pipeline_hops_per_rank(&self) -> u64 {
+        match (self.op, self.algorithm) {
+            (CollectiveOp::AllReduce, Algorithm::Ring) if self.hierarchical => 3,
+            (CollectiveOp::AllReduce, Algorithm::Tree) => 2,
+            _ => 1,
+        }
     }
 
     /// Equal messages from every rank to every other, all at once: an

@@ -71,7 +71,7 @@ pub struct CollectiveRun {
     pub fill_bytes: u64,
     /// Its rings, one per channel, when it runs whole rather than as
     /// transfers (`Whole::rings`); its `transfers` are then empty.
-    pub rings: Vec<RingPlan>,
+    pub pipelines: Vec<PipelinePlan>,
     /// The all-to-all itself, when it runs whole (`Whole::all_to_all`);
     /// its `transfers` are then empty.
     pub exchange: Option<ExchangePlan>,
@@ -81,8 +81,8 @@ pub struct CollectiveRun {
 /// transfers: the flow model's pipelined collectives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Whole {
-    /// A collective made of rings (`CollectiveSpec::runs_as_rings`).
-    pub rings: bool,
+    /// A collective made of rings (`CollectiveSpec::runs_as_pipelines`).
+    pub pipelines: bool,
     /// An all-to-all of equal messages with every peer at once
     /// (`CollectiveSpec::is_plain_all_to_all`).
     pub all_to_all: bool,
@@ -98,23 +98,31 @@ pub struct ExchangePlan {
     pub channels: u32,
 }
 
-/// One channel's ring of a ring collective run whole: every hop sends its
-/// `steps` segments back to back, each after the one it forwards arrived.
-/// A collective's rings that start at one step run at once; those that
-/// start later wait for them all (a hierarchical all-reduce's rings inside
-/// the hosts, then per rail, then inside the hosts again).
+/// One channel's pipeline of a collective run whole: a ring, a chain or a
+/// tree of hops, each sending its `steps` segments back to back, slice by
+/// slice. In a ring every hop sends its own data each step, after the
+/// slice it forwards arrived at the step before; in a chain or tree
+/// (`waits`) a hop forwards each slice once the hops before it delivered
+/// it, so a slice's way through the longest chain of hops fills the
+/// pipeline. A collective's pipelines that start at one step run at once;
+/// those that start later wait for them all (a hierarchical all-reduce's
+/// rings inside the hosts, then per rail, then inside the hosts again).
 #[derive(Clone, Debug, PartialEq)]
-pub struct RingPlan {
+pub struct PipelinePlan {
     pub channel: u32,
     /// The collective's step its first step is.
     pub first_step: u32,
-    /// (sending rank, receiving rank) of every hop, in ring order.
+    /// (sending rank, receiving rank) of every hop: in ring order, or
+    /// every hop after those it waits for.
     pub hops: Vec<(u32, u32)>,
     pub steps: u32,
     /// The largest segment a hop sends in one step.
     pub segment: u64,
     /// The slice a segment is pipelined in.
     pub slice: u64,
+    /// Per hop, the earlier hops whose slices it forwards (a tree's hop
+    /// to a parent waits for its children's); empty for a ring.
+    pub waits: Vec<Vec<u32>>,
 }
 
 /// One phase in one iteration.
@@ -527,14 +535,14 @@ fn expand_collective(
             "rails: orders the ring of a ring all_reduce, all_gather or reduce_scatter (not hierarchical)",
         );
     }
-    let mut rings = Vec::new();
+    let mut pipelines = Vec::new();
     let mut gen = Generator {
         transfers,
         members,
         collective: id,
         slice: spec.slice(),
         channel_base: 0,
-        rings: (whole.rings && spec.runs_as_rings()).then_some(&mut rings),
+        pipelines: (whole.pipelines && spec.runs_as_pipelines()).then_some(&mut pipelines),
     };
     let mut exchange = None;
     if n > 1 && whole.all_to_all && spec.is_plain_all_to_all() {
@@ -620,7 +628,7 @@ fn expand_collective(
             0
         },
         chain,
-        rings,
+        pipelines,
         exchange,
     })
 }
@@ -686,7 +694,7 @@ fn rail_rings(
             collective: gen.collective,
             slice: gen.slice,
             channel_base: c as u32,
-            rings: gen.rings.as_deref_mut(),
+            pipelines: gen.pipelines.as_deref_mut(),
         };
         sub.ring(&[bytes], steps, &vec![Vec::new(); order.len()], 0);
     }
@@ -761,7 +769,7 @@ struct Generator<'a> {
     /// channel at a time).
     channel_base: u32,
     /// Where rings go whole instead of as transfers, when they do.
-    rings: Option<&'a mut Vec<RingPlan>>,
+    pipelines: Option<&'a mut Vec<PipelinePlan>>,
 }
 
 impl Generator<'_> {
@@ -777,7 +785,7 @@ impl Generator<'_> {
             collective: self.collective,
             slice: self.slice,
             channel_base: self.channel_base,
-            rings: self.rings.as_deref_mut(),
+            pipelines: self.pipelines.as_deref_mut(),
         };
         let finals = sub.ring(data, steps, &start, base);
         for (k, &p) in positions.iter().enumerate() {
@@ -821,15 +829,16 @@ impl Generator<'_> {
         step_base: u32,
     ) -> Vec<Vec<TransferId>> {
         let n = self.members.len();
-        if let Some(rings) = self.rings.as_deref_mut() {
+        if let Some(rings) = self.pipelines.as_deref_mut() {
             for (c, &channel_bytes) in per_channel.iter().enumerate() {
-                rings.push(RingPlan {
+                rings.push(PipelinePlan {
                     channel: self.channel_base + c as u32,
                     first_step: step_base,
                     hops: (0..n).map(|i| (self.members[i], self.members[(i + 1) % n])).collect(),
                     steps: steps as u32,
                     segment: channel_bytes.div_ceil(n as u64),
                     slice: self.slice,
+                    waits: Vec::new(),
                 });
             }
             return vec![Vec::new(); n];
@@ -871,6 +880,14 @@ impl Generator<'_> {
     /// A pipeline along `chain`: each slice hops from one position to the
     /// next after it arrived.
     fn chain(&mut self, per_channel: &[u64], chain: &[usize]) {
+        if self.pipelines.is_some() {
+            for (c, &bytes) in per_channel.iter().enumerate() {
+                let hops = chain.windows(2).map(|w| (w[0], w[1])).collect();
+                let waits = (0..chain.len() as u32 - 1).map(|h| h.checked_sub(1).into_iter().collect()).collect();
+                self.push_pipeline(c as u32, bytes, hops, waits);
+            }
+            return;
+        }
         for (c, &bytes) in per_channel.iter().enumerate() {
             for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
                 let mut prev: Option<TransferId> = None;
@@ -888,6 +905,22 @@ impl Generator<'_> {
                 }
             }
         }
+    }
+
+    /// Channel `channel`'s pipeline of `hops` (positions) run whole, one
+    /// step of `bytes`, each hop forwarding after `waits`.
+    fn push_pipeline(&mut self, channel: u32, bytes: u64, hops: Vec<(usize, usize)>, waits: Vec<Vec<u32>>) {
+        let members = self.members;
+        let plan = PipelinePlan {
+            channel: self.channel_base + channel,
+            first_step: 0,
+            hops: hops.into_iter().map(|(a, b)| (members[a], members[b])).collect(),
+            steps: 1,
+            segment: bytes,
+            slice: self.slice,
+            waits,
+        };
+        self.pipelines.as_deref_mut().expect("run whole").push(plan);
     }
 
     fn send_recv(&mut self, per_channel: &[u64], offset: usize) {
@@ -926,6 +959,13 @@ impl Generator<'_> {
     /// arrived (reduce), and the root's result flows back down (broadcast).
     fn double_tree(&mut self, per_channel: &[u64]) {
         let n = self.members.len();
+        if self.pipelines.is_some() {
+            for (c, &bytes) in per_channel.iter().enumerate() {
+                let (hops, waits) = tree_hops(&binary_tree(n, c % 2 == 1));
+                self.push_pipeline(c as u32, bytes, hops, waits);
+            }
+            return;
+        }
         for (c, &bytes) in per_channel.iter().enumerate() {
             let tree = binary_tree(n, c % 2 == 1);
             for (j, &slice) in slices(bytes, self.slice).iter().enumerate() {
@@ -951,6 +991,36 @@ impl Generator<'_> {
             }
         }
     }
+}
+
+/// A tree all-reduce's hops, each after those it waits for, with what it
+/// waits for: up from every position to its parent once its children's
+/// partial sums arrived, then down from the root (once its children's
+/// arrived) and from every other position once its parent's result did.
+fn tree_hops(tree: &Tree) -> (Vec<(usize, usize)>, Vec<Vec<u32>>) {
+    let n = tree.parent.len();
+    let (mut hops, mut waits) = (Vec::new(), Vec::new());
+    let mut up = vec![u32::MAX; n];
+    for &v in &tree.bottom_up {
+        if let Some(parent) = tree.parent[v] {
+            up[v] = hops.len() as u32;
+            hops.push((v, parent));
+            waits.push(tree.children[v].iter().map(|&ch| up[ch]).collect());
+        }
+    }
+    let mut down = vec![u32::MAX; n];
+    for &v in tree.bottom_up.iter().rev() {
+        let ready: Vec<u32> = match tree.parent[v] {
+            None => tree.children[v].iter().map(|&ch| up[ch]).collect(),
+            Some(_) => vec![down[v]],
+        };
+        for &ch in &tree.children[v] {
+            down[ch] = hops.len() as u32;
+            hops.push((v, ch));
+            waits.push(ready.clone());
+        }
+    }
+    (hops, waits)
 }
 
 /// A binary tree over positions 0..n.
@@ -1041,6 +1111,43 @@ mod tests {
         assert!((0..16).all(|r| !(interior(&a, r) && interior(&b, r))));
     }
 
+    /// A tree or chain kept whole has the hops of its transfers, each
+    /// waiting for the hops whose slices it forwards, as its transfers do.
+    #[test]
+    fn trees_and_chains_kept_whole_wait_as_their_transfers_do() {
+        let expand = |op: &str, algorithm: &str, whole: bool, transfers: &mut Arena<TransferId, Transfer>| {
+            let spec: CollectiveSpec = serde_json::from_value(serde_json::json!(
+                {"op": op, "algorithm": algorithm, "bytes": "4MiB", "channels": 2, "slice": "4MiB", "root": 2}))
+            .unwrap();
+            let whole = Whole { pipelines: whole, all_to_all: false };
+            let members: Vec<u32> = (0..8).collect();
+            expand_collective(&spec, &members, &members, CollectiveId(0), PhaseId(0), 0, 1, whole, transfers, "c")
+                .unwrap()
+        };
+        for (op, algorithm) in [("all_reduce", "tree"), ("broadcast", "ring"), ("reduce", "ring")] {
+            let mut transfers = Arena::default();
+            expand(op, algorithm, false, &mut transfers);
+            let mut none = Arena::default();
+            let run = expand(op, algorithm, true, &mut none);
+            assert!(none.is_empty(), "{op}");
+            assert_eq!(run.pipelines.len(), 2, "{op}: one per channel");
+            for (c, plan) in run.pipelines.iter().enumerate() {
+                assert_eq!((plan.steps, plan.segment), (1, 2 << 20), "{op}");
+                // One slice a channel: a transfer per hop, in the same order.
+                let mine: Vec<&Transfer> = transfers.iter().filter(|t| t.channel == c as u32).collect();
+                let pairs: Vec<(u32, u32)> = mine.iter().map(|t| (t.src_rank, t.dst_rank)).collect();
+                assert_eq!(plan.hops, pairs, "{op} channel {c}");
+                for (h, t) in mine.iter().enumerate() {
+                    let deps: Vec<(u32, u32)> =
+                        t.deps.iter().map(|&d| (transfers[d].src_rank, transfers[d].dst_rank)).collect();
+                    let waits: Vec<(u32, u32)> = plan.waits[h].iter().map(|&w| plan.hops[w as usize]).collect();
+                    assert_eq!(waits, deps, "{op} channel {c} hop {h}");
+                    assert!(plan.waits[h].iter().all(|&w| (w as usize) < h), "{op}: a hop after those it waits for");
+                }
+            }
+        }
+    }
+
     #[test]
     fn ring_all_reduce_moves_2_n_minus_1_over_n_of_the_data() {
         let mut transfers = Arena::default();
@@ -1061,7 +1168,7 @@ mod tests {
         .unwrap();
         let per_rank: u64 = transfers.iter().filter(|t| t.src_rank == 0).map(|t| t.bytes).sum();
         assert_eq!(per_rank, 2 * 3 * (8 << 20) / 4);
-        assert!(run.rings.is_empty());
+        assert!(run.pipelines.is_empty());
         // Whole, the same collective is its two rings, each hop sending as much.
         let mut none = Arena::default();
         let whole = expand_collective(
@@ -1072,15 +1179,15 @@ mod tests {
             PhaseId(0),
             0,
             1,
-            Whole { rings: true, all_to_all: true },
+            Whole { pipelines: true, all_to_all: true },
             &mut none,
             "c",
         )
         .unwrap();
         assert!(none.is_empty() && whole.transfers.is_empty());
-        assert_eq!(whole.rings.len(), 2);
-        assert_eq!(whole.rings[1].hops, [(0, 1), (1, 2), (2, 3), (3, 0)]);
-        assert_eq!(whole.rings.iter().map(|r| u64::from(r.steps) * r.segment).sum::<u64>(), per_rank);
+        assert_eq!(whole.pipelines.len(), 2);
+        assert_eq!(whole.pipelines[1].hops, [(0, 1), (1, 2), (2, 3), (3, 0)]);
+        assert_eq!(whole.pipelines.iter().map(|r| u64::from(r.steps) * r.segment).sum::<u64>(), per_rank);
         assert_eq!(run.chain, 6);
         // Step k's send waits for the same slice from the predecessor.
         for t in &transfers {
