@@ -100,17 +100,17 @@ pub struct FlowModeConfig {
     /// tree (a tree all-reduce) or chain (a broadcast or reduce) as one
     /// stream whose every hop sends at the rate of the slowest, paying
     /// each ring step's latency where the step's slices cannot hide it (a
-    /// hierarchical all-reduce: its rings inside the hosts, then per rail,
-    /// then inside the hosts, stage after stage) and a tree's or chain's
-    /// fill (a slice's way through its longest chain of hops); an
+    /// hierarchical or NVLS all-reduce: its stages inside the hosts, then
+    /// per rail, then inside the hosts, one after the other) and a tree's
+    /// or chain's fill (a slice's way through its longest chain of hops); an
     /// all-to-all of equal messages to every peer at once, where the
     /// design sprays, as one stream at one pair's rate loading each link
     /// with every pair's share (it ends when its most loaded link has
     /// carried its bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
-    /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 5%
-    /// (trees and chains) and 1e-6 (all-to-alls) (tests/fluid.rs). NVLS
-    /// all-reduces run as transfers either way.
+    /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
+    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls)
+    /// (tests/fluid.rs).
     #[serde(default)]
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into

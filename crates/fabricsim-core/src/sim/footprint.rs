@@ -16,7 +16,7 @@ use crate::net::Port;
 use crate::nic::{PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::Routes;
-use crate::topology::Topology;
+use crate::topology::{NodeRole, Topology};
 use crate::transport::TransportSpec;
 use crate::units::{Rate, Time};
 use crate::workload::program::{group_shape, Transfer};
@@ -159,6 +159,13 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
     }
     let (mut transfers, mut phases, mut posted) = (0u64, 0u64, 0u64);
     let whole = crate::fluid::whole_collectives(scenario);
+    let mut per_host = crate::engine::FastMap::<u32, u64>::default();
+    for &nic in &nics {
+        if let NodeRole::Nic { host, .. } = topo.node(nic).role {
+            *per_host.entry(host).or_default() += 1;
+        }
+    }
+    let gpus = per_host.values().copied().max().unwrap_or(1);
     for (j, job) in scenario.jobs.iter().enumerate() {
         let iterations = u64::from(job.iterations);
         phases = phases.saturating_add(iterations.saturating_mul(job.phases.len() as u64));
@@ -171,7 +178,7 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
             // A pipeline run whole keeps its hops, a few per rank and
             // channel; an all-to-all run whole, its ranks only.
             let bound = if whole.pipelines && c.runs_as_pipelines() {
-                size.saturating_mul(c.pipeline_hops_per_rank() * u64::from(c.channels))
+                size.saturating_mul(c.pipeline_hops_per_rank(gpus) * u64::from(c.channels))
             } else if whole.all_to_all && c.is_plain_all_to_all() {
                 0
             } else {

@@ -165,21 +165,27 @@ impl CollectiveSpec {
     /// whole (`flow_mode.collectives: pipelined`): a plain ring, a
     /// hierarchical ring all-reduce (a ring inside each host, a ring per
     /// rail, a ring inside each host, one after the other), a double
-    /// binary tree all-reduce, a broadcast or reduce chain.
+    /// binary tree all-reduce, a broadcast or reduce chain, an NVLS
+    /// all-reduce (each GPU's share to its host mates, a ring per rail,
+    /// the result written into the host).
     pub fn runs_as_pipelines(&self) -> bool {
         self.is_plain_ring()
             || (self.hierarchical && self.op == CollectiveOp::AllReduce && self.algorithm == Algorithm::Ring)
             || (self.op == CollectiveOp::AllReduce && self.algorithm == Algorithm::Tree)
             || matches!(self.op, CollectiveOp::Broadcast | CollectiveOp::Reduce)
+            || (self.op == CollectiveOp::AllReduce && self.algorithm == Algorithm::Nvls)
     }
 
-    /// Hops per rank and channel of its pipelines run whole: a ring's one,
-    /// a hierarchical all-reduce's three (in its host, its rail, its host),
-    /// a tree's two (up to its parent and down from it), a chain's one.
-    pub fn pipeline_hops_per_rank(&self) -> u64 {
+    /// Hops per rank and channel of its pipelines run whole, for `gpus`
+    /// ranks a host: a ring's one, a hierarchical all-reduce's three (in
+    /// its host, its rail, its host), a tree's two (up to its parent and
+    /// down from it), a chain's one, an NVLS all-reduce's one to each host
+    /// mate, one on its rail and one into its host.
+    pub fn pipeline_hops_per_rank(&self, gpus: u64) -> u64 {
         match (self.op, self.algorithm) {
             (CollectiveOp::AllReduce, Algorithm::Ring) if self.hierarchical => 3,
             (CollectiveOp::AllReduce, Algorithm::Tree) => 2,
+            (CollectiveOp::AllReduce, Algorithm::Nvls) => gpus + 1,
             _ => 1,
         }
     }

@@ -728,6 +728,36 @@ fn nvls_all_reduce(gen: &mut Generator, per_channel: &[u64], hosts: &[u32], fiel
     let local = positions_by_host(members, hosts, field, "nvls")?;
     let g = local[0].len();
     let share: Vec<u64> = per_channel.iter().map(|&b| b / g as u64).collect();
+    if gen.pipelines.is_some() {
+        // Whole, stage by stage: each GPU's share to its host mates, a ring
+        // per rail, each GPU's result written once into its host.
+        let rails_end = 1 + 2 * (local.len() - 1) as u32;
+        let mates = |first_only: bool| {
+            let mut hops = Vec::new();
+            for host in &local {
+                for &p in host {
+                    let to = host.iter().copied().filter(|&q| q != p);
+                    hops.extend(to.take(if first_only { 1 } else { usize::MAX }).map(|q| (p, q)));
+                }
+            }
+            hops
+        };
+        if g > 1 {
+            for (c, &bytes) in share.iter().enumerate() {
+                gen.push_pipeline(c as u32, 0, bytes, mates(false), Vec::new());
+            }
+        }
+        for l in 0..g {
+            let rail: Vec<usize> = local.iter().map(|h| h[l]).collect();
+            gen.sub_ring(&rail, &share, 2 * (local.len() - 1), 1, &mut vec![Vec::new(); members.len()]);
+        }
+        if g > 1 {
+            for (c, &bytes) in share.iter().enumerate() {
+                gen.push_pipeline(c as u32, rails_end, bytes, mates(true), Vec::new());
+            }
+        }
+        return Ok(());
+    }
     // What each position waits for before its next stage.
     let mut done: Vec<Vec<TransferId>> = vec![Vec::new(); members.len()];
     for host in &local {
@@ -884,7 +914,7 @@ impl Generator<'_> {
             for (c, &bytes) in per_channel.iter().enumerate() {
                 let hops = chain.windows(2).map(|w| (w[0], w[1])).collect();
                 let waits = (0..chain.len() as u32 - 1).map(|h| h.checked_sub(1).into_iter().collect()).collect();
-                self.push_pipeline(c as u32, bytes, hops, waits);
+                self.push_pipeline(c as u32, 0, bytes, hops, waits);
             }
             return;
         }
@@ -907,13 +937,21 @@ impl Generator<'_> {
         }
     }
 
-    /// Channel `channel`'s pipeline of `hops` (positions) run whole, one
-    /// step of `bytes`, each hop forwarding after `waits`.
-    fn push_pipeline(&mut self, channel: u32, bytes: u64, hops: Vec<(usize, usize)>, waits: Vec<Vec<u32>>) {
+    /// Channel `channel`'s pipeline of `hops` (positions) run whole from
+    /// the collective's step `first_step`, one step of `bytes`, each hop
+    /// forwarding after `waits` (none: every hop sends its own at once).
+    fn push_pipeline(
+        &mut self,
+        channel: u32,
+        first_step: u32,
+        bytes: u64,
+        hops: Vec<(usize, usize)>,
+        waits: Vec<Vec<u32>>,
+    ) {
         let members = self.members;
         let plan = PipelinePlan {
             channel: self.channel_base + channel,
-            first_step: 0,
+            first_step,
             hops: hops.into_iter().map(|(a, b)| (members[a], members[b])).collect(),
             steps: 1,
             segment: bytes,
@@ -962,7 +1000,7 @@ impl Generator<'_> {
         if self.pipelines.is_some() {
             for (c, &bytes) in per_channel.iter().enumerate() {
                 let (hops, waits) = tree_hops(&binary_tree(n, c % 2 == 1));
-                self.push_pipeline(c as u32, bytes, hops, waits);
+                self.push_pipeline(c as u32, 0, bytes, hops, waits);
             }
             return;
         }
