@@ -210,8 +210,7 @@ struct PipelineRun {
     /// A chain's or tree's one-packet latency of each hop, as routed now.
     hop_latency: Vec<Time>,
     /// A chain's or tree's payload rate of each hop while it fills: what
-    /// its paths carry alone, shared with the pipelines that have the same
-    /// hop (its own other hops are not sending yet).
+    /// its paths carry alone, shared by its `hop_sharing`.
     hop_fill_rate: Vec<f64>,
     /// Its route and the fabric version it was computed at (a ring's
     /// route crosses every hop's paths: worth keeping).
@@ -502,25 +501,25 @@ impl FluidSimulation {
         };
         let mut pipelines = Vec::new();
         let mut pipeline_start = vec![0u32];
-        let opened_hops: Vec<Vec<Option<u32>>> =
-            (opened.pipeline_hops.into_iter()).map(|hops| hops.into_iter().map(|h| h.map(|c| c.0)).collect()).collect();
+        let mut opened_hops = opened.pipeline_hops.into_iter();
         for (c, run) in program.collectives.iter().enumerate() {
             // A GPU is in one pipeline per channel at a time.
             let channels = run.pipelines.iter().map(|plan| plan.channel + 1).max().unwrap_or(1) as f64;
-            let mine = &opened_hops[pipelines.len()..pipelines.len() + run.pipelines.len()];
+            let mine: Vec<Vec<Option<u32>>> = (&mut opened_hops)
+                .take(run.pipelines.len())
+                .map(|hops| hops.into_iter().map(|h| h.map(|c| c.0)).collect())
+                .collect();
             let depths: Vec<Vec<u32>> = run.pipelines.iter().map(fill_depths).collect();
-            // Per (NIC, sending, hops deep): network hops of the fill.
+            // Per (NIC, sending, hops deep): network hops of the fills.
             let mut together: FastMap<(u32, bool, u32), u32> = FastMap::default();
-            for ((plan, hops), depth) in run.pipelines.iter().zip(mine).zip(&depths) {
+            let fills = run.pipelines.iter().zip(&mine).zip(&depths).filter(|((plan, _), _)| !plan.waits.is_empty());
+            for ((plan, hops), depth) in fills {
                 for (h, &(src, dst)) in plan.hops.iter().enumerate().filter(|&(h, _)| hops[h].is_some()) {
-                    if !plan.waits.is_empty() {
-                        *together.entry((src, true, depth[h])).or_default() += 1;
-                        *together.entry((dst, false, depth[h])).or_default() += 1;
-                    }
+                    *together.entry((src, true, depth[h])).or_default() += 1;
+                    *together.entry((dst, false, depth[h])).or_default() += 1;
                 }
             }
             for ((plan, hops), depth) in run.pipelines.iter().zip(mine).zip(&depths) {
-                let hops = hops.clone();
                 // A tree's GPU sends to its parent and its children over
                 // its one intra-host link, one transfer at a time.
                 let mut intra_sends: FastMap<u32, u32> = FastMap::default();
@@ -801,12 +800,12 @@ impl FluidSimulation {
     }
 
     /// What NIC `nic` has (its links, or what it sees of them) changed:
-    /// the routes from and to it, and those of rings through it, kept or
+    /// the routes from and to it, and those of pipelines through it, kept or
     /// not yet started, no longer hold.
     fn nic_changed(&mut self, nic: NodeId) {
-        for ring in &mut self.pipelines {
-            if ring.nics.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
-                ring.routed = None;
+        for pipeline in &mut self.pipelines {
+            if pipeline.nics.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
+                pipeline.routed = None;
             }
         }
         for run in &mut self.exchanges {
@@ -947,11 +946,12 @@ impl FluidSimulation {
         (first..end).find(|&r| self.pipelines[r as usize].first_step != step).unwrap_or(end)
     }
 
-    /// Where ring `r`'s traffic goes now: every hop's QPs' routes, each
+    /// Where pipeline `r`'s traffic goes now: every hop's QPs' routes, each
     /// carrying its share of the hop's rate, adding up on the bundles they
-    /// cross. The ring delivers what its worst QP delivers (a ring moves
-    /// as fast as its slowest hop), and its steps wait for its slowest
-    /// path (`PipelineRun::step_latency`).
+    /// cross. The pipeline delivers what its worst QP delivers (it moves as
+    /// fast as its slowest hop); a ring's steps wait for its slowest paths
+    /// (`PipelineRun::step_latency`), a chain's or tree's fill for each
+    /// hop's latency at its rate while filling.
     fn pipeline_route(&mut self, r: u32) -> Route {
         if let Some((version, route)) = &self.pipelines[r as usize].routed {
             if *version == self.fabric_version {
@@ -1181,12 +1181,12 @@ impl FluidSimulation {
                 let line = self.rate[port.0 as usize] as f64 / 8.0 * self.efficiency;
                 let lost = line * (now - since).as_secs_f64();
                 let queued: f64 = match stream.owner {
-                    // A ring's hop has posted at most its connection's
+                    // A pipeline's hop has posted at most its connection's
                     // credits of slices, as its transfers would have.
                     Owner::Pipeline(r) => {
-                        let ring = &self.pipelines[r as usize];
-                        let credits = self.jobs.program.collectives[ring.collective].credits;
-                        stream.left.min((u64::from(credits) * ring.slice.min(ring.segment)) as f64)
+                        let pipeline = &self.pipelines[r as usize];
+                        let credits = self.jobs.program.collectives[pipeline.collective].credits;
+                        stream.left.min((u64::from(credits) * pipeline.slice.min(pipeline.segment)) as f64)
                     }
                     Owner::Exchange(_) => stream.left,
                     Owner::Flow(_) | Owner::Transfer(_) => {
@@ -1411,9 +1411,9 @@ impl FluidSimulation {
         stream.left = 0.0;
         stream.done = true;
         if let Owner::Pipeline(r) = stream.owner {
-            let ring = &self.pipelines[r as usize];
-            let average = ring.bytes() as f64 / (now - ring.started).as_secs_f64().max(f64::MIN_POSITIVE);
-            self.events.schedule_in(ring.tail(average), Event::Arrived(s));
+            let pipeline = &self.pipelines[r as usize];
+            let average = pipeline.bytes() as f64 / (now - pipeline.started).as_secs_f64().max(f64::MIN_POSITIVE);
+            self.events.schedule_in(pipeline.tail(average), Event::Arrived(s));
             return;
         }
         if let Owner::Exchange(x) = stream.owner {
@@ -1503,9 +1503,9 @@ fn chain_step_latency(hop_latency: &[Time], steps: u32) -> Time {
     Time((laps * total + largest).div_ceil(steps as u64))
 }
 
-/// How many hops of `plan` each hop waits behind (0 for a ring's).
+/// How many hops of `plan` each hop waits behind (none for a ring).
 fn fill_depths(plan: &crate::workload::program::PipelinePlan) -> Vec<u32> {
-    let mut depth = vec![0u32; plan.hops.len()];
+    let mut depth = vec![0u32; plan.waits.len()];
     for h in 0..plan.waits.len() {
         depth[h] = plan.waits[h].iter().map(|&w| depth[w as usize] + 1).max().unwrap_or(0);
     }

@@ -162,9 +162,9 @@ impl FluidSimulation {
         (first..end)
             .zip(rates.iter().zip(&routes))
             .map(|(r, (&rate, route))| {
-                let ring = &self.pipelines[r as usize];
+                let pipeline = &self.pipelines[r as usize];
                 let goodput = rate * route.delivered;
-                Time::from_secs_f64(ring.bytes() as f64 / goodput) + ring.tail(goodput)
+                Time::from_secs_f64(pipeline.bytes() as f64 / goodput) + pipeline.tail(goodput)
             })
             .max()
             .unwrap_or(Time::ZERO)
