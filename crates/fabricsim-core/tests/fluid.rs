@@ -423,14 +423,15 @@ fn from_one_rank(op: &str, bytes: &str, forwarding: &str, gpus: u32, pipelined: 
 /// rates) agrees with the same collective cut into transfers: bandwidth-
 /// and latency-bound, one GPU or four per host, with ECMP collisions or
 /// sprayed, a T0-T1 link down from the start or from the middle of the
-/// run. It keeps no transfers and moves the same bytes. Measured: 0.96 to
+/// run. It keeps no transfers and moves the same bytes. Measured: 0.966 to
 /// 1.041. Two cases depart and are left out: latency-bound under ECMP with
-/// four GPUs per host the whole tree is 13% faster (a hop's rate while
-/// filling counts the hops of the fill alongside it on its NICs, not the
-/// other QPs ECMP hashes onto its links); and a reduce whose hop over a
-/// link that failed at its start comes late in the chain: its transfers
-/// post after the routes converged (1 ms) and never stall, where the whole
-/// chain routes every hop at its start and waits for RoCE's timeout.
+/// four GPUs per host the whole tree is 6.8% slower (hops as deep into the
+/// fill are taken to share the links ECMP hashes them onto for their whole
+/// slice; in the transfers they overlap in part); and a reduce whose hop
+/// over a link that failed at its start comes late in the chain: its
+/// transfers post after the routes converged (1 ms) and never stall, where
+/// the whole chain routes every hop at its start and waits for RoCE's
+/// timeout.
 #[test]
 fn a_whole_tree_or_chain_agrees_with_its_transfers() {
     let down = |at: &str| json!([{"kind": "link_down", "at": at, "port": "t0.p0.0:4"}]);

@@ -199,19 +199,15 @@ struct PipelineRun {
     intra_cap: f64,
     /// A ring's step latency (`chain_step_latency`), as routed now.
     step_latency: Time,
-    /// Per hop of a chain or tree over the network, the most hops of its
-    /// collective's pipelines, itself included, that send from its sender's
-    /// NIC or into its receiver's as far into the fill (as many hops deep):
-    /// a tree node's hops down to its children, its children's hops up to
-    /// it, a chain's hop in every channel. They share the link while the
-    /// pipelines fill. A hop within a host shares nothing: a GPU sends its
-    /// intra-host transfers one at a time, each at the link's rate.
-    hop_sharing: Vec<u32>,
+    /// Per hop of a chain or tree, how many hops it waits behind: hops as
+    /// deep into the fill send at about the same time.
+    depth: Vec<u32>,
     /// A chain's or tree's one-packet latency of each hop, as routed now.
     hop_latency: Vec<Time>,
-    /// A chain's or tree's payload rate of each hop while it fills: what
-    /// its paths carry alone, shared by its `hop_sharing`.
+    /// A chain's or tree's payload rate of each hop while it fills
+    /// (`FluidSimulation::fill_rates`), and the fabric version it is of.
     hop_fill_rate: Vec<f64>,
+    filled_at: Option<u64>,
     /// Its route and the fabric version it was computed at (a ring's
     /// route crosses every hop's paths: worth keeping).
     routed: Option<(u64, Route)>,
@@ -509,17 +505,7 @@ impl FluidSimulation {
                 .take(run.pipelines.len())
                 .map(|hops| hops.into_iter().map(|h| h.map(|c| c.0)).collect())
                 .collect();
-            let depths: Vec<Vec<u32>> = run.pipelines.iter().map(fill_depths).collect();
-            // Per (NIC, sending, hops deep): network hops of the fills.
-            let mut together: FastMap<(u32, bool, u32), u32> = FastMap::default();
-            let fills = run.pipelines.iter().zip(&mine).zip(&depths).filter(|((plan, _), _)| !plan.waits.is_empty());
-            for ((plan, hops), depth) in fills {
-                for (h, &(src, dst)) in plan.hops.iter().enumerate().filter(|&(h, _)| hops[h].is_some()) {
-                    *together.entry((src, true, depth[h])).or_default() += 1;
-                    *together.entry((dst, false, depth[h])).or_default() += 1;
-                }
-            }
-            for ((plan, hops), depth) in run.pipelines.iter().zip(mine).zip(&depths) {
+            for (plan, hops) in run.pipelines.iter().zip(mine) {
                 // A tree's GPU sends to its parent and its children over
                 // its one intra-host link, one transfer at a time.
                 let mut intra_sends: FastMap<u32, u32> = FastMap::default();
@@ -529,16 +515,6 @@ impl FluidSimulation {
                     }
                 }
                 let sharing = channels * f64::from(intra_sends.values().copied().max().unwrap_or(0));
-                let hop_sharing = if plan.waits.is_empty() {
-                    Vec::new()
-                } else {
-                    (plan.hops.iter().enumerate())
-                        .map(|(h, &(src, dst))| match hops[h] {
-                            Some(_) => together[&(src, true, depth[h])].max(together[&(dst, false, depth[h])]),
-                            None => 1,
-                        })
-                        .collect()
-                };
                 let mut nics: Vec<NodeId> = (hops.iter().flatten())
                     .flat_map(|&c| {
                         let qp = &qps[connections[c as usize][0] as usize];
@@ -561,9 +537,10 @@ impl FluidSimulation {
                         f64::INFINITY
                     },
                     step_latency: Time::ZERO,
-                    hop_sharing,
+                    depth: fill_depths(plan),
                     hop_latency: Vec::new(),
                     hop_fill_rate: Vec::new(),
+                    filled_at: None,
                     started: Time::ZERO,
                     routed: None,
                     nics,
@@ -964,23 +941,17 @@ impl FluidSimulation {
         let mut path = Vec::new();
         let fills = !self.pipelines[r as usize].waits.is_empty();
         let mut hop_latency = Vec::with_capacity(self.pipelines[r as usize].hops.len());
-        let mut hop_alone = Vec::new();
         for h in 0..self.pipelines[r as usize].hops.len() {
             let Some(conn) = self.pipelines[r as usize].hops[h] else {
                 hop_latency.push(self.scenario.intra_host.latency);
-                hop_alone.push(self.scenario.intra_host.rate.0 as f64 / 8.0);
                 continue;
             };
             let count = self.connections[conn as usize].len();
             let mut hop_slowest = Time::ZERO;
-            let mut hop_uses: FastMap<u32, f64> = Default::default();
             for k in 0..count {
                 let route = self.qp_route(self.connections[conn as usize][k]);
                 for &(b, share) in &route.uses {
                     *uses.entry(b).or_default() += share / count as f64;
-                    if fills {
-                        *hop_uses.entry(b).or_default() += share / count as f64;
-                    }
                 }
                 delivered = delivered.min(route.delivered);
                 let latency = self.latency(&route.path);
@@ -991,22 +962,72 @@ impl FluidSimulation {
                 }
             }
             hop_latency.push(hop_slowest);
-            let alone =
-                hop_uses.iter().map(|(&b, &share)| self.capacity[b as usize] / share).fold(f64::INFINITY, f64::min);
-            hop_alone.push(alone);
         }
         let pipeline = &mut self.pipelines[r as usize];
         pipeline.step_latency = chain_step_latency(&hop_latency, pipeline.steps);
         if fills {
             pipeline.hop_latency = hop_latency;
-            let sharing = pipeline.hop_sharing.iter().map(|&n| f64::from(n.max(1)));
-            pipeline.hop_fill_rate = hop_alone.into_iter().zip(sharing).map(|(alone, n)| alone / n).collect();
+            if pipeline.filled_at != Some(self.fabric_version) {
+                let collective = pipeline.collective;
+                self.fill_rates(collective);
+            }
         }
         let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
         uses.sort_unstable_by_key(|&(b, _)| b);
         let route = Route { uses, delivered, path };
         self.pipelines[r as usize].routed = Some((self.fabric_version, route.clone()));
         route
+    }
+
+    /// Each hop's payload rate while collective `c`'s chains or trees
+    /// fill: its paths' capacity shared, on every bundle it crosses, with
+    /// the hops of the collective's pipelines as deep into the fill, which
+    /// send at about the same time (a tree node's hops down to its
+    /// children share its NIC, its children's hops up to it the link into
+    /// it, a chain's hop in every channel its NICs; the two trees of a
+    /// double tree few links). A hop within a host goes at its GPU's
+    /// intra-host rate: a GPU sends its intra-host transfers one at a time.
+    fn fill_rates(&mut self, c: CollectiveId) {
+        let range = self.pipeline_start[c.index()]..self.pipeline_start[c.index() + 1];
+        let fills: Vec<u32> = range.filter(|&r| !self.pipelines[r as usize].waits.is_empty()).collect();
+        let mut hop_uses: Vec<Vec<Vec<(u32, f64)>>> = Vec::with_capacity(fills.len());
+        let mut load: FastMap<(u32, u32), f64> = FastMap::default();
+        for &r in &fills {
+            let mut per_hop = Vec::with_capacity(self.pipelines[r as usize].hops.len());
+            for h in 0..self.pipelines[r as usize].hops.len() {
+                let mut uses: FastMap<u32, f64> = FastMap::default();
+                if let Some(conn) = self.pipelines[r as usize].hops[h] {
+                    let count = self.connections[conn as usize].len();
+                    for k in 0..count {
+                        let route = self.qp_route(self.connections[conn as usize][k]);
+                        for &(b, share) in &route.uses {
+                            *uses.entry(b).or_default() += share / count as f64;
+                        }
+                    }
+                }
+                let depth = self.pipelines[r as usize].depth[h];
+                for (&b, &share) in &uses {
+                    *load.entry((b, depth)).or_default() += share;
+                }
+                per_hop.push(uses.into_iter().collect());
+            }
+            hop_uses.push(per_hop);
+        }
+        let intra = self.scenario.intra_host.rate.0 as f64 / 8.0;
+        for (&r, per_hop) in fills.iter().zip(hop_uses) {
+            let pipeline = &self.pipelines[r as usize];
+            let rates = (per_hop.iter().enumerate())
+                .map(|(h, uses)| match pipeline.hops[h] {
+                    None => intra,
+                    Some(_) => (uses.iter())
+                        .map(|&(b, _)| self.capacity[b as usize] / load[&(b, pipeline.depth[h])])
+                        .fold(f64::INFINITY, f64::min),
+                })
+                .collect();
+            let pipeline = &mut self.pipelines[r as usize];
+            pipeline.hop_fill_rate = rates;
+            pipeline.filled_at = Some(self.fabric_version);
+        }
     }
 
     /// Where QP `qp`'s traffic goes now.
