@@ -110,7 +110,8 @@ pub struct FlowModeConfig {
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
     /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls)
-    /// (tests/fluid.rs).
+    /// (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
+    /// 11-21% longer whole (docs/EXPERIMENTS.md).
     #[serde(default)]
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into
