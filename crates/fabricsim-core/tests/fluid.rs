@@ -209,6 +209,34 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
     }
 }
 
+/// The cases whole pipelines are checked on: bandwidth-bound (64 MB) and
+/// latency-bound (256 KB), ECMP collisions or sprayed by adaptive
+/// switches, and a T0-T1 link down from the start.
+fn pipeline_cases() -> Vec<(&'static str, &'static str, Value)> {
+    let down = json!([{"kind": "link_down", "at": "0us", "port": "t0.p0.0:4"}]);
+    vec![
+        ("64MB", "ecmp", json!([])),
+        ("64MB", "adaptive", json!([])),
+        ("256KB", "ecmp", json!([])),
+        ("256KB", "adaptive", json!([])),
+        ("64MB", "adaptive", down.clone()),
+        ("64MB", "ecmp", down),
+    ]
+}
+
+/// A collective run as transfers (`steps`) and whole agree: the whole run
+/// keeps no transfers, job `job` moves the same bytes over the network,
+/// and its CCT over the transfers' is within `band`.
+fn assert_whole_agrees(steps: &RunOutput, whole: &RunOutput, job: &str, band: std::ops::Range<f64>, case: &str) {
+    assert!(!ints(&steps.transfers, "step").is_empty(), "{case}");
+    assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty(), "{case}");
+    let network = |out: &RunOutput| out.summary["jobs"][job]["network_bytes"].as_u64().unwrap() as f64;
+    let moved = network(whole) / network(steps);
+    assert!((moved - 1.0).abs() < 1e-3, "{case}: whole moves {moved} of the bytes");
+    let ratio = cct(whole) / cct(steps);
+    assert!(band.contains(&ratio), "{case}: whole {} over transfers {}", cct(whole), cct(steps));
+}
+
 /// A hierarchical ring all-reduce of 32 ranks, 8 hosts of 4 GPUs each on
 /// its own rail, 4 channels: a ring inside each host, one per rail across
 /// hosts, one inside each host again.
@@ -242,30 +270,10 @@ fn hierarchical(bytes: &str, forwarding: &str, pipelined: bool, faults: Value) -
 /// is done, and moves every hop of a ring at its slowest hop's rate.
 #[test]
 fn a_whole_hierarchical_all_reduce_agrees_with_its_transfers() {
-    let down = json!([{"kind": "link_down", "at": "0us", "port": "t0.p0.0:4"}]);
-    let cases = [
-        ("64MB", "ecmp", json!([])),
-        ("64MB", "adaptive", json!([])),
-        ("256KB", "ecmp", json!([])),
-        ("256KB", "adaptive", json!([])),
-        ("64MB", "adaptive", down.clone()),
-        ("64MB", "ecmp", down),
-    ];
-    for (bytes, forwarding, faults) in cases {
+    for (bytes, forwarding, faults) in pipeline_cases() {
         let steps = run_flow(hierarchical(bytes, forwarding, false, faults.clone()));
         let whole = run_flow(hierarchical(bytes, forwarding, true, faults.clone()));
-        assert!(!ints(&steps.transfers, "step").is_empty());
-        assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty());
-        let network = |out: &RunOutput| out.summary["jobs"]["ar"]["network_bytes"].as_u64().unwrap() as f64;
-        let moved = network(&whole) / network(&steps);
-        assert!((moved - 1.0).abs() < 1e-3, "{bytes} {forwarding} {faults}: whole moves {moved} of the bytes");
-        let ratio = cct(&whole) / cct(&steps);
-        assert!(
-            (0.97..1.05).contains(&ratio),
-            "{bytes} {forwarding} {faults}: whole {} over transfers {}",
-            cct(&whole),
-            cct(&steps)
-        );
+        assert_whole_agrees(&steps, &whole, "ar", 0.97..1.05, &format!("{bytes} {forwarding} {faults}"));
     }
 }
 
@@ -434,33 +442,19 @@ fn from_one_rank(op: &str, bytes: &str, forwarding: &str, gpus: u32, pipelined: 
 /// timeout.
 #[test]
 fn a_whole_tree_or_chain_agrees_with_its_transfers() {
-    let down = |at: &str| json!([{"kind": "link_down", "at": at, "port": "t0.p0.0:4"}]);
+    let mid_run = ("64MB", "ecmp", json!([{"kind": "link_down", "at": "3ms", "port": "t0.p0.0:4"}]));
     for op in ["all_reduce", "broadcast", "reduce"] {
         for gpus in [1, 4] {
-            let cases = [
-                ("64MB", "ecmp", json!([])),
-                ("64MB", "adaptive", json!([])),
-                ("256KB", "ecmp", json!([])),
-                ("256KB", "adaptive", json!([])),
-                ("64MB", "adaptive", down("0us")),
-                ("64MB", "ecmp", down("0us")),
-                ("64MB", "ecmp", down("3ms")),
-            ];
-            for (bytes, forwarding, faults) in cases {
-                let late_hop = op == "reduce" && gpus == 1 && faults == down("0us") && forwarding == "ecmp";
+            for (bytes, forwarding, faults) in pipeline_cases().into_iter().chain([mid_run.clone()]) {
+                let from_start = faults.as_array().is_some_and(|f| f.iter().any(|f| f["at"] == "0us"));
+                let late_hop = op == "reduce" && gpus == 1 && from_start && forwarding == "ecmp";
                 if (op == "all_reduce" && gpus == 4 && bytes == "256KB" && forwarding == "ecmp") || late_hop {
                     continue;
                 }
                 let steps = run_flow(from_one_rank(op, bytes, forwarding, gpus, false, faults.clone()));
                 let whole = run_flow(from_one_rank(op, bytes, forwarding, gpus, true, faults.clone()));
                 let case = format!("{op}, {gpus} GPUs a host, {bytes} {forwarding} {faults}");
-                assert!(!ints(&steps.transfers, "step").is_empty(), "{case}");
-                assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty(), "{case}");
-                let network = |out: &RunOutput| out.summary["jobs"]["c"]["network_bytes"].as_u64().unwrap() as f64;
-                let moved = network(&whole) / network(&steps);
-                assert!((moved - 1.0).abs() < 1e-3, "{case}: whole moves {moved} of the bytes");
-                let ratio = cct(&whole) / cct(&steps);
-                assert!((0.95..1.05).contains(&ratio), "{case}: whole {} over transfers {}", cct(&whole), cct(&steps));
+                assert_whole_agrees(&steps, &whole, "c", 0.95..1.05, &case);
             }
         }
     }
@@ -476,16 +470,7 @@ fn a_whole_tree_or_chain_agrees_with_its_transfers() {
 /// rail ring once its own host mates' shares arrived.
 #[test]
 fn a_whole_nvls_all_reduce_agrees_with_its_transfers() {
-    let down = json!([{"kind": "link_down", "at": "0us", "port": "t0.p0.0:4"}]);
-    let cases = [
-        ("64MB", "ecmp", json!([])),
-        ("64MB", "adaptive", json!([])),
-        ("256KB", "ecmp", json!([])),
-        ("256KB", "adaptive", json!([])),
-        ("64MB", "adaptive", down.clone()),
-        ("64MB", "ecmp", down),
-    ];
-    for (bytes, forwarding, faults) in cases {
+    for (bytes, forwarding, faults) in pipeline_cases() {
         let nvls = |pipelined: bool| {
             let mut s = hierarchical(bytes, forwarding, pipelined, faults.clone());
             s["jobs"][0]["phases"][0]["collective"] =
@@ -493,13 +478,6 @@ fn a_whole_nvls_all_reduce_agrees_with_its_transfers() {
             run_flow(s)
         };
         let (steps, whole) = (nvls(false), nvls(true));
-        let case = format!("{bytes} {forwarding} {faults}");
-        assert!(!ints(&steps.transfers, "step").is_empty(), "{case}");
-        assert!(whole.transfers.columns.is_empty() || ints(&whole.transfers, "step").is_empty(), "{case}");
-        let network = |out: &RunOutput| out.summary["jobs"]["ar"]["network_bytes"].as_u64().unwrap() as f64;
-        let moved = network(&whole) / network(&steps);
-        assert!((moved - 1.0).abs() < 1e-3, "{case}: whole moves {moved} of the bytes");
-        let ratio = cct(&whole) / cct(&steps);
-        assert!((0.97..1.05).contains(&ratio), "{case}: whole {} over transfers {}", cct(&whole), cct(&steps));
+        assert_whole_agrees(&steps, &whole, "ar", 0.97..1.05, &format!("{bytes} {forwarding} {faults}"));
     }
 }
