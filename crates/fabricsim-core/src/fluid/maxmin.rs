@@ -63,6 +63,11 @@ pub struct Filling {
     users: Vec<u32>,
     frozen: Vec<bool>,
     heap: BinaryHeap<Due>,
+    /// Resources whose users froze at the level being filled, each once:
+    /// their next level is pushed when the level's freezing is done, not
+    /// once per user frozen (the later pushes would make the earlier stale).
+    touched: Vec<u32>,
+    is_touched: Vec<bool>,
 }
 
 impl Filling {
@@ -104,6 +109,9 @@ impl Filling {
         self.frozen.clear();
         self.frozen.resize(demands.len(), false);
         self.heap.clear();
+        self.touched.clear();
+        self.is_touched.clear();
+        self.is_touched.resize(r_count, false);
         for (r, (&cap, &growing)) in capacity.iter().zip(&self.growing).enumerate() {
             if growing > 0.0 {
                 self.heap.push(Due { level: cap.max(0.0) / growing, what: r as u32, version: 0 });
@@ -122,37 +130,46 @@ impl Filling {
             if due.what & (1 << 31) != 0 {
                 let u = !due.what as usize;
                 if !self.frozen[u] {
-                    self.freeze(u, level, capacity, demands, rates);
+                    self.freeze(u, level, demands, rates);
                 }
-                continue;
-            }
-            let r = due.what as usize;
-            if due.version != self.version[r] {
-                continue;
-            }
-            for i in self.start[r]..self.start[r + 1] {
-                let u = self.users[i as usize] as usize;
-                if !self.frozen[u] {
-                    self.freeze(u, level, capacity, demands, rates);
+            } else {
+                let r = due.what as usize;
+                if due.version != self.version[r] {
+                    continue;
+                }
+                for i in self.start[r]..self.start[r + 1] {
+                    let u = self.users[i as usize] as usize;
+                    if !self.frozen[u] {
+                        self.freeze(u, level, demands, rates);
+                    }
                 }
             }
+            for k in 0..self.touched.len() {
+                let r = self.touched[k] as usize;
+                self.is_touched[r] = false;
+                self.version[r] += 1;
+                if self.growing[r] > 0.0 {
+                    let left = (capacity[r] - self.frozen_load[r]).max(0.0);
+                    let fills_at = (left / self.growing[r]).max(level);
+                    self.heap.push(Due { level: fills_at, what: r as u32, version: self.version[r] });
+                }
+            }
+            self.touched.clear();
         }
     }
 
-    fn freeze(&mut self, u: usize, level: f64, capacity: &[f64], demands: &[Demand<'_>], rates: &mut [f64]) {
+    fn freeze(&mut self, u: usize, level: f64, demands: &[Demand<'_>], rates: &mut [f64]) {
         self.frozen[u] = true;
         rates[u] = level;
         for &(r, c) in demands[u].uses {
             let r = r as usize;
             self.frozen_load[r] += c * level;
             self.growing[r] -= c;
-            self.version[r] += 1;
-            if self.growing[r] > EMPTY * self.first_growing[r] {
-                let left = (capacity[r] - self.frozen_load[r]).max(0.0);
-                let fills_at = (left / self.growing[r]).max(level);
-                self.heap.push(Due { level: fills_at, what: r as u32, version: self.version[r] });
-            } else {
+            if self.growing[r] <= EMPTY * self.first_growing[r] {
                 self.growing[r] = 0.0;
+            }
+            if !std::mem::replace(&mut self.is_touched[r], true) {
+                self.touched.push(r as u32);
             }
         }
     }

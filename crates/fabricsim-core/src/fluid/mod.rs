@@ -27,6 +27,7 @@
 //! summary's `flow_mode_ignores`, and one that needs it is refused.
 
 mod exchange;
+mod fairness;
 mod maxmin;
 mod paths;
 mod report;
@@ -36,6 +37,7 @@ mod work;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use fairness::FairRates;
 pub use maxmin::{Demand, Filling};
 pub use paths::Placement;
 use paths::{Bundles, Fabric, Route, SprayCache};
@@ -298,6 +300,10 @@ struct Stream {
     rate: f64,
     cap: f64,
     route: Route,
+    /// While flowing, where each of its route's uses has it in that
+    /// bundle's users: leaving is then a swap per bundle, not a search of
+    /// lists thousands long (a spine's under a large collective).
+    places: Vec<u32>,
     /// When `left` was last brought up to date.
     updated: Time,
     /// Bumped whenever its rate changes: older finish events are stale.
@@ -398,8 +404,9 @@ pub struct FluidSimulation {
     free_streams: Vec<u32>,
     /// Each QP's streams in the order posted; the first is sending.
     qp_queue: Vec<std::collections::VecDeque<u32>>,
-    /// Flowing streams of each bundle.
-    users: Vec<Vec<u32>>,
+    /// Flowing streams of each bundle, each with the index of the bundle
+    /// in its route's uses (`Stream::places` holds the way back).
+    users: Vec<Vec<(u32, u32)>>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
     reroute: bool,
@@ -417,7 +424,7 @@ pub struct FluidSimulation {
     reconverge_due: [Time; 2],
     /// Scratch: streams already in the component being gathered.
     seen: Vec<bool>,
-    solver: Filling,
+    fairness: FairRates,
     faults: Vec<(Time, FaultAction)>,
     events: EventQueue<Event>,
     work_left: usize,
@@ -650,7 +657,7 @@ impl FluidSimulation {
             refresh: false,
             reconverge_due: [Time::MAX; 2],
             seen: Vec::new(),
-            solver: Filling::default(),
+            fairness: FairRates::default(),
             faults,
             events,
             end: Time::MAX,
@@ -1095,6 +1102,7 @@ impl FluidSimulation {
             rate: 0.0,
             cap,
             route: Route::default(),
+            places: Vec::new(),
             updated: now,
             epoch: 0,
             started: false,
@@ -1239,10 +1247,15 @@ impl FluidSimulation {
             self.set_rate(s, self.streams[s as usize].cap);
             return;
         }
+        let mut places = std::mem::take(&mut self.streams[s as usize].places);
+        places.clear();
+        for (i, &(b, _)) in self.streams[s as usize].route.uses.iter().enumerate() {
+            places.push(self.users[b as usize].len() as u32);
+            self.users[b as usize].push((s, i as u32));
+        }
+        self.streams[s as usize].places = places;
         for i in 0..self.streams[s as usize].route.uses.len() {
-            let b = self.streams[s as usize].route.uses[i].0;
-            self.users[b as usize].push(s);
-            self.mark(b);
+            self.mark(self.streams[s as usize].route.uses[i].0);
         }
     }
 
@@ -1254,9 +1267,11 @@ impl FluidSimulation {
         self.streams[s as usize].epoch += 1;
         for i in 0..self.streams[s as usize].route.uses.len() {
             let b = self.streams[s as usize].route.uses[i].0;
+            let place = self.streams[s as usize].places[i];
             let list = &mut self.users[b as usize];
-            if let Some(k) = list.iter().position(|&x| x == s) {
-                list.swap_remove(k);
+            list.swap_remove(place as usize);
+            if let Some(&(moved, use_index)) = list.get(place as usize) {
+                self.streams[moved as usize].places[use_index as usize] = place;
             }
             self.mark(b);
         }
@@ -1370,7 +1385,7 @@ impl FluidSimulation {
             let b = bundles[i] as usize;
             i += 1;
             for k in 0..self.users[b].len() {
-                let s = self.users[b][k];
+                let s = self.users[b][k].0;
                 if std::mem::replace(&mut self.seen[s as usize], true) {
                     continue;
                 }
@@ -1393,7 +1408,7 @@ impl FluidSimulation {
         bundles.sort_unstable();
         let users: Vec<(&[(u32, f64)], f64)> =
             streams.iter().map(|&s| (&self.streams[s as usize].route.uses[..], self.streams[s as usize].cap)).collect();
-        let rates = fair_rates(&mut self.solver, &self.capacity, &bundles, &users);
+        let rates = self.fairness.solve(&self.capacity, &bundles, &users);
         for (&s, &rate) in streams.iter().zip(&rates) {
             self.set_rate(s, rate);
         }
@@ -1532,19 +1547,6 @@ fn fill_depths(plan: &crate::workload::program::PipelinePlan) -> Vec<u32> {
         depth[h] = plan.waits[h].iter().map(|&w| depth[w as usize] + 1).max().unwrap_or(0);
     }
     depth
-}
-
-/// Max-min fair rates of `users` (each the bundles it crosses with its
-/// share there, and its cap) over `bundles`, sorted, every one they cross.
-fn fair_rates(solver: &mut Filling, capacity: &[f64], bundles: &[u32], users: &[(&[(u32, f64)], f64)]) -> Vec<f64> {
-    let local = |b: u32| bundles.binary_search(&b).expect("every bundle crossed is given") as u32;
-    let uses: Vec<Vec<(u32, f64)>> =
-        users.iter().map(|(uses, _)| uses.iter().map(|&(b, share)| (local(b), share)).collect()).collect();
-    let demands: Vec<Demand> = users.iter().zip(&uses).map(|(&(_, cap), uses)| Demand { cap, uses }).collect();
-    let capacity: Vec<f64> = bundles.iter().map(|&b| capacity[b as usize]).collect();
-    let mut rates = Vec::new();
-    solver.solve(&capacity, &demands, &mut rates);
-    rates
 }
 
 /// Which collectives the scenario runs whole (`flow_mode.collectives:

@@ -227,7 +227,9 @@ pub fn sprayed(
     dst: NodeId,
 ) -> Route {
     let mut route = Route::default();
-    let mut uses: FastMap<u32, f64> = FastMap::default();
+    // (bundle, share) as they come, summed per bundle at the end: cheaper
+    // than a map for the hundred-odd bundles of a route over many planes.
+    let mut uses: Vec<(u32, f64)> = Vec::new();
     let mut hops = Vec::new();
     for &(port, share) in first {
         if route.path.is_empty() {
@@ -236,7 +238,7 @@ pub fn sprayed(
         if !fabric.alive[port.0 as usize] {
             continue;
         }
-        *uses.entry(fabric.bundles.of_port[port.0 as usize]).or_default() += share;
+        uses.push((fabric.bundles.of_port[port.0 as usize], share));
         let tor = fabric.routing.peer(port);
         if tor == dst {
             route.delivered += share;
@@ -248,9 +250,7 @@ pub fn sprayed(
         if route.path.len() == 1 {
             route.path.extend_from_slice(path);
         }
-        for &(b, s) in from_switch {
-            *uses.entry(b).or_default() += s * share;
-        }
+        uses.extend(from_switch.iter().map(|&(b, s)| (b, s * share)));
         // The last hop, from a switch attached to the destination.
         for &(sw, mass) in arrivals {
             fabric.routing.next_hops(sw, dst, fabric.view, &mut hops);
@@ -261,15 +261,29 @@ pub fn sprayed(
             for &h in &hops {
                 let s = share * mass * fabric.rate[h.0 as usize] as f64 / total as f64;
                 if fabric.alive[h.0 as usize] {
-                    *uses.entry(fabric.bundles.of_port[h.0 as usize]).or_default() += s;
+                    uses.push((fabric.bundles.of_port[h.0 as usize], s));
                     route.delivered += s;
                 }
             }
         }
     }
-    route.uses = uses.into_iter().filter(|&(_, s)| s > 0.0).collect();
-    route.uses.sort_unstable_by_key(|&(b, _)| b);
+    route.uses = summed_by_bundle(uses);
+    route.uses.retain(|&(_, s)| s > 0.0);
     route
+}
+
+/// `pairs` summed per bundle, sorted by bundle: each bundle's shares added
+/// in the order they came.
+fn summed_by_bundle(mut pairs: Vec<(u32, f64)>) -> Vec<(u32, f64)> {
+    pairs.sort_by_key(|&(b, _)| b);
+    let mut summed: Vec<(u32, f64)> = Vec::with_capacity(pairs.len());
+    for (b, share) in pairs {
+        match summed.last_mut() {
+            Some(last) if last.0 == b => last.1 += share,
+            _ => summed.push((b, 0.0 + share)),
+        }
+    }
+    summed
 }
 
 /// A unit of traffic from switch `from` toward NIC `dst` (of `class`),

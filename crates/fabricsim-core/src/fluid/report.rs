@@ -158,7 +158,7 @@ impl FluidSimulation {
             .zip(&routes)
             .map(|(r, route)| (&route.uses[..], self.pipelines[r as usize].intra_cap))
             .collect();
-        let rates = super::fair_rates(&mut self.solver, &self.capacity, &bundles, &users);
+        let rates = self.fairness.solve(&self.capacity, &bundles, &users);
         (first..end)
             .zip(rates.iter().zip(&routes))
             .map(|(r, (&rate, route))| {
@@ -312,6 +312,8 @@ impl FluidSimulation {
             "sim_time_s": now.as_secs_f64(),
             "events": self.events.executed(),
             "rate_computations": self.recomputes,
+            // Of which answered by a problem solved before (`FairRates`).
+            "rate_computations_recognised": self.fairness.recognised,
             "stream_rate_updates": self.rate_updates,
             "streams": self.posted_streams,
             "stream_slots": self.streams.len(),
