@@ -209,6 +209,59 @@ fn a_pipelined_ring_agrees_with_its_transfers() {
     }
 }
 
+/// The calibration's two-channel ring all-reduce (2 MB over 16 ranks of a
+/// radix-8 Clos, consecutive ranks under different ToRs: 62.5 KB a
+/// channel's step, latency-bound) under Spectrum-X or MRC.
+fn drifting_ring(design: &str, mode: &str, phases: &str) -> Value {
+    let mut scenario = json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps",
+            "link_delay": "1us", "switch_latency": "500ns"},
+        "mode": mode,
+        "flow_mode": {"collectives": "pipelined", "channel_phases": phases},
+        "jobs": [{"name": "ring", "ranks": 16, "placement": "cross_t1",
+            "phases": [{"name": "ar", "collective": {"op": "all_reduce", "algorithm": "ring", "bytes": "2MB"}}]}],
+    });
+    let settings = match design {
+        "spx" => json!({"planes": 2, "switch": {"forwarding": "adaptive"}, "transport": {"kind": "spx"}}),
+        _ => json!({"planes": 4, "switch": {"forwarding": "srv6", "pfc": {"enabled": false},
+            "trimming": {"enabled": true}, "ecn": {"last_hop": false}}, "transport": {"kind": "mrc"}}),
+    };
+    scenario["topology"]["planes"] = settings["planes"].clone();
+    scenario["switch"] = settings["switch"].clone();
+    scenario["transport"] = settings["transport"].clone();
+    scenario
+}
+
+/// The packet model's ring channels drift apart, one sending while the
+/// other's data is on its way: a whole ring whose channels' phases are
+/// independent takes within 3% of the packet model's time, where in
+/// lockstep it is 9-16% slower (Spectrum-X 302.7 us, lockstep 349.7,
+/// independent 301.0; MRC 246.3, 273.2, 242.8).
+#[test]
+fn a_whole_rings_independent_channels_drift_as_the_packet_models_do() {
+    for design in ["spx", "mrc"] {
+        let scenario = Scenario::from_json(&drifting_ring(design, "packet", "lockstep").to_string()).unwrap();
+        let packet = cct(&fabricsim_core::Simulation::new(scenario).unwrap().run(&mut |_| true));
+        let lockstep = cct(&run_flow(drifting_ring(design, "flow", "lockstep"))) / packet;
+        let independent = cct(&run_flow(drifting_ring(design, "flow", "independent"))) / packet;
+        assert!(lockstep > 1.08, "{design}: lockstep {lockstep} of the packet model");
+        assert!((0.97..1.03).contains(&independent), "{design}: independent {independent} of the packet model");
+    }
+}
+
+/// Independent phases are modelled only for rings run whole: a ring of
+/// transfers starts its channels together, and asking for them there is
+/// refused by name.
+#[test]
+fn independent_channels_need_whole_rings() {
+    let mut scenario = drifting_ring("spx", "flow", "independent");
+    scenario["flow_mode"]["collectives"] = json!("transfers");
+    let scenario = Scenario::from_json(&scenario.to_string()).unwrap();
+    let mut setup = Setup { available_memory: None, keep_going: None };
+    let err = FluidSimulation::new_within(scenario, &mut setup).err().expect("refused").to_string();
+    assert!(err.starts_with("flow_mode.channel_phases:"), "{err}");
+}
+
 /// The cases whole pipelines are checked on: bandwidth-bound (64 MB) and
 /// latency-bound (256 KB), ECMP collisions or sprayed by adaptive
 /// switches, and a T0-T1 link down from the start.

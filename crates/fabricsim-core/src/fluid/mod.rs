@@ -126,6 +126,29 @@ pub struct FlowModeConfig {
     /// given up on.
     #[serde(default)]
     pub partial_loss: PartialLoss,
+    /// How a whole ring's channels sending from the same NICs fall in time
+    /// (with `collectives: pipelined`): `lockstep`, every channel's step at
+    /// once, sharing the NIC evenly and then all waiting out the step's
+    /// latency together, as the flow model's symmetry makes them (the
+    /// default); or `independent`, each channel's phase independent of the
+    /// others', so that a channel's slice goes out alone, or beside
+    /// another's, as often as the others happen to be sending
+    /// (`PipelineRun::ring_tail`). The packet model's channels drift apart:
+    /// at 128 NICs a whole ring in lockstep takes 1.10 (MRC) and 1.17
+    /// (Spectrum-X) of the packet model's time, with independent phases
+    /// 0.97-1.00 (seeds 1-3; docs/EXPERIMENTS.md). Only rings run whole
+    /// model it: a ring of transfers starts its channels together.
+    #[serde(default)]
+    pub channel_phases: ChannelPhases,
+}
+
+/// How a whole ring's channels fall in time (`flow_mode.channel_phases`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelPhases {
+    #[default]
+    Lockstep,
+    Independent,
 }
 
 /// What the flow model does with a stream that loses part of its traffic
@@ -202,6 +225,10 @@ struct PipelineRun {
     intra_cap: f64,
     /// A ring's step latency (`chain_step_latency`), as routed now.
     step_latency: Time,
+    /// A ring's channels that send from its busiest NIC, itself included,
+    /// each in its own phase (`flow_mode.channel_phases: independent`); 1
+    /// in lockstep.
+    independent_channels: u32,
     /// Per hop of a chain or tree, how many hops it waits behind: hops as
     /// deep into the fill send at about the same time.
     depth: Vec<u32>,
@@ -245,12 +272,27 @@ impl PipelineRun {
     /// than one slice's way around (`step_latency` after its
     /// serialization) leaves the hop idle for the difference, and the last
     /// step's data still has to arrive.
+    ///
+    /// `rate` is the ring's share beside its `independent_channels` - 1
+    /// companions on their NIC: alone there it would go that many times
+    /// faster. In lockstep (one channel counted) a step is the longer of
+    /// its segment at `rate` and its latency plus a slice at `rate`. With
+    /// independent phases a channel shares the NIC, while it sends, with
+    /// as many companions as are sending at a random instant
+    /// (`sharing_while_sending`), so its slice goes out faster and the
+    /// step shrinks, to no less than all the channels' segments back to
+    /// back.
     fn ring_tail(&self, rate: f64) -> Time {
         if rate <= 0.0 || self.steps == 0 {
             return self.step_latency;
         }
-        let slice = self.slice.min(self.segment) as f64;
-        let idle = self.step_latency.as_secs_f64() + slice / rate - self.segment as f64 / rate;
+        let latency = self.step_latency.as_secs_f64();
+        let channels = f64::from(self.independent_channels);
+        let alone = channels * rate;
+        let (segment, slice) = (self.segment as f64 / alone, self.slice.min(self.segment) as f64 / alone);
+        let sharing = sharing_while_sending(latency, segment, slice, channels);
+        let step = (segment * sharing).max(latency + slice * sharing);
+        let idle = step - self.segment as f64 / rate;
         Time::from_secs_f64(idle.max(0.0) * f64::from(self.steps - 1)) + self.step_latency
     }
 
@@ -545,6 +587,7 @@ impl FluidSimulation {
                         f64::INFINITY
                     },
                     step_latency: Time::ZERO,
+                    independent_channels: 1,
                     depth: fill_depths(plan),
                     hop_latency: Vec::new(),
                     hop_fill_rate: Vec::new(),
@@ -553,6 +596,10 @@ impl FluidSimulation {
                     routed: None,
                     nics,
                 });
+            }
+            let built = pipeline_start[pipeline_start.len() - 1] as usize..pipelines.len();
+            if scenario.flow_mode.channel_phases == ChannelPhases::Independent {
+                count_independent_channels(&mut pipelines[built]);
             }
             pipeline_start.push(pipelines.len() as u32);
         }
@@ -1540,6 +1587,32 @@ fn chain_step_latency(hop_latency: &[Time], steps: u32) -> Time {
     Time((laps * total + largest).div_ceil(steps as u64))
 }
 
+/// How many channels, on average, share a ring channel's NIC while it
+/// sends (itself included), when `channels` rings' phases are independent:
+/// each sends its segment (`segment` seconds alone) and waits `latency`
+/// plus a slice (`slice` seconds alone) a step, so it is sending for the
+/// fraction `p = segment x / step` of its step, where the sharing is
+/// `x = 1 + (channels - 1) p` and the step `max(segment x, latency +
+/// slice x)`. Latency-bound, `x` is the positive root of
+/// `slice x^2 + (latency - slice - (channels - 1) segment) x - latency`;
+/// bandwidth-bound, every channel always sends and `x` is `channels`. One
+/// channel: 1.
+fn sharing_while_sending(latency: f64, segment: f64, slice: f64, channels: f64) -> f64 {
+    if channels <= 1.0 || slice <= 0.0 {
+        return channels.max(1.0);
+    }
+    let b = latency - slice - (channels - 1.0) * segment;
+    let root = (b * b + 4.0 * slice * latency).sqrt();
+    // The two forms of the root, each where it does not cancel.
+    let x = if b >= 0.0 { 2.0 * latency / (b + root) } else { (root - b) / (2.0 * slice) };
+    let x = x.clamp(1.0, channels);
+    if segment * x >= latency + slice * x {
+        channels
+    } else {
+        x
+    }
+}
+
 /// How many hops of `plan` each hop waits behind (none for a ring).
 fn fill_depths(plan: &crate::workload::program::PipelinePlan) -> Vec<u32> {
     let mut depth = vec![0u32; plan.waits.len()];
@@ -1635,6 +1708,14 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
     if let Some(i) = s.faults.iter().position(lossy) {
         return no(&format!("faults[{i}]"), "random packet loss");
     }
+    if s.flow_mode.channel_phases == ChannelPhases::Independent && s.flow_mode.collectives != CollectiveModel::Pipelined
+    {
+        return invalid(
+            "flow_mode.channel_phases",
+            "independent is modelled for rings run whole: set flow_mode.collectives: pipelined (a ring run as \
+             transfers starts its channels together)",
+        );
+    }
     let mut ignored = Vec::new();
     if s.switch.pfc.enabled {
         ignored.push("switch.pfc: PFC pauses (no queues in the flow model)");
@@ -1648,9 +1729,58 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
     Ok(ignored)
 }
 
+/// Each ring of one collective's pipelines (`runs`) counts the rings of
+/// its stage sending from its busiest NIC, itself included: the channels
+/// whose phases are independent of its own.
+fn count_independent_channels(runs: &mut [PipelineRun]) {
+    let mut on_nic: FastMap<(u32, NodeId), u32> = FastMap::default();
+    let is_ring = |run: &PipelineRun| run.waits.is_empty();
+    for run in runs.iter().filter(|r| is_ring(r)) {
+        for &nic in &run.nics {
+            *on_nic.entry((run.first_step, nic)).or_default() += 1;
+        }
+    }
+    for run in runs.iter_mut().filter(|r| is_ring(r)) {
+        run.independent_channels = run.nics.iter().map(|&nic| on_nic[&(run.first_step, nic)]).max().unwrap_or(1);
+    }
+}
+
 /// Refuses a flow-model run that cannot fit, before anything grows with
 /// the scenario but the graph.
 fn check_memory(scenario: &Scenario, topo: &Topology, setup: &Setup<'_>) -> Result<(), ScenarioError> {
     let (budget, source) = setup.memory_budget(scenario);
     crate::sim::footprint::of_flow_model(scenario, topo)?.check(budget, source)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sharing_while_sending;
+
+    /// The sharing is the fixed point it is defined by: a channel sending
+    /// for `segment x` of a step of `max(segment x, latency + slice x)`
+    /// shares with `1 + (channels - 1)` times that fraction; one channel
+    /// shares with none, a bandwidth-bound ring with every channel, and
+    /// latency makes overlap rarer.
+    #[test]
+    fn channels_share_as_often_as_the_others_happen_to_send() {
+        for channels in [2.0, 3.0, 4.0, 16.0] {
+            for latency in [0.0, 0.1, 1.0, 6.5, 100.0] {
+                for (segment, slice) in [(1.0, 1.0), (1.3, 1.3), (4.0, 1.0), (1.0, 0.25)] {
+                    let x = sharing_while_sending(latency, segment, slice, channels);
+                    assert!((1.0..=channels).contains(&x), "{x}");
+                    let step = (segment * x).max(latency + slice * x);
+                    let fixed = 1.0 + (channels - 1.0) * (segment * x / step).min(1.0);
+                    assert!(
+                        (x - fixed).abs() < 1e-9 * channels,
+                        "{channels} {latency} {segment} {slice}: {x} vs {fixed}"
+                    );
+                }
+            }
+        }
+        assert_eq!(sharing_while_sending(6.5, 1.3, 1.3, 1.0), 1.0);
+        assert_eq!(sharing_while_sending(0.0, 1.0, 1.0, 2.0), 2.0);
+        // Two channels, 1 us a segment, 5 us of latency: x^2 + 3x - 5 = 0.
+        assert!((sharing_while_sending(5.0, 1.0, 1.0, 2.0) - (29f64.sqrt() - 3.0) / 2.0).abs() < 1e-12);
+        assert!(sharing_while_sending(100.0, 1.0, 1.0, 2.0) < sharing_while_sending(1.0, 1.0, 1.0, 2.0));
+    }
 }
