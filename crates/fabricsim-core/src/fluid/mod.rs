@@ -113,7 +113,11 @@ pub struct FlowModeConfig {
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
     /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls)
     /// (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
-    /// 11-21% longer whole (docs/EXPERIMENTS.md).
+    /// 11-21% longer whole, and under ECMP a 16 MB ring of 128 or 1,024
+    /// ranks 21% or 32% longer: a hop that hashed onto a shared uplink is
+    /// charged a step's latency on top of its slow sending, where its
+    /// transfers' data from the hop before arrives while it is still busy
+    /// (docs/EXPERIMENTS.md).
     #[serde(default)]
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into
