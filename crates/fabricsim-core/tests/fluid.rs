@@ -294,19 +294,28 @@ fn assert_whole_agrees(steps: &RunOutput, whole: &RunOutput, job: &str, band: st
 /// its own rail, 4 channels: a ring inside each host, one per rail across
 /// hosts, one inside each host again.
 fn hierarchical(bytes: &str, forwarding: &str, pipelined: bool, faults: Value) -> Value {
+    let mut scenario = hosts_of_gpus(4, 4, forwarding, pipelined, faults);
+    scenario["jobs"] = json!([{"name": "ar", "ranks": 32, "placement": "contiguous",
+        "phases": [{"name": "ar", "collective":
+            {"op": "all_reduce", "bytes": bytes, "channels": 4, "hierarchical": true}}]}]);
+    scenario
+}
+
+/// A radix-8 Clos of hosts of `gpus` GPUs (rail-optimized when more than
+/// one), RoCE with one QP, a 900 Gb/s link inside each host, the
+/// transfers table kept: the fabric of the whole-collective checks, its
+/// job to be added.
+fn hosts_of_gpus(seed: u64, gpus: u32, forwarding: &str, pipelined: bool, faults: Value) -> Value {
     json!({
-        "seed": 4,
+        "seed": seed,
         "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps",
-            "nics_per_host": 4, "rail_optimized": true},
+            "nics_per_host": gpus, "rail_optimized": gpus > 1},
         "switch": {"forwarding": forwarding},
         "transport": {"kind": "rocev2", "qps": 1},
         "intra_host": {"rate": "900Gbps", "latency": "1us"},
         "flow_mode": {"collectives": if pipelined { "pipelined" } else { "transfers" }},
         "faults": faults,
         "telemetry": {"transfers": true},
-        "jobs": [{"name": "ar", "ranks": 32, "placement": "contiguous",
-            "phases": [{"name": "ar", "collective":
-                {"op": "all_reduce", "bytes": bytes, "channels": 4, "hierarchical": true}}]}],
     })
 }
 
@@ -463,20 +472,11 @@ fn a_whole_ring_stalls_until_its_nic_converges() {
 /// reduce on a radix-8 Clos, one NIC per host, or four GPUs per host.
 fn from_one_rank(op: &str, bytes: &str, forwarding: &str, gpus: u32, pipelined: bool, faults: Value) -> Value {
     let algorithm = if op == "all_reduce" { "tree" } else { "ring" };
-    json!({
-        "seed": 6,
-        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps",
-            "nics_per_host": gpus, "rail_optimized": gpus > 1},
-        "switch": {"forwarding": forwarding},
-        "transport": {"kind": "rocev2", "qps": 1},
-        "intra_host": {"rate": "900Gbps", "latency": "1us"},
-        "flow_mode": {"collectives": if pipelined { "pipelined" } else { "transfers" }},
-        "faults": faults,
-        "telemetry": {"transfers": true},
-        "jobs": [{"name": "c", "ranks": 16, "placement": "contiguous",
-            "phases": [{"name": "c", "collective":
-                {"op": op, "bytes": bytes, "channels": 2, "algorithm": algorithm, "root": 3}}]}],
-    })
+    let mut scenario = hosts_of_gpus(6, gpus, forwarding, pipelined, faults);
+    scenario["jobs"] = json!([{"name": "c", "ranks": 16, "placement": "contiguous",
+        "phases": [{"name": "c", "collective":
+            {"op": op, "bytes": bytes, "channels": 2, "algorithm": algorithm, "root": 3}}]}]);
+    scenario
 }
 
 /// A tree all-reduce, broadcast or reduce run whole (each channel's tree

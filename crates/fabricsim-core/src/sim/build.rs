@@ -261,13 +261,15 @@ pub(crate) fn transfer_connections(
             }
             opened.transfer.push(open(t.src_rank, t.dst_rank, t.channel));
         }
-        for ring in &run.pipelines {
+        for pipeline in &run.pipelines {
             let before = asked;
-            asked += ring.hops.len();
+            asked += pipeline.hops.len();
             if before / ASK_EVERY != asked / ASK_EVERY && !setup.goes_on() {
                 return None;
             }
-            opened.pipeline_hops.push(ring.hops.iter().map(|&(src, dst)| open(src, dst, ring.channel)).collect());
+            opened
+                .pipeline_hops
+                .push(pipeline.hops.iter().map(|&(src, dst)| open(src, dst, pipeline.channel)).collect());
         }
     }
     Some(opened)

@@ -81,7 +81,7 @@ pub struct CollectiveRun {
 /// transfers: the flow model's pipelined collectives.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Whole {
-    /// A collective made of rings (`CollectiveSpec::runs_as_pipelines`).
+    /// A collective made of pipelines (`CollectiveSpec::runs_as_pipelines`).
     pub pipelines: bool,
     /// An all-to-all of equal messages with every peer at once
     /// (`CollectiveSpec::is_plain_all_to_all`).
