@@ -262,6 +262,28 @@ fn independent_channels_need_whole_rings() {
     assert!(err.starts_with("flow_mode.channel_phases:"), "{err}");
 }
 
+/// The calibration's ring (16 MB over 128 NICs, consecutive ranks under
+/// different ToRs) under ECMP: a few hops hash onto a shared uplink and send
+/// their segments back to back, while the ring's other hops, faster, wait
+/// for them. Whole, each hop passes a slice on at its own rate; charged
+/// the slowest hop's rate, every step waited out the latency on top (1.21
+/// of the transfers).
+#[test]
+fn a_whole_ring_with_collided_hops_agrees_with_its_transfers() {
+    let ring = |pipelined: bool| {
+        json!({
+            "seed": 1,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 16, "link_rate": "100Gbps",
+                "link_delay": "1us", "switch_latency": "500ns"},
+            "flow_mode": {"collectives": if pipelined { "pipelined" } else { "transfers" }},
+            "jobs": [{"name": "ring", "ranks": 128, "placement": "cross_t1",
+                "phases": [{"name": "ar", "collective": {"op": "all_reduce", "algorithm": "ring", "bytes": "16MB"}}]}],
+        })
+    };
+    let ratio = cct(&run_flow(ring(true))) / cct(&run_flow(ring(false)));
+    assert!((ratio - 1.0).abs() < 0.01, "whole over transfers {ratio}");
+}
+
 /// The cases whole pipelines are checked on: bandwidth-bound (64 MB) and
 /// latency-bound (256 KB), ECMP collisions or sprayed by adaptive
 /// switches, and a T0-T1 link down from the start.
@@ -532,5 +554,26 @@ fn a_whole_nvls_all_reduce_agrees_with_its_transfers() {
         };
         let (steps, whole) = (nvls(false), nvls(true));
         assert_whole_agrees(&steps, &whole, "ar", 0.97..1.05, &format!("{bytes} {forwarding} {faults}"));
+    }
+}
+
+/// A ring whose hops are sprayed by adaptive switches, a ToR-spine link
+/// dead and the control plane unaware: every hop into that ToR loses what
+/// it sprays through the spine (`partial_loss: deliver`). Run whole, the
+/// ring loses what its transfers lose: a lossy hop holds up the slice
+/// that passes it once a lap, not at every step (charged at every step,
+/// 64 KB took 1.026 of its transfers).
+#[test]
+fn a_whole_ring_with_a_lossy_hop_agrees_with_its_transfers() {
+    for bytes in ["64KB", "64MB"] {
+        let lossy = |pipelined: bool| {
+            let mut scenario = ring(bytes, "adaptive", pipelined);
+            scenario["flow_mode"]["partial_loss"] = json!("deliver");
+            scenario["faults"] =
+                json!([{"kind": "random_links_down", "at": "0ns", "count": 2, "control_plane": false}]);
+            cct(&run_flow(scenario))
+        };
+        let ratio = lossy(true) / lossy(false);
+        assert!((0.99..1.01).contains(&ratio), "{bytes}: whole over transfers {ratio}");
     }
 }

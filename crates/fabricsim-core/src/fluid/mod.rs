@@ -113,10 +113,9 @@ pub struct FlowModeConfig {
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
     /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls)
     /// (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
-    /// 11-21% longer whole, and under ECMP a 16 MB ring of 128 or 1,024
-    /// ranks 21% or 32% longer: a hop that hashed onto a shared uplink is
-    /// charged a step's latency on top of its slow sending, where its
-    /// transfers' data from the hop before arrives while it is still busy
+    /// 11-21% longer whole, and under ECMP a 16 MB ring of 1,024 ranks on
+    /// three tiers 12% longer: latency-bound, the transfers of hops that
+    /// share a link drift apart, where whole they all send at once
     /// (docs/EXPERIMENTS.md).
     #[serde(default)]
     pub collectives: CollectiveModel,
@@ -236,10 +235,10 @@ struct PipelineRun {
     /// Per hop of a chain or tree, how many hops it waits behind: hops as
     /// deep into the fill send at about the same time.
     depth: Vec<u32>,
-    /// A chain's or tree's one-packet latency of each hop, as routed now.
+    /// The one-packet latency of each hop, as routed now.
     hop_latency: Vec<Time>,
-    /// A chain's or tree's payload rate of each hop while it fills
-    /// (`FluidSimulation::fill_rates`), and the fabric version it is of.
+    /// Each hop's goodput while it sends (`FluidSimulation::fill_rates`),
+    /// and the fabric version it is of.
     hop_fill_rate: Vec<f64>,
     filled_at: Option<u64>,
     /// Its route and the fabric version it was computed at (a ring's
@@ -262,12 +261,13 @@ impl PipelineRun {
         self.hops.iter().flatten().count() as u64
     }
 
-    /// What the pipeline takes beyond its bytes at `rate`.
-    fn tail(&self, rate: f64) -> Time {
+    /// What the pipeline takes beyond its bytes at `average` (over its
+    /// run, stalls included), having moved at `while_moving` when it moved.
+    fn tail(&self, average: f64, while_moving: f64) -> Time {
         if self.waits.is_empty() {
-            self.ring_tail(rate)
+            self.ring_tail(while_moving)
         } else {
-            self.fill(rate)
+            self.fill(average)
         }
     }
 
@@ -295,9 +295,29 @@ impl PipelineRun {
         let alone = channels * rate;
         let (segment, slice) = (self.segment as f64 / alone, self.slice.min(self.segment) as f64 / alone);
         let sharing = sharing_while_sending(latency, segment, slice, channels);
-        let step = (segment * sharing).max(latency + slice * sharing);
+        let step = (segment * sharing).max(self.slice_around(rate, sharing / channels));
         let idle = step - self.segment as f64 / rate;
         Time::from_secs_f64(idle.max(0.0) * f64::from(self.steps - 1)) + self.step_latency
+    }
+
+    /// How long a slice takes to come around the ring, per step: each hop
+    /// passes it on after its latency and the slice's time at its own rate
+    /// (`hop_fill_rate`, no less than the ring's `rate`), times `sharing`
+    /// (how many of the ring's `rate`s it shares while sending, over the
+    /// channels); averaged as the step's latency is (`chain_step_latency`).
+    /// A hop slowed by a shared link thus sends its segments back to back
+    /// while the ring's others wait for it, rather than waiting out every
+    /// step's latency on top, as it does when the ring is cut into
+    /// transfers.
+    fn slice_around(&self, rate: f64, sharing: f64) -> f64 {
+        let slice = self.slice.min(self.segment) as f64 * sharing;
+        let hop_time: Vec<Time> = (self.hop_latency.iter().enumerate())
+            .map(|(h, &latency)| {
+                let moving = self.hop_fill_rate.get(h).copied().unwrap_or(rate).max(rate);
+                latency + Time::from_secs_f64(slice / moving)
+            })
+            .collect();
+        chain_step_latency(&hop_time, self.steps).as_secs_f64()
     }
 
     /// A chain's or tree's: a hop forwards a slice once it arrived whole
@@ -352,6 +372,9 @@ struct Stream {
     places: Vec<u32>,
     /// When `left` was last brought up to date.
     updated: Time,
+    /// Seconds it moved (flowing, delivering something): a pipeline's
+    /// rate while moving, for its tail, leaves its stalls out.
+    moving: f64,
     /// Bumped whenever its rate changes: older finish events are stale.
     epoch: u32,
     /// Its QP has sent every message posted before it.
@@ -998,7 +1021,6 @@ impl FluidSimulation {
         let mut delivered = 1.0f64;
         let mut slowest = Time::ZERO;
         let mut path = Vec::new();
-        let fills = !self.pipelines[r as usize].waits.is_empty();
         let mut hop_latency = Vec::with_capacity(self.pipelines[r as usize].hops.len());
         for h in 0..self.pipelines[r as usize].hops.len() {
             let Some(conn) = self.pipelines[r as usize].hops[h] else {
@@ -1024,12 +1046,10 @@ impl FluidSimulation {
         }
         let pipeline = &mut self.pipelines[r as usize];
         pipeline.step_latency = chain_step_latency(&hop_latency, pipeline.steps);
-        if fills {
-            pipeline.hop_latency = hop_latency;
-            if pipeline.filled_at != Some(self.fabric_version) {
-                let collective = pipeline.collective;
-                self.fill_rates(collective);
-            }
+        pipeline.hop_latency = hop_latency;
+        if pipeline.filled_at != Some(self.fabric_version) {
+            let collective = pipeline.collective;
+            self.fill_rates(collective);
         }
         let mut uses: Vec<(u32, f64)> = uses.into_iter().collect();
         uses.sort_unstable_by_key(|&(b, _)| b);
@@ -1038,23 +1058,30 @@ impl FluidSimulation {
         route
     }
 
-    /// Each hop's payload rate while collective `c`'s chains or trees
-    /// fill: its paths' capacity shared, on every bundle it crosses, with
-    /// the hops of the collective's pipelines as deep into the fill, which
-    /// send at about the same time (a tree node's hops down to its
-    /// children share its NIC, its children's hops up to it the link into
-    /// it, a chain's hop in every channel its NICs; the two trees of a
-    /// double tree few links). A hop within a host goes at its GPU's
-    /// intra-host rate: a GPU sends its intra-host transfers one at a time.
+    /// Each hop's own payload rate among collective `c`'s pipelines: its
+    /// paths' capacity shared, on every bundle it crosses, with the hops of
+    /// the collective's pipelines of its stage as deep into the fill, which
+    /// send at about the same time (a ring's hops all at once; a tree
+    /// node's hops down to its children share its NIC, its children's hops
+    /// up to it the link into it, a chain's hop in every channel its NICs;
+    /// the two trees of a double tree few links), times the fraction of it
+    /// that arrives (a hop sprayed partly into a dead link is slower by
+    /// what it loses). A hop within a host goes at its GPU's intra-host
+    /// rate: a GPU sends a tree's intra-host transfers one at a time, a
+    /// ring's beside its other channels'. The pipeline's stream moves at
+    /// its slowest hop's rate; a faster hop passes a slice on sooner.
     fn fill_rates(&mut self, c: CollectiveId) {
-        let range = self.pipeline_start[c.index()]..self.pipeline_start[c.index() + 1];
-        let fills: Vec<u32> = range.filter(|&r| !self.pipelines[r as usize].waits.is_empty()).collect();
-        let mut hop_uses: Vec<Vec<Vec<(u32, f64)>>> = Vec::with_capacity(fills.len());
-        let mut load: FastMap<(u32, u32), f64> = FastMap::default();
+        let fills: Vec<u32> = (self.pipeline_start[c.index()]..self.pipeline_start[c.index() + 1]).collect();
+        // Per hop: the bundles it uses with their shares, and the fraction
+        // of what it sends that arrives (its slowest QP's).
+        type HopUses = (Vec<(u32, f64)>, f64);
+        let mut hop_uses: Vec<Vec<HopUses>> = Vec::with_capacity(fills.len());
+        let mut load: FastMap<(u32, u32, u32), f64> = FastMap::default();
         for &r in &fills {
             let mut per_hop = Vec::with_capacity(self.pipelines[r as usize].hops.len());
             for h in 0..self.pipelines[r as usize].hops.len() {
                 let mut uses: FastMap<u32, f64> = FastMap::default();
+                let mut delivered = 1.0f64;
                 if let Some(conn) = self.pipelines[r as usize].hops[h] {
                     let count = self.connections[conn as usize].len();
                     for k in 0..count {
@@ -1062,13 +1089,14 @@ impl FluidSimulation {
                         for &(b, share) in &route.uses {
                             *uses.entry(b).or_default() += share / count as f64;
                         }
+                        delivered = delivered.min(route.delivered);
                     }
                 }
-                let depth = self.pipelines[r as usize].depth[h];
+                let (stage, depth) = (self.pipelines[r as usize].first_step, self.pipelines[r as usize].depth[h]);
                 for (&b, &share) in &uses {
-                    *load.entry((b, depth)).or_default() += share;
+                    *load.entry((stage, b, depth)).or_default() += share;
                 }
-                per_hop.push(uses.into_iter().collect());
+                per_hop.push((uses.into_iter().collect(), delivered));
             }
             hop_uses.push(per_hop);
         }
@@ -1076,11 +1104,18 @@ impl FluidSimulation {
         for (&r, per_hop) in fills.iter().zip(hop_uses) {
             let pipeline = &self.pipelines[r as usize];
             let rates = (per_hop.iter().enumerate())
-                .map(|(h, uses)| match pipeline.hops[h] {
+                .map(|(h, (uses, delivered))| match pipeline.hops[h] {
+                    // A ring's GPU shares its link with its other channels.
+                    None if pipeline.waits.is_empty() => pipeline.intra_cap,
                     None => intra,
-                    Some(_) => (uses.iter())
-                        .map(|&(b, _)| self.capacity[b as usize] / load[&(b, pipeline.depth[h])])
-                        .fold(f64::INFINITY, f64::min),
+                    Some(_) => {
+                        let sending = (uses.iter())
+                            .map(|&(b, _)| {
+                                self.capacity[b as usize] / load[&(pipeline.first_step, b, pipeline.depth[h])]
+                            })
+                            .fold(f64::INFINITY, f64::min);
+                        sending * delivered
+                    }
                 })
                 .collect();
             let pipeline = &mut self.pipelines[r as usize];
@@ -1155,6 +1190,7 @@ impl FluidSimulation {
             route: Route::default(),
             places: Vec::new(),
             updated: now,
+            moving: 0.0,
             epoch: 0,
             started: false,
             flowing: false,
@@ -1333,6 +1369,9 @@ impl FluidSimulation {
         let stream = &mut self.streams[s as usize];
         if stream.flowing && now > stream.updated {
             let dt = (now - stream.updated).as_secs_f64();
+            if stream.rate * stream.route.delivered > 0.0 {
+                stream.moving += dt;
+            }
             let sent = (stream.rate * dt).min(stream.left / stream.route.delivered.max(f64::MIN_POSITIVE));
             stream.left = (stream.left - sent * stream.route.delivered).max(0.0);
             // What one of the stream's messages received; a whole ring or
@@ -1501,7 +1540,8 @@ impl FluidSimulation {
         if let Owner::Pipeline(r) = stream.owner {
             let pipeline = &self.pipelines[r as usize];
             let average = pipeline.bytes() as f64 / (now - pipeline.started).as_secs_f64().max(f64::MIN_POSITIVE);
-            self.events.schedule_in(pipeline.tail(average), Event::Arrived(s));
+            let while_moving = pipeline.bytes() as f64 / stream.moving.max(f64::MIN_POSITIVE);
+            self.events.schedule_in(pipeline.tail(average, while_moving), Event::Arrived(s));
             return;
         }
         if let Owner::Exchange(x) = stream.owner {
@@ -1617,9 +1657,10 @@ fn sharing_while_sending(latency: f64, segment: f64, slice: f64, channels: f64) 
     }
 }
 
-/// How many hops of `plan` each hop waits behind (none for a ring).
+/// How many hops of `plan` each hop waits behind (none for a ring's: they
+/// all send at once).
 fn fill_depths(plan: &crate::workload::program::PipelinePlan) -> Vec<u32> {
-    let mut depth = vec![0u32; plan.waits.len()];
+    let mut depth = vec![0u32; plan.hops.len()];
     for h in 0..plan.waits.len() {
         depth[h] = plan.waits[h].iter().map(|&w| depth[w as usize] + 1).max().unwrap_or(0);
     }

@@ -164,7 +164,7 @@ impl FluidSimulation {
             .map(|(r, (&rate, route))| {
                 let pipeline = &self.pipelines[r as usize];
                 let goodput = rate * route.delivered;
-                Time::from_secs_f64(pipeline.bytes() as f64 / goodput) + pipeline.tail(goodput)
+                Time::from_secs_f64(pipeline.bytes() as f64 / goodput) + pipeline.tail(goodput, goodput)
             })
             .max()
             .unwrap_or(Time::ZERO)
