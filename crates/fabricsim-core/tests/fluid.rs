@@ -577,3 +577,32 @@ fn a_whole_ring_with_a_lossy_hop_agrees_with_its_transfers() {
         assert!((0.99..1.01).contains(&ratio), "{bytes}: whole over transfers {ratio}");
     }
 }
+
+/// Each failure is seen its reaction time after it happened, however
+/// many others are being detected meanwhile: a flow from nic0 to nic1 over
+/// four Spectrum-X planes, nic1's plane-1 port failing at 300us (the
+/// sender's probes find it 500us later, and until then the flow is held
+/// up by what it sprays there), ends as late whether or not an unrelated
+/// NIC's port failed at 100us, whose detection is due at 600us.
+#[test]
+fn a_failure_is_detected_its_own_reaction_time_after_it() {
+    let fct_with = |faults: Value| {
+        let scenario = json!({
+            "seed": 1,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+            "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
+            "nic": {"remap_delay": "500us"},
+            "transport": {"kind": "spx"},
+            "flow_mode": {"partial_loss": "stall", "detection": "500us"},
+            "faults": faults,
+            "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}],
+        });
+        fcts(&run_flow(scenario))[0]
+    };
+    let receiver = json!({"kind": "nic_port_down", "at": "300us", "nic": 1, "port": 1});
+    let unrelated = json!({"kind": "nic_port_down", "at": "100us", "nic": 5, "port": 1});
+    let alone = fct_with(json!([receiver.clone()]));
+    let beside = fct_with(json!([unrelated, receiver]));
+    assert!(alone > fct_with(json!([])) + 499e-6, "the receiver's failure holds the flow up: {alone}");
+    assert!((beside - alone).abs() < 1e-9, "{beside} against {alone}");
+}

@@ -491,6 +491,10 @@ pub struct FluidSimulation {
     /// When the control plane's and the transport's last catch-up is due
     /// (one per instant of faults).
     reconverge_due: [Time; 2],
+    /// The faults in time order, and how many of them the transport has
+    /// seen: each is seen its reaction time after it happened.
+    fault_order: Vec<u32>,
+    transport_seen: usize,
     /// Scratch: streams already in the component being gathered.
     seen: Vec<bool>,
     fairness: FairRates,
@@ -684,6 +688,8 @@ impl FluidSimulation {
         for (i, (at, _)) in faults.iter().enumerate() {
             events.schedule(*at, Event::Fault(i as u32));
         }
+        let mut fault_order: Vec<u32> = (0..faults.len() as u32).collect();
+        fault_order.sort_by_key(|&i| faults[i as usize].0);
         if scenario.telemetry.sample_interval.is_some() {
             events.schedule(Time::ZERO, Event::Sample);
         }
@@ -730,6 +736,8 @@ impl FluidSimulation {
             fabric_version: 0,
             refresh: false,
             reconverge_due: [Time::MAX; 2],
+            fault_order,
+            transport_seen: 0,
             seen: Vec::new(),
             fairness: FairRates::default(),
             faults,
@@ -961,30 +969,63 @@ impl FluidSimulation {
         }
     }
 
-    /// The routes (or a transport's view of its paths) catch up with the
-    /// fabric as it is now.
+    /// The routes catch up with the fabric as it is now (the packet
+    /// model's control plane recomputes its routes from every link's
+    /// state), or the transport's view of its paths with the faults that
+    /// happened at least its reaction time ago: a NIC's probes find each
+    /// failure on their own schedule, not when another's is due.
     fn on_reconverge(&mut self, transport: bool) {
-        let scope = if transport { self.reactions.transport.map(|(_, s)| s) } else { Some(Scope::AllLinks) };
-        let Some(scope) = scope else { return };
+        if transport {
+            self.transport_catches_up();
+            return;
+        }
         for p in 0..self.port_up.len() {
-            let port = PortId(p as u32);
-            if scope == Scope::NicLinks
-                && !self.routing.is_nic(self.routing.peer(port))
-                && !self.routing.is_nic(self.routing.peer(port.peer()))
-            {
-                continue;
-            }
             if self.view.port_up[p] != self.port_up[p] {
                 self.view.port_up[p] = self.port_up[p];
-                self.port_changed(port, true);
+                self.port_changed(PortId(p as u32), true);
             }
         }
-        if scope == Scope::AllLinks && self.view.node_up != self.advertised {
+        if self.view.node_up != self.advertised {
             self.view.node_up.clone_from(&self.advertised);
-            self.routing.clear();
-            self.fabric_changed();
-            self.reroute = true;
+            self.nodes_changed_in_view();
         }
+    }
+
+    fn transport_catches_up(&mut self) {
+        let Some((delay, scope)) = self.reactions.transport else { return };
+        let Some(seen_until) = self.now().0.checked_sub(delay.0).map(Time) else { return };
+        let mut nodes_changed = false;
+        while let Some(&i) = self.fault_order.get(self.transport_seen) {
+            let (at, action) = self.faults[i as usize];
+            if at > seen_until {
+                break;
+            }
+            self.transport_seen += 1;
+            match action {
+                FaultAction::PortUp { port, up, .. } => {
+                    let on_nic = self.routing.is_nic(self.routing.peer(port))
+                        || self.routing.is_nic(self.routing.peer(port.peer()));
+                    if (scope == Scope::AllLinks || on_nic) && self.view.port_up[port.0 as usize] != up {
+                        self.view.port_up[port.0 as usize] = up;
+                        self.port_changed(port, true);
+                    }
+                }
+                FaultAction::SwitchUp { node, up, gray } if scope == Scope::AllLinks => {
+                    nodes_changed |=
+                        std::mem::replace(&mut self.view.node_up[node.0 as usize], up || gray) != (up || gray);
+                }
+                _ => {}
+            }
+        }
+        if nodes_changed {
+            self.nodes_changed_in_view();
+        }
+    }
+
+    fn nodes_changed_in_view(&mut self) {
+        self.routing.clear();
+        self.fabric_changed();
+        self.reroute = true;
     }
 
     // ---- streams ----
