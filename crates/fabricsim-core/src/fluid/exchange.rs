@@ -136,6 +136,8 @@ impl FluidSimulation {
         let run = &self.exchanges[x as usize];
         let (nics, hosts, bound) = (run.nics.clone(), run.hosts.clone(), run.port_shares.clone());
         let intra = run.intra_cap.is_finite();
+        // A pair's message is split over its connection's QPs.
+        let packet = self.packet_payload(run.pair_bytes.div_ceil(u64::from(self.scenario.transport.qps().max(1))));
         let groups = self.groups_of(&nics, &hosts);
         let group_of: Vec<u32> = {
             let mut of = vec![0u32; nics.len()];
@@ -185,7 +187,7 @@ impl FluidSimulation {
                 add_scaled(&mut up_sum[g], &up, to.members.len() as f64);
                 add_scaled(&mut down_sum[h], &down, from.members.len() as f64);
                 delivered = delivered.min(route.delivered);
-                let pair_latency = self.latency(&route.path);
+                let pair_latency = self.latency(&route.path, packet);
                 if pair_latency > latency || path.is_empty() {
                     latency = latency.max(pair_latency);
                     path = route.path;

@@ -362,6 +362,10 @@ struct Stream {
     qp: u32,
     /// Payload bytes not yet sent.
     left: f64,
+    /// Its message's largest packet's payload (the MTU, or the whole of a
+    /// smaller message): what each hop serializes before passing its last
+    /// data on.
+    packet: u32,
     /// Payload bytes per second sent, of which `route.delivered` arrives.
     rate: f64,
     cap: f64,
@@ -1069,6 +1073,9 @@ impl FluidSimulation {
                 continue;
             };
             let count = self.connections[conn as usize].len();
+            // A slice is split over the hop's QPs, as its transfers are.
+            let pipeline = &self.pipelines[r as usize];
+            let packet = self.packet_payload(pipeline.slice.min(pipeline.segment).div_ceil(count as u64));
             let mut hop_slowest = Time::ZERO;
             for k in 0..count {
                 let route = self.qp_route(self.connections[conn as usize][k]);
@@ -1076,7 +1083,7 @@ impl FluidSimulation {
                     *uses.entry(b).or_default() += share / count as f64;
                 }
                 delivered = delivered.min(route.delivered);
-                let latency = self.latency(&route.path);
+                let latency = self.latency(&route.path, packet);
                 hop_slowest = hop_slowest.max(latency);
                 if latency > slowest || path.is_empty() {
                     slowest = slowest.max(latency);
@@ -1226,6 +1233,7 @@ impl FluidSimulation {
             owner,
             qp,
             left: bytes as f64,
+            packet: self.packet_payload(bytes),
             rate: 0.0,
             cap,
             route: Route::default(),
@@ -1589,20 +1597,29 @@ impl FluidSimulation {
             self.events.schedule_in(self.exchanges[x as usize].latency, Event::Arrived(s));
             return;
         }
-        let latency = self.latency(&self.streams[s as usize].route.path);
+        let stream = &self.streams[s as usize];
+        let latency = self.latency(&stream.route.path, stream.packet);
         self.events.schedule_in(latency, Event::Arrived(s));
         self.next_on_qp(s);
     }
 
-    /// One packet's way along `path`: each hop's propagation and the next
-    /// node's latency, and its serialization at every hop but the first
-    /// (which the stream's rate already counts).
-    fn latency(&self, path: &[PortId]) -> Time {
-        let mtu = self.scenario.nic.mtu.0 as u32;
-        let packet = headers::data_wire(self.scenario.nic.ip, mtu, true) as u64;
-        path.iter().enumerate().fold(Time::ZERO, |t, (i, p)| {
-            let serialize =
-                if i == 0 { Time::ZERO } else { crate::units::Rate(self.rate[p.0 as usize]).tx_time(packet) };
+    /// The payload of the largest packet of a message of `bytes`.
+    fn packet_payload(&self, bytes: u64) -> u32 {
+        bytes.clamp(1, self.scenario.nic.mtu.0) as u32
+    }
+
+    /// A packet of `payload` bytes on the wire of `port`'s link.
+    fn serialization(&self, port: PortId, payload: u32) -> Time {
+        let wire = headers::data_wire(self.scenario.nic.ip, payload, true) as u64;
+        crate::units::Rate(self.rate[port.0 as usize]).tx_time(wire)
+    }
+
+    /// One packet of `payload` bytes' way along `path`: each hop's
+    /// propagation and the next node's latency, and its serialization at
+    /// every hop but the first (which the stream's rate already counts).
+    fn latency(&self, path: &[PortId], payload: u32) -> Time {
+        path.iter().enumerate().fold(Time::ZERO, |t, (i, &p)| {
+            let serialize = if i == 0 { Time::ZERO } else { self.serialization(p, payload) };
             t + self.delay[p.0 as usize] + serialize
         })
     }

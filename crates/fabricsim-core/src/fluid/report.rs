@@ -97,18 +97,19 @@ impl FluidSimulation {
             if share == 0 {
                 continue;
             }
-            let (rate, latency) = self.alone(q);
+            let packet = self.packet_payload(share);
+            let (rate, latency) = self.alone(q, packet);
             let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
             slowest = slowest.max(Time::from_secs_f64(share as f64 / rate.min(cap)) + latency);
         }
         slowest
     }
 
-    /// The payload rate QP `q` gets alone on the fabric as it is, and its
-    /// one-packet latency.
-    fn alone(&mut self, q: u32) -> (f64, Time) {
+    /// The payload rate QP `q` gets alone on the fabric as it is, and the
+    /// latency of a packet of `payload` bytes after the stream's rate.
+    fn alone(&mut self, q: u32, payload: u32) -> (f64, Time) {
         let route = self.qp_route(q);
-        (self.rate_alone(&route, f64::INFINITY), self.latency(&route.path))
+        (self.rate_alone(&route, f64::INFINITY), self.latency(&route.path, payload))
     }
 
     /// The goodput a stream capped at `cap` gets on `route` with the fabric
@@ -189,6 +190,8 @@ impl FluidSimulation {
         let nics = self.jobs.program.jobs[job].nics.clone();
         let mtu = self.scenario.nic.mtu.0;
         let intra = self.scenario.intra_host.clone();
+        let largest = run.transfers.iter().map(|t| self.jobs.program.transfers[t].bytes).max().unwrap_or(0);
+        let packet = self.packet_payload(largest);
         let mut per_conn: crate::engine::FastMap<u32, (f64, Time)> = Default::default();
         let mut chain_end = vec![Time::ZERO; run.transfers.len()];
         let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
@@ -206,8 +209,12 @@ impl FluidSimulation {
                         Some(&known) => known,
                         None => {
                             let qps = self.connections[conn.0 as usize].clone();
-                            let rate: f64 = qps.iter().map(|&q| self.alone(q).0).sum();
-                            let alpha = self.alone(qps[0]).1;
+                            let rate: f64 = qps.iter().map(|&q| self.alone(q, packet).0).sum();
+                            // One packet's way from the NIC's queue, its
+                            // first serialization included.
+                            let first = self.qp_route(qps[0]).path.first().copied();
+                            let alpha = self.alone(qps[0], packet).1
+                                + first.map_or(Time::ZERO, |p| self.serialization(p, packet));
                             per_conn.insert(conn.0, (rate, alpha));
                             (rate, alpha)
                         }
