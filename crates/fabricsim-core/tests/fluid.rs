@@ -464,6 +464,22 @@ fn partial_loss_delivers_the_share_or_stalls_as_configured() {
     }
 }
 
+/// Spectrum-X NICs on four planes of a radix-8 Clos with adaptive
+/// switches, under `faults`: a NIC sees its own port, and its peers'
+/// probes a remote one, 500us after it fails; the control plane takes 1 s;
+/// a stream losing part of what it sends stalls.
+fn converging_in_500us(faults: Value) -> Value {
+    json!({
+        "seed": 1,
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+        "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
+        "nic": {"remap_delay": "500us"},
+        "transport": {"kind": "spx"},
+        "flow_mode": {"partial_loss": "stall", "detection": "500us"},
+        "faults": faults,
+    })
+}
+
 /// A ring run whole over Spectrum-X NICs on four planes: one NIC's plane-1
 /// link fails (the control plane takes 1 s to see it), and the NIC and its
 /// peers' probes converge 500us later. Failing 900us into the run (100us before
@@ -473,17 +489,10 @@ fn partial_loss_delivers_the_share_or_stalls_as_configured() {
 #[test]
 fn a_whole_ring_stalls_until_its_nic_converges() {
     let cct_with_fault_at = |at: &str| {
-        let scenario = json!({
-            "seed": 1,
-            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
-            "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
-            "nic": {"remap_delay": "500us"},
-            "transport": {"kind": "spx"},
-            "flow_mode": {"collectives": "pipelined", "partial_loss": "stall", "detection": "500us"},
-            "faults": [{"kind": "nic_port_down", "at": at, "nic": 0, "port": 1}],
-            "jobs": [{"name": "ring", "ranks": 32, "start": "1ms", "placement": "random",
-                "phases": [{"name": "ag", "collective": {"op": "all_gather", "bytes": "16MB", "group": {"size": 32}}}]}],
-        });
+        let mut scenario = converging_in_500us(json!([{"kind": "nic_port_down", "at": at, "nic": 0, "port": 1}]));
+        scenario["flow_mode"]["collectives"] = json!("pipelined");
+        scenario["jobs"] = json!([{"name": "ring", "ranks": 32, "start": "1ms", "placement": "random",
+            "phases": [{"name": "ag", "collective": {"op": "all_gather", "bytes": "16MB", "group": {"size": 32}}}]}]);
         cct(&run_flow(scenario))
     };
     let late = cct_with_fault_at("900us") - cct_with_fault_at("0us");
@@ -587,16 +596,8 @@ fn a_whole_ring_with_a_lossy_hop_agrees_with_its_transfers() {
 #[test]
 fn a_failure_is_detected_its_own_reaction_time_after_it() {
     let fct_with = |faults: Value| {
-        let scenario = json!({
-            "seed": 1,
-            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
-            "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
-            "nic": {"remap_delay": "500us"},
-            "transport": {"kind": "spx"},
-            "flow_mode": {"partial_loss": "stall", "detection": "500us"},
-            "faults": faults,
-            "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}],
-        });
+        let mut scenario = converging_in_500us(faults);
+        scenario["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}]);
         fcts(&run_flow(scenario))[0]
     };
     let receiver = json!({"kind": "nic_port_down", "at": "300us", "nic": 1, "port": 1});
