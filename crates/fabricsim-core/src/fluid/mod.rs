@@ -893,9 +893,7 @@ impl FluidSimulation {
     /// again); a link between switches, every route (and, in the view,
     /// every search).
     fn port_changed(&mut self, port: PortId, in_view: bool) {
-        let (from, to) = (self.routing.peer(port.peer()), self.routing.peer(port));
-        let nic = [from, to].into_iter().find(|&n| self.routing.is_nic(n));
-        match nic {
+        match self.nic_of_link(port) {
             Some(nic) => {
                 self.routing.forget(nic);
                 self.nic_changed(nic);
@@ -908,6 +906,12 @@ impl FluidSimulation {
                 self.reroute = true;
             }
         }
+    }
+
+    /// The NIC at either end of `port`'s link, if one is.
+    fn nic_of_link(&self, port: PortId) -> Option<NodeId> {
+        let (from, to) = (self.routing.peer(port.peer()), self.routing.peer(port));
+        [from, to].into_iter().find(|&n| self.routing.is_nic(n))
     }
 
     fn mark(&mut self, b: u32) {
@@ -1007,9 +1011,8 @@ impl FluidSimulation {
             self.transport_seen += 1;
             match action {
                 FaultAction::PortUp { port, up, .. } => {
-                    let on_nic = self.routing.is_nic(self.routing.peer(port))
-                        || self.routing.is_nic(self.routing.peer(port.peer()));
-                    if (scope == Scope::AllLinks || on_nic) && self.view.port_up[port.0 as usize] != up {
+                    let in_scope = scope == Scope::AllLinks || self.nic_of_link(port).is_some();
+                    if in_scope && self.view.port_up[port.0 as usize] != up {
                         self.view.port_up[port.0 as usize] = up;
                         self.port_changed(port, true);
                     }
@@ -1119,13 +1122,13 @@ impl FluidSimulation {
     /// ring's beside its other channels'. The pipeline's stream moves at
     /// its slowest hop's rate; a faster hop passes a slice on sooner.
     fn fill_rates(&mut self, c: CollectiveId) {
-        let fills: Vec<u32> = (self.pipeline_start[c.index()]..self.pipeline_start[c.index() + 1]).collect();
+        let runs: Vec<u32> = (self.pipeline_start[c.index()]..self.pipeline_start[c.index() + 1]).collect();
         // Per hop: the bundles it uses with their shares, and the fraction
         // of what it sends that arrives (its slowest QP's).
         type HopUses = (Vec<(u32, f64)>, f64);
-        let mut hop_uses: Vec<Vec<HopUses>> = Vec::with_capacity(fills.len());
+        let mut hop_uses: Vec<Vec<HopUses>> = Vec::with_capacity(runs.len());
         let mut load: FastMap<(u32, u32, u32), f64> = FastMap::default();
-        for &r in &fills {
+        for &r in &runs {
             let mut per_hop = Vec::with_capacity(self.pipelines[r as usize].hops.len());
             for h in 0..self.pipelines[r as usize].hops.len() {
                 let mut uses: FastMap<u32, f64> = FastMap::default();
@@ -1149,7 +1152,7 @@ impl FluidSimulation {
             hop_uses.push(per_hop);
         }
         let intra = self.scenario.intra_host.rate.0 as f64 / 8.0;
-        for (&r, per_hop) in fills.iter().zip(hop_uses) {
+        for (&r, per_hop) in runs.iter().zip(hop_uses) {
             let pipeline = &self.pipelines[r as usize];
             let rates = (per_hop.iter().enumerate())
                 .map(|(h, (uses, delivered))| match pipeline.hops[h] {

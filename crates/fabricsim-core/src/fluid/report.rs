@@ -212,9 +212,9 @@ impl FluidSimulation {
                             let rate: f64 = qps.iter().map(|&q| self.alone(q, packet).0).sum();
                             // One packet's way from the NIC's queue, its
                             // first serialization included.
-                            let first = self.qp_route(qps[0]).path.first().copied();
-                            let alpha = self.alone(qps[0], packet).1
-                                + first.map_or(Time::ZERO, |p| self.serialization(p, packet));
+                            let path = self.qp_route(qps[0]).path;
+                            let first = path.first().map_or(Time::ZERO, |&p| self.serialization(p, packet));
+                            let alpha = first + self.latency(&path, packet);
                             per_conn.insert(conn.0, (rate, alpha));
                             (rate, alpha)
                         }
