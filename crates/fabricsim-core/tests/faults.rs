@@ -189,3 +189,76 @@ fn host_link_flaps_touch_only_nic_links() {
         assert!(topo.is_nic(link.a) || topo.is_nic(link.b));
     }
 }
+
+/// ToR 3's uplink: no route between ToRs 0 and 1 (`cross_traffic`) uses it.
+const UNRELATED_LINK: &str = "t0.p0.3:2";
+
+#[test]
+fn the_control_plane_learns_each_failure_its_own_delay_after_it() {
+    let scenario = |unrelated_first: bool| {
+        let mut faults = vec![json!({"kind": "switch_down", "at": "15us", "switch": "t1.p0.0"})];
+        if unrelated_first {
+            faults.push(json!({"kind": "link_down", "at": "0us", "port": UNRELATED_LINK}));
+        }
+        json!({
+            "topology": topology(),
+            "switch": {"reconvergence_delay": "20us"},
+            "traffic": cross_traffic(),
+            "faults": faults,
+        })
+    };
+    let alone = run(scenario(false));
+    let after_another = run(scenario(true));
+    // The spine is routed around 20 us after it fails, not when the
+    // routes recomputed for the earlier failure at 20 us are installed.
+    assert!(alone.summary["drops_by_cause"]["switch_down"].as_u64().unwrap() > 0, "{}", alone.summary);
+    assert_eq!(alone.summary["drops_by_cause"], after_another.summary["drops_by_cause"]);
+    assert_eq!(alone.flows, after_another.flows);
+}
+
+#[test]
+fn a_failure_the_control_plane_is_not_told_of_stays_in_its_routes() {
+    let scenario = |routed_fault: bool| {
+        let mut faults = vec![json!({
+            "kind": "random_links_down", "at": "5us", "fraction": 0.25, "control_plane": false,
+        })];
+        if routed_fault {
+            faults.push(json!({"kind": "link_down", "at": "6us", "port": UNRELATED_LINK}));
+        }
+        json!({
+            "topology": topology(),
+            "switch": {"reconvergence_delay": "20us"},
+            "transport": {"kind": "rocev2", "timeout_exponent": 2},
+            "traffic": cross_traffic(),
+            "duration": "3ms",
+            "faults": faults,
+        })
+    };
+    let untold = run(scenario(false));
+    let with_another = run(scenario(true));
+    // QPs hashed onto the dead links keep losing their packets: another
+    // failure's reconvergence does not reveal them.
+    assert!(untold.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0, "{}", untold.summary);
+    assert_eq!(untold.summary["drops_by_cause"], with_another.summary["drops_by_cause"]);
+    assert_eq!(untold.flows, with_another.flows);
+}
+
+#[test]
+fn a_flap_shorter_than_the_reconvergence_delay_is_never_routed_around() {
+    let scenario = |delay: &str| {
+        json!({
+            "topology": topology(),
+            "switch": {"reconvergence_delay": delay},
+            "traffic": cross_traffic(),
+            "faults": [{"kind": "link_flap", "at": "15us", "port": "t0.p0.0:2", "duration": "10us"}],
+        })
+    };
+    // Looking 20 us after each change, the control plane finds the link up
+    // both times: the run is the one whose control plane never looked
+    // (the flows end long before 1 s).
+    let quick = run(scenario("20us"));
+    let never = run(scenario("1s"));
+    assert!(quick.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0, "{}", quick.summary);
+    assert_eq!(quick.summary["drops_by_cause"], never.summary["drops_by_cause"]);
+    assert_eq!(quick.flows, never.flows);
+}

@@ -632,3 +632,66 @@ fn a_small_message_is_serialized_at_its_own_size() {
         assert!((0.99..1.04).contains(&ratio), "whole {pipelined}: {ratio} of the packet model");
     }
 }
+
+/// `two_spines` with a third ToR, tor2 (gpu2 under it), on both spines:
+/// its uplinks carry nothing between gpu0 and gpu1.
+fn three_tors(faults: Value) -> Value {
+    let mut topology = two_spines();
+    let nodes = topology["nodes"].as_array_mut().expect("nodes");
+    nodes.extend([json!({"name": "tor2", "kind": "switch"}), json!({"name": "gpu2", "kind": "nic"})]);
+    let links = topology["links"].as_array_mut().expect("links");
+    for (a, b) in [("gpu2", "tor2"), ("tor2", "s0"), ("tor2", "s1")] {
+        links.push(json!({"a": a, "b": b, "rate": "100Gbps", "delay": "1us"}));
+    }
+    json!({
+        "topology": topology,
+        "switch": {"reconvergence_delay": "900us"},
+        "transport": {"kind": "rocev2", "qps": 1, "retransmit_timeout": "250us"},
+        // Enough that a stalled QP is still sending when its path is
+        // routed around, and goes on at once.
+        "traffic": [{"kind": "flow", "src": "gpu0", "dst": "gpu1", "bytes": "100MB"}],
+        "duration": "50ms",
+        "faults": faults,
+    })
+}
+
+/// The control plane takes in each failure its convergence time after it,
+/// as the packet model's does: the flow's uplink failing at 100us stalls
+/// its QP until 1000us, whether or not tor2's uplink failed at 0us (whose
+/// routes, recomputed at 900us, used to take in the later failure too).
+#[test]
+fn the_control_plane_learns_each_failure_its_own_convergence_time_after_it() {
+    let pristine = run_flow(three_tors(json!([])));
+    let (node, port, tx) =
+        (texts(&pristine.ports, "node"), ints(&pristine.ports, "port"), ints(&pristine.ports, "tx_bytes"));
+    let used = (0..node.len()).find(|&i| node[i] == "tor0" && port[i] >= 1 && tx[i] > 0).expect("an uplink carried it");
+    let uplink = json!({"kind": "link_down", "at": "100us", "port": format!("tor0:{}", port[used])});
+    let unrelated = json!({"kind": "link_down", "at": "0us", "port": "tor2:1"});
+    let pristine = fcts(&pristine)[0];
+    let alone = fcts(&run_flow(three_tors(json!([uplink.clone()]))))[0];
+    let beside = fcts(&run_flow(three_tors(json!([unrelated, uplink]))))[0];
+    assert!(alone > pristine + 800e-6, "the uplink's failure holds the flow up: {alone} against {pristine}");
+    assert_eq!(alone, beside);
+}
+
+/// Links down that the control plane is not told of (`control_plane:
+/// false`) stay in its routes when another failure's routes are computed:
+/// the flow is held up exactly as much with or without a routed failure
+/// elsewhere. The seed is the first whose random links the flow crosses.
+#[test]
+fn a_failure_the_control_plane_is_not_told_of_stays_in_its_routes() {
+    let untold = json!({"kind": "random_links_down", "at": "100us", "count": 2, "control_plane": false});
+    let routed = json!({"kind": "link_down", "at": "50us", "port": "tor2:1"});
+    let with_seed = |seed: u64, faults: Value| {
+        let mut scenario = three_tors(faults);
+        scenario["seed"] = json!(seed);
+        floats(&run_flow(scenario).flows, "fct_s")[0]
+    };
+    let pristine = with_seed(1, json!([]));
+    let seed = (1..20)
+        .find(|&seed| with_seed(seed, json!([untold.clone()])) != pristine)
+        .expect("some seed's links carry the flow");
+    let alone = with_seed(seed, json!([untold.clone()]));
+    let beside = with_seed(seed, json!([untold, routed]));
+    assert_eq!(alone, beside);
+}

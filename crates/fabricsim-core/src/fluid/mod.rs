@@ -188,6 +188,13 @@ struct Reactions {
     nic_notice: Time,
 }
 
+/// Who learns of faults, each after its own reaction time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Learner {
+    ControlPlane = 0,
+    Transport = 1,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scope {
     AllLinks,
@@ -495,10 +502,14 @@ pub struct FluidSimulation {
     /// When the control plane's and the transport's last catch-up is due
     /// (one per instant of faults).
     reconverge_due: [Time; 2],
-    /// The faults in time order, and how many of them the transport has
-    /// seen: each is seen its reaction time after it happened.
+    /// The faults in time order, and how many of them the control plane
+    /// and the transport have seen: each sees a fault its own reaction
+    /// time after it happened.
     fault_order: Vec<u32>,
-    transport_seen: usize,
+    seen_by: [usize; 2],
+    /// The fabric as the control plane and as the transport know it;
+    /// `view` is what both still believe up.
+    known_by: [View; 2],
     /// Scratch: streams already in the component being gathered.
     seen: Vec<bool>,
     fairness: FairRates,
@@ -741,7 +752,8 @@ impl FluidSimulation {
             refresh: false,
             reconverge_due: [Time::MAX; 2],
             fault_order,
-            transport_seen: 0,
+            seen_by: [0; 2],
+            known_by: [View::all_up(n_ports, n_nodes), View::all_up(n_ports, n_nodes)],
             seen: Vec::new(),
             fairness: FairRates::default(),
             faults,
@@ -841,7 +853,9 @@ impl FluidSimulation {
             Event::ComputeDone(p) => crate::sim::jobs::compute_done(self, p),
             Event::IntraHostDone(t) => crate::sim::jobs::intra_host_done(self, t),
             Event::Fault(i) => self.on_fault(i),
-            Event::Reconverge { transport } => self.on_reconverge(transport),
+            Event::Reconverge { transport } => {
+                self.catch_up(if transport { Learner::Transport } else { Learner::ControlPlane })
+            }
             Event::NicNotice { port, up } => {
                 self.nic_sees[port.0 as usize] = up;
                 self.nic_changed(self.routing.peer(port.peer()));
@@ -977,49 +991,57 @@ impl FluidSimulation {
         }
     }
 
-    /// The routes catch up with the fabric as it is now (the packet
-    /// model's control plane recomputes its routes from every link's
-    /// state), or the transport's view of its paths with the faults that
-    /// happened at least its reaction time ago: a NIC's probes find each
-    /// failure on their own schedule, not when another's is due.
-    fn on_reconverge(&mut self, transport: bool) {
-        if transport {
-            self.transport_catches_up();
-            return;
-        }
-        for p in 0..self.port_up.len() {
-            if self.view.port_up[p] != self.port_up[p] {
-                self.view.port_up[p] = self.port_up[p];
-                self.port_changed(PortId(p as u32), true);
-            }
-        }
-        if self.view.node_up != self.advertised {
-            self.view.node_up.clone_from(&self.advertised);
-            self.nodes_changed_in_view();
-        }
-    }
-
-    fn transport_catches_up(&mut self) {
-        let Some((delay, scope)) = self.reactions.transport else { return };
-        let Some(seen_until) = self.now().0.checked_sub(delay.0).map(Time) else { return };
+    /// The control plane's routes, or the transport's view of its paths,
+    /// take in the faults that happened at least its reaction time ago, one
+    /// by one in the order they happened: a failure is seen on its own
+    /// schedule, not when another's is due. The control plane, as the
+    /// packet model's, hears only the faults it is told of (`control_plane:
+    /// false` links and gray switches never) and takes in the link's or
+    /// switch's state as it is when it looks (a flap shorter than its delay
+    /// is never seen); the transport finds each change in turn (MRC's
+    /// probes on every link, Spectrum-X's on its NICs' links).
+    fn catch_up(&mut self, who: Learner) {
+        let delay = match who {
+            Learner::ControlPlane => self.reactions.control_plane,
+            Learner::Transport => self.reactions.transport.map(|(delay, _)| delay),
+        };
+        let Some(seen_until) = delay.and_then(|delay| self.now().0.checked_sub(delay.0)).map(Time) else { return };
+        let every_link = match (who, self.reactions.transport) {
+            (Learner::Transport, Some((_, scope))) => scope == Scope::AllLinks,
+            _ => true,
+        };
         let mut nodes_changed = false;
-        while let Some(&i) = self.fault_order.get(self.transport_seen) {
+        while let Some(&i) = self.fault_order.get(self.seen_by[who as usize]) {
             let (at, action) = self.faults[i as usize];
             if at > seen_until {
                 break;
             }
-            self.transport_seen += 1;
-            match action {
-                FaultAction::PortUp { port, up, .. } => {
-                    let in_scope = scope == Scope::AllLinks || self.nic_of_link(port).is_some();
-                    if in_scope && self.view.port_up[port.0 as usize] != up {
-                        self.view.port_up[port.0 as usize] = up;
+            self.seen_by[who as usize] += 1;
+            match (who, action) {
+                (Learner::ControlPlane, FaultAction::PortUp { routed: false, .. }) => {}
+                (_, FaultAction::PortUp { port, up, .. }) if every_link || self.nic_of_link(port).is_some() => {
+                    let up = match who {
+                        Learner::ControlPlane => self.port_up[port.0 as usize],
+                        Learner::Transport => up,
+                    };
+                    self.known_by[who as usize].port_up[port.0 as usize] = up;
+                    let believed = self.known_by.iter().all(|known| known.port_up[port.0 as usize]);
+                    if std::mem::replace(&mut self.view.port_up[port.0 as usize], believed) != believed {
                         self.port_changed(port, true);
                     }
                 }
-                FaultAction::SwitchUp { node, up, gray } if scope == Scope::AllLinks => {
-                    nodes_changed |=
-                        std::mem::replace(&mut self.view.node_up[node.0 as usize], up || gray) != (up || gray);
+                // The control plane withdraws a switch that stops
+                // advertising itself; the transport finds one that stops
+                // forwarding, gray or not.
+                (Learner::ControlPlane, FaultAction::SwitchUp { gray: true, .. }) => {}
+                (_, FaultAction::SwitchUp { node, up, .. }) if every_link => {
+                    let up = match who {
+                        Learner::ControlPlane => self.advertised[node.0 as usize],
+                        Learner::Transport => up,
+                    };
+                    self.known_by[who as usize].node_up[node.0 as usize] = up;
+                    let believed = self.known_by.iter().all(|known| known.node_up[node.0 as usize]);
+                    nodes_changed |= std::mem::replace(&mut self.view.node_up[node.0 as usize], believed) != believed;
                 }
                 _ => {}
             }

@@ -51,7 +51,9 @@ pub struct SwitchConfig {
     pub conweave: ConweaveConfig,
     /// Time from a link or switch failure (or recovery) until every switch
     /// forwards on the new routes: a BGP-like control plane. Until then
-    /// packets routed to a dead link are lost.
+    /// packets routed to a dead link are lost. The control plane routes by
+    /// the link's state when the delay is up: a flap shorter than this is
+    /// never routed around, and each failure waits its own delay.
     pub reconvergence_delay: Time,
     /// Stacked dual-ToR (`topology.tor_stack`): how long after its stack
     /// link fails, or its primary's data plane does, a secondary ToR

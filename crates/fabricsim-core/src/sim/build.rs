@@ -571,6 +571,7 @@ pub(super) fn build(
         nic_ports_up: vec![0; n_nodes],
         nic_rx_payload: vec![0; n_nodes],
         routes,
+        control: super::control::ControlView::all_up(n_ports, n_nodes),
         balancer,
         orchestrator,
         stacks: stacks(&topo),

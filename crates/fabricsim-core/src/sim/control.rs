@@ -1,6 +1,8 @@
 //! Faults and the slow control plane: applying scheduled failures and
 //! recomputing routes after the reconvergence delay.
 
+use std::collections::VecDeque;
+
 use super::{Event, Simulation};
 use crate::faults::FaultAction;
 use crate::net::{DropCause, PortId};
@@ -49,9 +51,20 @@ impl Simulation {
         };
         self.watch_stacks();
         if routed {
-            let delay = self.scenario.switch.reconvergence_delay;
-            self.events.schedule_in(delay, Event::Reconverge);
+            let changed = match action {
+                FaultAction::SwitchUp { node, .. } => Watched::Switch(node),
+                FaultAction::PortUp { port, .. } => Watched::Port(port),
+                FaultAction::PortLoss { .. } | FaultAction::EvLoss { .. } => unreachable!("not routed"),
+            };
+            self.tell_control_plane(changed);
         }
+    }
+
+    /// The control plane looks at `changed` its reconvergence delay from now.
+    fn tell_control_plane(&mut self, changed: Watched) {
+        let delay = self.scenario.switch.reconvergence_delay;
+        self.control.pending.push_back((self.events.now() + delay, changed));
+        self.events.schedule_in(delay, Event::Reconverge);
     }
 
     fn is_nic_port(&self, port: PortId) -> bool {
@@ -140,8 +153,9 @@ impl Simulation {
             return;
         }
         self.stacks[i].suspended = split;
-        self.set_switch(self.stacks[i].secondary, !split, false);
-        self.events.schedule_in(self.scenario.switch.reconvergence_delay, Event::Reconverge);
+        let secondary = self.stacks[i].secondary;
+        self.set_switch(secondary, !split, false);
+        self.tell_control_plane(Watched::Switch(secondary));
     }
 
     /// A port whose link went down loses what is queued for it. NIC ports
@@ -161,19 +175,45 @@ impl Simulation {
         }
     }
 
-    /// Routes over links up in both directions and switches whose control
-    /// plane advertises them (a gray-failed switch still does). Under
-    /// weighted adaptive routing, with a link or switch down, every next
-    /// hop is weighted by the capacity left behind it (spectrum-x.txt
+    /// The control plane looks at each link or switch whose change is due
+    /// by now, takes in its state as it is now, and recomputes its routes
+    /// over links up in both directions and switches that advertise
+    /// themselves, as it knows them. A failure is routed around its
+    /// reconvergence delay after it happened if it still holds (a flap
+    /// shorter than that is never seen, as BFD misses one shorter than its
+    /// detection time), whatever else failed meanwhile; one the control
+    /// plane is not told of (`control_plane: false`, a gray switch) never.
+    /// Under weighted adaptive routing, with a link or switch down, every
+    /// next hop is weighted by the capacity left behind it (spectrum-x.txt
     /// s4.4.2); with none down the weights would all be equal.
     pub(super) fn reconverge(&mut self) {
+        let now = self.events.now();
+        let mut changed = false;
+        while let Some(&(_, watched)) = self.control.pending.front().filter(|(due, _)| *due <= now) {
+            self.control.pending.pop_front();
+            changed |= match watched {
+                Watched::Port(port) => {
+                    let up = self.ports[port.0 as usize].up;
+                    std::mem::replace(&mut self.control.port_up[port.0 as usize], up) != up
+                }
+                Watched::Switch(node) => {
+                    let advertised = self.switches[node.0 as usize].as_ref().is_none_or(|s| s.advertised);
+                    std::mem::replace(&mut self.control.advertised[node.0 as usize], advertised) != advertised
+                }
+            };
+        }
+        // Changes of one instant are routed once; a flap already over
+        // changes nothing.
+        if !changed {
+            return;
+        }
         let ports = &self.ports;
-        let switches = &self.switches;
-        let usable = |p: PortId| ports[p.0 as usize].up && ports[p.peer().0 as usize].up;
-        let alive = |n: crate::topology::NodeId| switches[n.0 as usize].as_ref().is_none_or(|s| s.advertised);
+        let view = &self.control;
+        let usable = |p: PortId| view.port_up[p.0 as usize] && view.port_up[p.peer().0 as usize];
+        let alive = |n: NodeId| view.advertised[n.0 as usize];
         let weighted = matches!(self.balancer, Balancer::Adaptive(_))
             && self.scenario.switch.adaptive.weighted
-            && (ports.iter().any(|p| !p.up) || switches.iter().flatten().any(|s| !s.advertised));
+            && (view.port_up.iter().any(|up| !up) || view.advertised.iter().any(|a| !a));
         // Mb/s: a pebibit link still fits, a kilobit one still counts.
         let capacity = |p: PortId| (ports[p.0 as usize].rate.0 / 1_000_000).clamp(1, u32::MAX as u64) as u32;
         self.routes = Routes::compute(
@@ -193,5 +233,31 @@ impl Simulation {
             | Balancer::ArTomahawk(_)
             | Balancer::Conweave(_) => {}
         }
+    }
+}
+
+/// What a change the control plane is told of touched: a link direction,
+/// or a switch (whether it advertises routes through it).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Watched {
+    Port(PortId),
+    Switch(NodeId),
+}
+
+/// The fabric as the control plane knows it: each link direction and switch
+/// as it was when the control plane last looked, its reconvergence delay
+/// after a change there. It lags the fabric, and never sees what it is not
+/// told of.
+pub(super) struct ControlView {
+    port_up: Vec<bool>,
+    advertised: Vec<bool>,
+    /// Changes told and not yet looked at, with when each is due (in time
+    /// order: every change waits the same delay).
+    pending: VecDeque<(Time, Watched)>,
+}
+
+impl ControlView {
+    pub(super) fn all_up(ports: usize, nodes: usize) -> ControlView {
+        ControlView { port_up: vec![true; ports], advertised: vec![true; nodes], pending: VecDeque::new() }
     }
 }

@@ -216,6 +216,8 @@ pub struct Simulation {
     nic_ports_up: Vec<u8>,
     nic_rx_payload: Vec<u64>,
     routes: Routes,
+    /// The fabric as the control plane knows it, which `routes` follow.
+    control: control::ControlView,
     /// How switches choose among equal-cost next hops, and its state.
     balancer: Balancer,
     /// PRO's orchestrated round robin, when NICs pick paths by it.
