@@ -695,3 +695,27 @@ fn a_failure_the_control_plane_is_not_told_of_stays_in_its_routes() {
     let beside = with_seed(seed, json!([untold, routed]));
     assert_eq!(alone, beside);
 }
+
+/// Spectrum-X's probes believe a remote plane's link as the packet model's
+/// do: down once it has been down for the detection time (a probe that gets
+/// through starts the count again), and back a probe after it is up. A
+/// flow from nic0 to nic1 over four planes, nic1's plane-1 link flapping at
+/// 300us, held up while it loses part (`stall`): a 200us flap, shorter than
+/// the 500us detection, only holds it up for the flap; a 1 ms one holds it
+/// up 500us, then it runs on three planes (3/4 of its rate) until 100us
+/// (detection / failure_probes) after the link is back: 500 + 600 / 4 =
+/// 650us late.
+#[test]
+fn a_remote_plane_is_dropped_after_its_detection_time_and_back_a_probe_after_it() {
+    let fct_with = |faults: Value| {
+        let mut scenario = converging_in_500us(faults);
+        scenario["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}]);
+        fcts(&run_flow(scenario))[0]
+    };
+    let pristine = fct_with(json!([]));
+    for (duration, late) in [("200us", 200e-6), ("1ms", 650e-6)] {
+        let flap = json!([{"kind": "link_flap", "at": "300us", "port": "nic1:1", "duration": duration}]);
+        let got = fct_with(flap) - pristine;
+        assert!((got - late).abs() < 1e-9, "{duration}: {got}");
+    }
+}

@@ -92,8 +92,10 @@ pub struct FlowModeConfig {
     /// sending into one. Unset, the packet model's: MRC retires an EV once
     /// a later SACK shows its packet lost (`transport.reorder_window`);
     /// Spectrum-X's NIC drops a plane after `transport.failure_probes`
-    /// probes time out (`failure_probes x probe_interval`). RoCE has none:
-    /// it waits for the control plane (`switch.reconvergence_delay`).
+    /// probes time out (`failure_probes x probe_interval`), and takes it
+    /// back a probe after its link is up (this time / `failure_probes`).
+    /// RoCE has none: it waits for the control plane
+    /// (`switch.reconvergence_delay`).
     #[serde(default)]
     pub detection: Option<Time>,
     /// How a collective of pipelines or an all-to-all runs: `transfers`,
@@ -198,7 +200,13 @@ enum Learner {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scope {
     AllLinks,
-    NicLinks,
+    /// Spectrum-X's probes, per plane toward a destination: a NIC link is
+    /// believed down once it has been down for the detection time (probes
+    /// missed in a row; one that gets through starts the count again), and
+    /// up once it has been up for `recovery` (a probe got through).
+    NicLinks {
+        recovery: Time,
+    },
 }
 
 /// What a stream carries.
@@ -446,6 +454,10 @@ pub struct FluidSimulation {
     reactions: Reactions,
     /// Per port: its link end is up (faults), and its node is too.
     port_up: Vec<bool>,
+    /// Per port: when a fault last set its `port_up`.
+    port_changed_at: Vec<Time>,
+    /// Spectrum-X's probes: NIC links to look at, each when its check is due.
+    probe_checks: Vec<(Time, PortId)>,
     node_up: Vec<bool>,
     /// Per node: a switch its control plane advertises (a gray one still).
     advertised: Vec<bool>,
@@ -715,6 +727,8 @@ impl FluidSimulation {
             routing: Routing::new(&topo, node_ports),
             placement,
             port_up: vec![true; n_ports],
+            port_changed_at: vec![Time::ZERO; n_ports],
+            probe_checks: Vec::new(),
             node_up: vec![true; n_nodes],
             advertised: vec![true; n_nodes],
             nic_rx: vec![0.0; n_nodes],
@@ -941,6 +955,7 @@ impl FluidSimulation {
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
                 self.port_up[port.0 as usize] = up;
+                self.port_changed_at[port.0 as usize] = self.now();
                 routed
             }
             FaultAction::SwitchUp { node, up, gray } => {
@@ -959,7 +974,18 @@ impl FluidSimulation {
                 self.events.schedule_in(delay, Event::Reconverge { transport: false });
             }
         }
-        if let Some((delay, _)) = self.reactions.transport {
+        let transport_delay = match (self.reactions.transport, action) {
+            (Some((detection, Scope::AllLinks)), _) => Some(detection),
+            (Some((detection, Scope::NicLinks { recovery })), FaultAction::PortUp { port, up, .. })
+                if self.nic_of_link(port).is_some() =>
+            {
+                let delay = if up { recovery } else { detection };
+                self.probe_checks.push((now + delay, port));
+                Some(delay)
+            }
+            _ => None,
+        };
+        if let Some(delay) = transport_delay {
             if std::mem::replace(&mut self.reconverge_due[1], now + delay) != now + delay {
                 self.events.schedule_in(delay, Event::Reconverge { transport: true });
             }
@@ -998,18 +1024,18 @@ impl FluidSimulation {
     /// packet model's, hears only the faults it is told of (`control_plane:
     /// false` links and gray switches never) and takes in the link's or
     /// switch's state as it is when it looks (a flap shorter than its delay
-    /// is never seen); the transport finds each change in turn (MRC's
-    /// probes on every link, Spectrum-X's on its NICs' links).
+    /// is never seen); MRC's transport finds each change in turn, on every
+    /// link. Spectrum-X's probes look at NIC links only (`probes_find`).
     fn catch_up(&mut self, who: Learner) {
-        let delay = match who {
-            Learner::ControlPlane => self.reactions.control_plane,
-            Learner::Transport => self.reactions.transport.map(|(delay, _)| delay),
+        let delay = match (who, self.reactions.transport) {
+            (Learner::ControlPlane, _) => self.reactions.control_plane,
+            (Learner::Transport, Some((detection, Scope::NicLinks { recovery }))) => {
+                self.probes_find(detection, recovery);
+                return;
+            }
+            (Learner::Transport, transport) => transport.map(|(delay, _)| delay),
         };
         let Some(seen_until) = delay.and_then(|delay| self.now().0.checked_sub(delay.0)).map(Time) else { return };
-        let every_link = match (who, self.reactions.transport) {
-            (Learner::Transport, Some((_, scope))) => scope == Scope::AllLinks,
-            _ => true,
-        };
         let mut nodes_changed = false;
         while let Some(&i) = self.fault_order.get(self.seen_by[who as usize]) {
             let (at, action) = self.faults[i as usize];
@@ -1019,22 +1045,18 @@ impl FluidSimulation {
             self.seen_by[who as usize] += 1;
             match (who, action) {
                 (Learner::ControlPlane, FaultAction::PortUp { routed: false, .. }) => {}
-                (_, FaultAction::PortUp { port, up, .. }) if every_link || self.nic_of_link(port).is_some() => {
+                (_, FaultAction::PortUp { port, up, .. }) => {
                     let up = match who {
                         Learner::ControlPlane => self.port_up[port.0 as usize],
                         Learner::Transport => up,
                     };
-                    self.known_by[who as usize].port_up[port.0 as usize] = up;
-                    let believed = self.known_by.iter().all(|known| known.port_up[port.0 as usize]);
-                    if std::mem::replace(&mut self.view.port_up[port.0 as usize], believed) != believed {
-                        self.port_changed(port, true);
-                    }
+                    self.learn_port(who, port, up);
                 }
                 // The control plane withdraws a switch that stops
                 // advertising itself; the transport finds one that stops
                 // forwarding, gray or not.
                 (Learner::ControlPlane, FaultAction::SwitchUp { gray: true, .. }) => {}
-                (_, FaultAction::SwitchUp { node, up, .. }) if every_link => {
+                (_, FaultAction::SwitchUp { node, up, .. }) => {
                     let up = match who {
                         Learner::ControlPlane => self.advertised[node.0 as usize],
                         Learner::Transport => up,
@@ -1048,6 +1070,33 @@ impl FluidSimulation {
         }
         if nodes_changed {
             self.nodes_changed_in_view();
+        }
+    }
+
+    /// Spectrum-X's probes look at the NIC links whose checks are due: a
+    /// link's state is believed once it has held for its time (`Scope`),
+    /// so that a flap shorter than the detection time is never seen, and a
+    /// plane is back a probe after its link is.
+    fn probes_find(&mut self, detection: Time, recovery: Time) {
+        let now = self.now();
+        let (due, waiting): (Vec<_>, Vec<_>) = self.probe_checks.iter().partition(|(at, _)| *at <= now);
+        self.probe_checks = waiting;
+        for (_, port) in due {
+            let up = self.port_up[port.0 as usize];
+            let held = if up { recovery } else { detection };
+            if now - self.port_changed_at[port.0 as usize] >= held {
+                self.learn_port(Learner::Transport, port, up);
+            }
+        }
+    }
+
+    /// `who` now believes `port` up or down; the routes use it while both
+    /// the control plane and the transport believe it up.
+    fn learn_port(&mut self, who: Learner, port: PortId, up: bool) {
+        self.known_by[who as usize].port_up[port.0 as usize] = up;
+        let believed = self.known_by.iter().all(|known| known.port_up[port.0 as usize]);
+        if std::mem::replace(&mut self.view.port_up[port.0 as usize], believed) != believed {
+            self.port_changed(port, true);
         }
     }
 
@@ -1785,7 +1834,10 @@ fn reactions_of(scenario: &Scenario) -> Reactions {
         TransportSpec::Rocev2(_) => None,
         TransportSpec::Mrc(c) => Some((detection.unwrap_or(c.reorder_window), Scope::AllLinks)),
         TransportSpec::Spx(c) => {
-            Some((detection.unwrap_or(c.probe_interval.times(u64::from(c.failure_probes))), Scope::NicLinks))
+            // A plane is back once one probe gets through: with `detection`
+            // set, a probe interval of the probing that takes that long.
+            let detection = detection.unwrap_or(c.probe_interval.times(u64::from(c.failure_probes)));
+            Some((detection, Scope::NicLinks { recovery: Time(detection.0 / u64::from(c.failure_probes)) }))
         }
     };
     let mrc = matches!(scenario.transport, TransportSpec::Mrc(_));
