@@ -211,9 +211,14 @@ fn the_control_plane_learns_each_failure_its_own_delay_after_it() {
     let after_another = run(scenario(true));
     // The spine is routed around 20 us after it fails, not when the
     // routes recomputed for the earlier failure at 20 us are installed.
-    assert!(alone.summary["drops_by_cause"]["switch_down"].as_u64().unwrap() > 0, "{}", alone.summary);
-    assert_eq!(alone.summary["drops_by_cause"], after_another.summary["drops_by_cause"]);
-    assert_eq!(alone.flows, after_another.flows);
+    assert_same_losses("switch_down", &alone, &after_another);
+}
+
+/// `a` lost packets to `cause`, and `b` lost the same, the same way.
+fn assert_same_losses(cause: &str, a: &fabricsim_core::RunOutput, b: &fabricsim_core::RunOutput) {
+    assert!(a.summary["drops_by_cause"][cause].as_u64().unwrap() > 0, "{}", a.summary);
+    assert_eq!(a.summary["drops_by_cause"], b.summary["drops_by_cause"]);
+    assert_eq!(a.flows, b.flows);
 }
 
 #[test]
@@ -238,9 +243,7 @@ fn a_failure_the_control_plane_is_not_told_of_stays_in_its_routes() {
     let with_another = run(scenario(true));
     // QPs hashed onto the dead links keep losing their packets: another
     // failure's reconvergence does not reveal them.
-    assert!(untold.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0, "{}", untold.summary);
-    assert_eq!(untold.summary["drops_by_cause"], with_another.summary["drops_by_cause"]);
-    assert_eq!(untold.flows, with_another.flows);
+    assert_same_losses("link_down", &untold, &with_another);
 }
 
 #[test]
@@ -258,7 +261,5 @@ fn a_flap_shorter_than_the_reconvergence_delay_is_never_routed_around() {
     // (the flows end long before 1 s).
     let quick = run(scenario("20us"));
     let never = run(scenario("1s"));
-    assert!(quick.summary["drops_by_cause"]["link_down"].as_u64().unwrap() > 0, "{}", quick.summary);
-    assert_eq!(quick.summary["drops_by_cause"], never.summary["drops_by_cause"]);
-    assert_eq!(quick.flows, never.flows);
+    assert_same_losses("link_down", &quick, &never);
 }
