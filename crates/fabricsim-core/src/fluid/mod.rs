@@ -454,8 +454,9 @@ pub struct FluidSimulation {
     reactions: Reactions,
     /// Per port: its link end is up (faults), and its node is too.
     port_up: Vec<bool>,
-    /// Per port: when a fault last set its `port_up`.
-    port_changed_at: Vec<Time>,
+    /// When a fault last set a port's `port_up`, for the ports one has
+    /// (faults are few; a vector over every port of a 256K-GPU fabric is not).
+    port_changed_at: FastMap<u32, Time>,
     /// Spectrum-X's probes: NIC links to look at, each when its check is due.
     probe_checks: Vec<(Time, PortId)>,
     node_up: Vec<bool>,
@@ -727,7 +728,7 @@ impl FluidSimulation {
             routing: Routing::new(&topo, node_ports),
             placement,
             port_up: vec![true; n_ports],
-            port_changed_at: vec![Time::ZERO; n_ports],
+            port_changed_at: FastMap::default(),
             probe_checks: Vec::new(),
             node_up: vec![true; n_nodes],
             advertised: vec![true; n_nodes],
@@ -955,7 +956,7 @@ impl FluidSimulation {
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
                 self.port_up[port.0 as usize] = up;
-                self.port_changed_at[port.0 as usize] = self.now();
+                self.port_changed_at.insert(port.0, self.now());
                 routed
             }
             FaultAction::SwitchUp { node, up, gray } => {
@@ -1084,7 +1085,7 @@ impl FluidSimulation {
         for (_, port) in due {
             let up = self.port_up[port.0 as usize];
             let held = if up { recovery } else { detection };
-            if now - self.port_changed_at[port.0 as usize] >= held {
+            if now - self.port_changed_at[&port.0] >= held {
                 self.learn_port(Learner::Transport, port, up);
             }
         }
