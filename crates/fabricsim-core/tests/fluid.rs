@@ -719,3 +719,34 @@ fn a_remote_plane_is_dropped_after_its_detection_time_and_back_a_probe_after_it(
         assert!((got - late).abs() < 1e-9, "{duration}: {got}");
     }
 }
+
+/// The same remote flap in both models: nic1's plane-1 link down for 300us
+/// under a 100 MB Spectrum-X flow, probes every 50us (250us to find the
+/// plane dead). The packet model ends 95.1us late; the flow model, moving
+/// at the share that arrives, 87.5us (250 / 4 + 100 / 4). Taking the plane
+/// back only the whole detection time after its link, it was 137.5us.
+#[test]
+fn a_remote_plane_flap_costs_the_flow_model_what_it_costs_the_packet_model() {
+    let late = |flow: bool| {
+        let fct = |flap: bool| {
+            let mut scenario = json!({
+                "seed": 1,
+                "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+                "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
+                "nic": {"remap_delay": "250us"},
+                "transport": {"kind": "spx", "probe_interval": "50us"},
+                "flow_mode": {"partial_loss": "deliver"},
+                "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}],
+            });
+            if flap {
+                scenario["faults"] =
+                    json!([{"kind": "link_flap", "at": "100us", "port": "nic1:1", "duration": "300us"}]);
+            }
+            fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
+        };
+        fct(true) - fct(false)
+    };
+    let (packet, flow) = (late(false), late(true));
+    assert!((flow - 87.5e-6).abs() < 1e-9, "{flow}");
+    assert!((flow / packet - 1.0).abs() < 0.1, "flow {flow} against packet {packet}");
+}
