@@ -1045,26 +1045,18 @@ impl FluidSimulation {
             }
             self.seen_by[who as usize] += 1;
             match (who, action) {
-                (Learner::ControlPlane, FaultAction::PortUp { routed: false, .. }) => {}
-                (_, FaultAction::PortUp { port, up, .. }) => {
-                    let up = match who {
-                        Learner::ControlPlane => self.port_up[port.0 as usize],
-                        Learner::Transport => up,
-                    };
-                    self.learn_port(who, port, up);
+                (Learner::ControlPlane, FaultAction::PortUp { port, routed: true, .. }) => {
+                    self.learn_port(who, port, self.port_up[port.0 as usize])
                 }
+                (Learner::Transport, FaultAction::PortUp { port, up, .. }) => self.learn_port(who, port, up),
                 // The control plane withdraws a switch that stops
                 // advertising itself; the transport finds one that stops
                 // forwarding, gray or not.
-                (Learner::ControlPlane, FaultAction::SwitchUp { gray: true, .. }) => {}
-                (_, FaultAction::SwitchUp { node, up, .. }) => {
-                    let up = match who {
-                        Learner::ControlPlane => self.advertised[node.0 as usize],
-                        Learner::Transport => up,
-                    };
-                    self.known_by[who as usize].node_up[node.0 as usize] = up;
-                    let believed = self.known_by.iter().all(|known| known.node_up[node.0 as usize]);
-                    nodes_changed |= std::mem::replace(&mut self.view.node_up[node.0 as usize], believed) != believed;
+                (Learner::ControlPlane, FaultAction::SwitchUp { node, gray: false, .. }) => {
+                    nodes_changed |= self.learn_node(who, node, self.advertised[node.0 as usize])
+                }
+                (Learner::Transport, FaultAction::SwitchUp { node, up, .. }) => {
+                    nodes_changed |= self.learn_node(who, node, up)
                 }
                 _ => {}
             }
@@ -1099,6 +1091,14 @@ impl FluidSimulation {
         if std::mem::replace(&mut self.view.port_up[port.0 as usize], believed) != believed {
             self.port_changed(port, true);
         }
+    }
+
+    /// `who` now believes switch `node` up or down; whether the routes'
+    /// view of it changed (the caller clears the searches once).
+    fn learn_node(&mut self, who: Learner, node: NodeId, up: bool) -> bool {
+        self.known_by[who as usize].node_up[node.0 as usize] = up;
+        let believed = self.known_by.iter().all(|known| known.node_up[node.0 as usize]);
+        std::mem::replace(&mut self.view.node_up[node.0 as usize], believed) != believed
     }
 
     fn nodes_changed_in_view(&mut self) {
