@@ -51,6 +51,8 @@ pub(super) struct ExchangeRun {
     pub latency: Time,
     /// Its route and the fabric version it was computed at.
     pub routed: Option<(u64, Route)>,
+    /// When it started: its pairs' probes run from then (`probes`).
+    pub started: Time,
 }
 
 impl ExchangeRun {
@@ -82,6 +84,7 @@ impl ExchangeRun {
             intra_cap,
             latency: Time::ZERO,
             routed: None,
+            started: super::probes::IDLE,
         }
     }
 }
@@ -138,7 +141,7 @@ impl FluidSimulation {
         let intra = run.intra_cap.is_finite();
         // A pair's message is split over its connection's QPs.
         let packet = self.packet_payload(run.pair_bytes.div_ceil(u64::from(self.scenario.transport.qps().max(1))));
-        let groups = self.groups_of(&nics, &hosts);
+        let groups = self.groups_of(&nics, &hosts, run.started);
         let group_of: Vec<u32> = {
             let mut of = vec![0u32; nics.len()];
             for (g, group) in groups.iter().enumerate() {
@@ -171,7 +174,7 @@ impl FluidSimulation {
                 }
                 let (a, b) = representatives(from, to, &hosts);
                 let (src, dst) = (nics[a as usize], nics[b as usize]);
-                let route = self.pair_route(src, dst, &bound);
+                let route = self.pair_route(x, src, dst, &bound);
                 let ((src_up, _), (_, dst_down)) = (own(self, src), own(self, dst));
                 let mut up = vec![0.0; src_up.len()];
                 let mut down = vec![0.0; dst_down.len()];
@@ -231,12 +234,13 @@ impl FluidSimulation {
 
     /// Ranks in groups: NICs attached to the same switches, port by port,
     /// by links in the same state (carrying traffic, seen by the NIC, in
-    /// the routes' view) at the same rate. Numbered in rank order.
-    fn groups_of(&self, nics: &[NodeId], hosts: &[u32]) -> Vec<Group> {
-        let mut by_key: FastMap<Vec<(u32, [bool; 5], u64)>, u32> = FastMap::default();
+    /// the routes' view, found by probes running since `probing`) at the
+    /// same rate. Numbered in rank order.
+    fn groups_of(&self, nics: &[NodeId], hosts: &[u32], probing: Time) -> Vec<Group> {
+        let mut by_key: FastMap<Vec<(u32, [bool; 6], u64)>, u32> = FastMap::default();
         let mut groups: Vec<Group> = Vec::new();
         for (i, &nic) in nics.iter().enumerate() {
-            let key: Vec<(u32, [bool; 5], u64)> = (self.routing.node_ports(nic).iter())
+            let key: Vec<(u32, [bool; 6], u64)> = (self.routing.node_ports(nic).iter())
                 .map(|&p| {
                     let (out, back) = (p.0 as usize, p.peer().0 as usize);
                     let state = [
@@ -245,6 +249,7 @@ impl FluidSimulation {
                         self.nic_sees[out],
                         self.view.port_up[out],
                         self.view.port_up[back],
+                        self.probes_show_alive(p, probing),
                     ];
                     (self.routing.peer(p).0, state, self.rate[out])
                 })
@@ -262,11 +267,12 @@ impl FluidSimulation {
 
     /// The route from NIC `src` to NIC `dst` in a design that sprays; the
     /// sender's ports carry `bound`'s shares where its NIC does not spray.
-    fn pair_route(&mut self, src: NodeId, dst: NodeId, bound: &[(usize, f64)]) -> Route {
+    fn pair_route(&mut self, x: u32, src: NodeId, dst: NodeId, bound: &[(usize, f64)]) -> Route {
         let Placement::Spray { nic, avoid } = self.placement else {
             unreachable!("an all-to-all runs whole only where the design sprays (whole_collectives)")
         };
-        self.sprayed_route(src, dst, nic, avoid, bound)
+        let since = self.exchanges[x as usize].started;
+        self.sprayed_route(src, dst, (nic, since), avoid, bound)
     }
 
     /// An all-to-all alone on the fabric as it is: a pair's bytes at the

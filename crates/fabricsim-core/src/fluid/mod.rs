@@ -30,6 +30,7 @@ mod exchange;
 mod fairness;
 mod maxmin;
 mod paths;
+mod probes;
 mod report;
 mod routing;
 mod work;
@@ -41,6 +42,7 @@ use fairness::FairRates;
 pub use maxmin::{Demand, Filling};
 pub use paths::Placement;
 use paths::{Bundles, Fabric, Route, SprayCache};
+use probes::Plane;
 use routing::{Routing, View};
 
 use crate::engine::{EventQueue, FastMap};
@@ -200,10 +202,9 @@ enum Learner {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scope {
     AllLinks,
-    /// Spectrum-X's probes, per plane toward a destination: a NIC link is
-    /// believed down once it has been down for the detection time (probes
-    /// missed in a row; one that gets through starts the count again), and
-    /// up once it has been up for `recovery` (a probe got through).
+    /// Spectrum-X's probes, per plane toward a destination, each sender's
+    /// own (`probes`): a plane is back once its link has been up for
+    /// `recovery` (a probe got through).
     NicLinks {
         recovery: Time,
     },
@@ -454,11 +455,8 @@ pub struct FluidSimulation {
     reactions: Reactions,
     /// Per port: its link end is up (faults), and its node is too.
     port_up: Vec<bool>,
-    /// When a fault last set a port's `port_up`, for the ports one has
-    /// (faults are few; a vector over every port of a 256K-GPU fabric is not).
-    port_changed_at: FastMap<u32, Time>,
-    /// Spectrum-X's probes: NIC links to look at, each when its check is due.
-    probe_checks: Vec<(Time, PortId)>,
+    /// Spectrum-X's probes: what each sender has found of NIC links.
+    probes: Option<probes::Probes>,
     node_up: Vec<bool>,
     /// Per node: a switch its control plane advertises (a gray one still).
     advertised: Vec<bool>,
@@ -728,8 +726,7 @@ impl FluidSimulation {
             routing: Routing::new(&topo, node_ports),
             placement,
             port_up: vec![true; n_ports],
-            port_changed_at: FastMap::default(),
-            probe_checks: Vec::new(),
+            probes: None,
             node_up: vec![true; n_nodes],
             advertised: vec![true; n_nodes],
             nic_rx: vec![0.0; n_nodes],
@@ -787,6 +784,9 @@ impl FluidSimulation {
             topo,
             scenario,
         };
+        if let Some((detection, Scope::NicLinks { recovery })) = sim.reactions.transport {
+            sim.probes = Some(probes::Probes::new(detection, recovery, &sim.topo, sim.qps.len()));
+        }
         for b in 0..n_bundles {
             sim.capacity[b] = sim.bundle_capacity(b as u32);
         }
@@ -906,6 +906,7 @@ impl FluidSimulation {
         for pipeline in &mut self.pipelines {
             if pipeline.nics.binary_search_by_key(&nic.0, |n| n.0).is_ok() {
                 pipeline.routed = None;
+                pipeline.filled_at = None;
             }
         }
         for run in &mut self.exchanges {
@@ -956,7 +957,6 @@ impl FluidSimulation {
         let routed = match action {
             FaultAction::PortUp { port, up, routed } => {
                 self.port_up[port.0 as usize] = up;
-                self.port_changed_at.insert(port.0, self.now());
                 routed
             }
             FaultAction::SwitchUp { node, up, gray } => {
@@ -977,19 +977,15 @@ impl FluidSimulation {
         }
         let transport_delay = match (self.reactions.transport, action) {
             (Some((detection, Scope::AllLinks)), _) => Some(detection),
-            (Some((detection, Scope::NicLinks { recovery })), FaultAction::PortUp { port, up, .. })
+            (Some((_, Scope::NicLinks { .. })), FaultAction::PortUp { port, up, .. })
                 if self.nic_of_link(port).is_some() =>
             {
-                let delay = if up { recovery } else { detection };
-                self.probe_checks.push((now + delay, port));
-                Some(delay)
+                self.probes_watch(port, up)
             }
             _ => None,
         };
         if let Some(delay) = transport_delay {
-            if std::mem::replace(&mut self.reconverge_due[1], now + delay) != now + delay {
-                self.events.schedule_in(delay, Event::Reconverge { transport: true });
-            }
+            self.schedule_transport_catch_up(now + delay);
         }
     }
 
@@ -1026,12 +1022,13 @@ impl FluidSimulation {
     /// false` links and gray switches never) and takes in the link's or
     /// switch's state as it is when it looks (a flap shorter than its delay
     /// is never seen); MRC's transport finds each change in turn, on every
-    /// link. Spectrum-X's probes look at NIC links only (`probes_find`).
+    /// link. Spectrum-X's probes look at NIC links only, for each sender
+    /// apart (`probes_find`), and are not in the routes' view.
     fn catch_up(&mut self, who: Learner) {
         let delay = match (who, self.reactions.transport) {
             (Learner::ControlPlane, _) => self.reactions.control_plane,
-            (Learner::Transport, Some((detection, Scope::NicLinks { recovery }))) => {
-                self.probes_find(detection, recovery);
+            (Learner::Transport, Some((_, Scope::NicLinks { .. }))) => {
+                self.probes_find();
                 return;
             }
             (Learner::Transport, transport) => transport.map(|(delay, _)| delay),
@@ -1063,23 +1060,6 @@ impl FluidSimulation {
         }
         if nodes_changed {
             self.nodes_changed_in_view();
-        }
-    }
-
-    /// Spectrum-X's probes look at the NIC links whose checks are due: a
-    /// link's state is believed once it has held for its time (`Scope`),
-    /// so that a flap shorter than the detection time is never seen, and a
-    /// plane is back a probe after its link is.
-    fn probes_find(&mut self, detection: Time, recovery: Time) {
-        let now = self.now();
-        let (due, waiting): (Vec<_>, Vec<_>) = self.probe_checks.iter().partition(|(at, _)| *at <= now);
-        self.probe_checks = waiting;
-        for (_, port) in due {
-            let up = self.port_up[port.0 as usize];
-            let held = if up { recovery } else { detection };
-            if now - self.port_changed_at[&port.0] >= held {
-                self.learn_port(Learner::Transport, port, up);
-            }
         }
     }
 
@@ -1248,8 +1228,8 @@ impl FluidSimulation {
     }
 
     /// Where QP `qp`'s traffic goes now.
-    fn qp_route(&mut self, qp: u32) -> Route {
-        let qp = self.qps[qp as usize];
+    fn qp_route(&mut self, id: u32) -> Route {
+        let qp = self.qps[id as usize];
         match self.placement {
             Placement::Hash => {
                 let src_ports = self.routing.node_ports(qp.src);
@@ -1258,25 +1238,40 @@ impl FluidSimulation {
                 paths::hashed(&mut fabric, first, qp.src, qp.dst, qp.entropy)
             }
             Placement::Spray { nic, avoid } => {
-                self.sprayed_route(qp.src, qp.dst, nic, avoid, &[(qp.port_index as usize, 1.0)])
+                let since = self.qp_probing_since(id);
+                self.sprayed_route(qp.src, qp.dst, (nic, since), avoid, &[(qp.port_index as usize, 1.0)])
             }
         }
     }
 
     /// Where traffic from NIC `src` to NIC `dst` goes in a design that
     /// sprays: over the ports the NIC sees up whose plane reaches the
-    /// destination in its view, by their rates (`nic`: the NIC sprays), or
-    /// over the ports `bound` gives, with their shares (QPs bound to ports,
-    /// by index).
-    fn sprayed_route(&mut self, src: NodeId, dst: NodeId, nic: bool, avoid: bool, bound: &[(usize, f64)]) -> Route {
+    /// destination in its view and has not been found dead by the sender's
+    /// probes (probing since `since`), by their rates (`nic`: the NIC
+    /// sprays), or over the ports `bound` gives, with their shares (QPs
+    /// bound to ports, by index).
+    fn sprayed_route(
+        &mut self,
+        src: NodeId,
+        dst: NodeId,
+        (nic, since): (bool, Time),
+        avoid: bool,
+        bound: &[(usize, f64)],
+    ) -> Route {
         let src_ports = self.routing.node_ports(src).to_vec();
+        let probed = if nic { self.planes_toward(&src_ports, dst, since) } else { Vec::new() };
+        let probes_say = |p: &PortId| probed.iter().find(|(q, _)| q == p).map(|&(_, plane)| plane);
         let mut fabric = fabric!(self);
         let first: Vec<(PortId, f64)> = if nic {
             let usable: Vec<PortId> = (src_ports.iter().copied())
                 .filter(|p| fabric.nic_sees[p.0 as usize] && fabric.view.usable(*p))
                 .filter(|p| {
                     let tor = fabric.routing.peer(*p);
-                    tor == dst || fabric.routing.distance(tor, dst, fabric.view).is_some()
+                    match probes_say(p) {
+                        Some(Plane::Found) => false,
+                        Some(Plane::Unfound) => true,
+                        None => tor == dst || fabric.routing.distance(tor, dst, fabric.view).is_some(),
+                    }
                 })
                 .collect();
             let total: u64 = usable.iter().map(|p| fabric.rate[p.0 as usize]).sum();
@@ -1341,6 +1336,9 @@ impl FluidSimulation {
 
     /// The QP's first message starts sending.
     fn start_stream(&mut self, s: u32) {
+        if let Owner::Flow(_) | Owner::Transfer(_) = self.streams[s as usize].owner {
+            self.start_probing(self.streams[s as usize].qp);
+        }
         self.streams[s as usize].started = true;
         self.streams[s as usize].updated = self.now();
         self.streams[s as usize].resume_at = self.now();
@@ -1353,8 +1351,9 @@ impl FluidSimulation {
         let qp = self.streams[s as usize].qp as usize;
         debug_assert_eq!(self.qp_queue[qp].front(), Some(&s));
         self.qp_queue[qp].pop_front();
-        if let Some(&next) = self.qp_queue[qp].front() {
-            self.start_stream(next);
+        match self.qp_queue[qp].front() {
+            Some(&next) => self.start_stream(next),
+            None => self.stop_probing(qp as u32),
         }
     }
 

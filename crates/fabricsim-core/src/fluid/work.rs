@@ -54,7 +54,10 @@ impl FluidSimulation {
                     jobs::transfer_done(self, t);
                 }
             }
-            Owner::Pipeline(r) => self.whole_part_arrived(self.pipelines[r as usize].collective),
+            Owner::Pipeline(r) => {
+                self.pipeline_probing(r, false);
+                self.whole_part_arrived(self.pipelines[r as usize].collective)
+            }
             Owner::Exchange(x) => self.whole_part_arrived(self.exchanges[x as usize].collective),
         }
     }
@@ -96,6 +99,7 @@ impl FluidSimulation {
     /// Pipeline `r` starts: all its hops at once, as one stream.
     fn start_pipeline(&mut self, r: u32) {
         self.pipelines[r as usize].started = self.events.now();
+        self.pipeline_probing(r, true);
         let pipeline = &self.pipelines[r as usize];
         let first_qp = pipeline.hops.iter().flatten().next().map_or(u32::MAX, |&c| self.connections[c as usize][0]);
         let (bytes, cap) = (pipeline.bytes(), pipeline.intra_cap);
@@ -149,6 +153,8 @@ impl JobHost for FluidSimulation {
         }
         let Some(x) = self.exchange_of[c.index()] else { return false };
         self.whole_left[c.index()] = 1;
+        self.exchanges[x as usize].started = self.events.now();
+        self.exchange_probing(x);
         let (bytes, cap) = (self.exchanges[x as usize].pair_bytes, self.exchanges[x as usize].intra_cap);
         let s = self.new_stream(Owner::Exchange(x), u32::MAX, bytes, cap);
         self.start_stream(s);

@@ -1,0 +1,239 @@
+//! Spectrum-X's RTT probes in the flow model: what each sender has found of
+//! the NIC links at the far end of its planes.
+//!
+//! The packet model's NIC keeps one context per plane for every QP and
+//! probes the planes while the QP has data outstanding; a plane toward the
+//! QP's destination is dropped after `failure_probes` rounds in a row that
+//! heard nothing back, and taken back at the first reply
+//! (`transport/spx.rs`). So a sender that starts sending to a NIC whose
+//! plane died long ago finds it dead only its own detection time later, and
+//! so does a QP that was idle when the link failed: each new destination
+//! costs the detection time again (spectrum-x.txt s4.4.1).
+//!
+//! Here a NIC link is *found* dead once it has been down for the detection
+//! time (a probe that gets through starts the count again), and alive again
+//! once it has been up for a probe interval (`Probes::recovery`). A sender
+//! believes a link found dead once it has itself probed for the detection
+//! time (`Probes::since`). What the probes find is not in the routes' view,
+//! which every sender shares: a NIC that sprays leaves out, per destination,
+//! the planes its sender believes dead (`FluidSimulation::planes_found_dead`).
+
+use super::{Event, FluidSimulation};
+use crate::engine::FastMap;
+use crate::net::PortId;
+use crate::topology::{NodeId, NodeRole, Topology};
+use crate::units::Time;
+
+/// A sender that is not probing now.
+pub(super) const IDLE: Time = Time(u64::MAX);
+
+/// A plane toward a destination whose links there are all down, as a
+/// sender sees it (`FluidSimulation::planes_toward`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plane {
+    Found,
+    Unfound,
+}
+
+pub(super) struct Probes {
+    /// Probe rounds missed in a row before a plane is dropped, in time.
+    detection: Time,
+    /// One probe interval: a link up this long has answered a probe.
+    recovery: Time,
+    /// Per node, the plane of a switch (NICs: none).
+    plane_of: Vec<u16>,
+    /// When each NIC-link port a fault touched last changed.
+    changed_at: FastMap<u32, Time>,
+    /// NIC-link ports to look at, each when it will have held its state
+    /// long enough to be found.
+    checks: Vec<(Time, PortId)>,
+    /// NIC-link ports found down.
+    found_down: FastMap<u32, ()>,
+    /// Per QP, since when it has been probing; `IDLE` while it is not.
+    since: Vec<Time>,
+    /// NICs with a link down that a sender (a QP, or an all-to-all's pairs)
+    /// began to probe toward: their routes are looked at again when the
+    /// sender's detection time is up.
+    sender_checks: Vec<(Time, NodeId)>,
+}
+
+impl Probes {
+    pub fn new(detection: Time, recovery: Time, topo: &Topology, qps: usize) -> Probes {
+        let plane_of = (topo.nodes.iter())
+            .map(|node| match node.role {
+                NodeRole::Switch { plane, .. } => plane,
+                NodeRole::Nic { .. } => u16::MAX,
+            })
+            .collect();
+        Probes {
+            detection,
+            recovery,
+            plane_of,
+            changed_at: FastMap::default(),
+            checks: Vec::new(),
+            found_down: FastMap::default(),
+            since: vec![IDLE; qps],
+            sender_checks: Vec::new(),
+        }
+    }
+}
+
+impl FluidSimulation {
+    /// A fault set NIC-link port `port` up or down: the probes look at it
+    /// once it has held that long; returns how long from now.
+    pub(super) fn probes_watch(&mut self, port: PortId, up: bool) -> Option<Time> {
+        let now = self.now();
+        let probes = self.probes.as_mut()?;
+        let delay = if up { probes.recovery } else { probes.detection };
+        probes.changed_at.insert(port.0, now);
+        probes.checks.push((now + delay, port));
+        Some(delay)
+    }
+
+    /// The probes' checks that are due: a link that held its state for its
+    /// time is found dead or alive (a flap shorter than the detection time
+    /// is never found), and the routes from and to its NIC are looked at
+    /// again; so are those toward a NIC a sender has now probed long enough
+    /// to find its dead link.
+    pub(super) fn probes_find(&mut self) {
+        let now = self.now();
+        let Some(probes) = self.probes.as_mut() else { return };
+        let (due, waiting): (Vec<_>, Vec<_>) = probes.checks.iter().partition(|(at, _)| *at <= now);
+        probes.checks = waiting;
+        let (senders_due, senders_waiting): (Vec<_>, Vec<_>) =
+            probes.sender_checks.iter().partition(|(at, _)| *at <= now);
+        probes.sender_checks = senders_waiting;
+        let mut nics: Vec<NodeId> = senders_due.into_iter().map(|(_, nic)| nic).collect();
+        for (_, port) in due {
+            let up = self.port_up[port.0 as usize];
+            let probes = self.probes.as_mut().expect("probes looked at above");
+            let held = if up { probes.recovery } else { probes.detection };
+            if now - probes.changed_at[&port.0] < held {
+                continue;
+            }
+            let changed = if up {
+                probes.found_down.remove(&port.0).is_some()
+            } else {
+                probes.found_down.insert(port.0, ()).is_none()
+            };
+            if changed {
+                nics.extend(self.nic_of_link(port));
+            }
+        }
+        nics.sort_unstable_by_key(|n| n.0);
+        nics.dedup();
+        nics.into_iter().for_each(|nic| self.nic_changed(nic));
+    }
+
+    /// QP `qp` has a message to send: it probes its planes from now on, if
+    /// it was not already.
+    pub(super) fn start_probing(&mut self, qp: u32) {
+        let now = self.now();
+        let Some(probes) = self.probes.as_mut() else { return };
+        if probes.since[qp as usize] == IDLE {
+            probes.since[qp as usize] = now;
+            self.check_after_detection(self.qps[qp as usize].dst);
+        }
+    }
+
+    /// QP `qp` sent all it had. It stops probing unless its destination
+    /// has a link down: then what it sent into the dead plane waits to be
+    /// sent again, and the QP, still outstanding, keeps probing.
+    pub(super) fn stop_probing(&mut self, qp: u32) {
+        let outstanding = self.nic_link_down(self.qps[qp as usize].dst);
+        if let Some(probes) = self.probes.as_mut().filter(|_| !outstanding) {
+            probes.since[qp as usize] = IDLE;
+        }
+    }
+
+    /// The QPs of pipeline `r`'s hops start or stop probing together.
+    pub(super) fn pipeline_probing(&mut self, r: u32, start: bool) {
+        if self.probes.is_none() {
+            return;
+        }
+        let qps: Vec<u32> = (self.pipelines[r as usize].hops.iter().flatten())
+            .flat_map(|&conn| self.connections[conn as usize].iter().copied())
+            .collect();
+        for qp in qps {
+            if start {
+                self.start_probing(qp);
+            } else {
+                self.stop_probing(qp);
+            }
+        }
+    }
+
+    /// An all-to-all's pairs start probing at its start (`ExchangeRun::started`).
+    pub(super) fn exchange_probing(&mut self, x: u32) {
+        if self.probes.is_some() {
+            for nic in self.exchanges[x as usize].nics.clone() {
+                self.check_after_detection(nic);
+            }
+        }
+    }
+
+    /// A sender began probing toward `dst`: if one of its links is down,
+    /// its routes are looked at again when the sender can have found it.
+    fn check_after_detection(&mut self, dst: NodeId) {
+        if !self.nic_link_down(dst) {
+            return;
+        }
+        let probes = self.probes.as_mut().expect("only while probing");
+        let at = self.events.now() + probes.detection;
+        probes.sender_checks.push((at, dst));
+        self.schedule_transport_catch_up(at);
+    }
+
+    /// Whether a link of NIC `nic` carries nothing now.
+    fn nic_link_down(&self, nic: NodeId) -> bool {
+        let alive = |p: PortId| self.alive[p.0 as usize] && self.alive[p.peer().0 as usize];
+        self.routing.node_ports(nic).iter().any(|&p| !alive(p))
+    }
+
+    /// Since when QP `qp` has been probing (`IDLE`: it is not).
+    pub(super) fn qp_probing_since(&self, qp: u32) -> Time {
+        self.probes.as_ref().map_or(IDLE, |probes| probes.since[qp as usize])
+    }
+
+    /// What a sender probing since `since` does with each of `src_ports`
+    /// toward `dst`, by its plane: of those on which `dst`'s links are all
+    /// down, the ones it has found dead (every link found down, and the
+    /// sender probing for the detection time itself: left out) and the
+    /// ones it has not (`Unfound`: sprayed into, even where the routes no
+    /// longer reach `dst`, as the NIC knows nothing of routes).
+    pub(super) fn planes_toward(&self, src_ports: &[PortId], dst: NodeId, since: Time) -> Vec<(PortId, Plane)> {
+        let Some(probes) = self.probes.as_ref() else { return Vec::new() };
+        let sender_found = since != IDLE && self.now() >= since + probes.detection;
+        let found = |p: PortId| probes.found_down.contains_key(&p.0) || probes.found_down.contains_key(&p.peer().0);
+        let plane = |p: PortId| probes.plane_of[self.routing.peer(p).0 as usize];
+        let dst_ports = self.routing.node_ports(dst);
+        (src_ports.iter().copied())
+            .filter_map(|p| {
+                let on_plane = || dst_ports.iter().copied().filter(move |&q| plane(q) == plane(p));
+                on_plane().next()?;
+                if on_plane().all(|q| sender_found && found(q)) {
+                    Some((p, Plane::Found))
+                } else if on_plane().all(|q| !self.view.usable(q)) {
+                    Some((p, Plane::Unfound))
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Whether a sender probing since `since` believes NIC link `port`
+    /// alive (true where no probes run).
+    pub(super) fn probes_show_alive(&self, port: PortId, since: Time) -> bool {
+        let Some(probes) = self.probes.as_ref() else { return true };
+        let found = |p: PortId| probes.found_down.contains_key(&p.0);
+        !(found(port) || found(port.peer())) || since == IDLE || self.now() < since + probes.detection
+    }
+
+    /// The probes' next look is due at `at`.
+    pub(super) fn schedule_transport_catch_up(&mut self, at: Time) {
+        if std::mem::replace(&mut self.reconverge_due[1], at) != at {
+            self.events.schedule(at, Event::Reconverge { transport: true });
+        }
+    }
+}
