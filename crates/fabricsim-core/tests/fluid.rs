@@ -513,6 +513,39 @@ fn converging_in_500us(faults: Value) -> Value {
     })
 }
 
+/// MRC on four planes of a radix-8 Clos (SRv6, trimming, no PFC), a 100 MB
+/// flow from nic0 to nic4 under another ToR, one end's plane-1 link down
+/// for 300us from 100us: either end's flap costs the flow model 87.5us (a
+/// quarter of the rate for the flap and the 50us reorder window after it)
+/// and the packet model 77.1us. Until a NIC was told of its own link only
+/// once both directions were up to date, the sender's flap cost the flow
+/// model 312.9us, as a link that never came back: the NIC never saw its
+/// port up again.
+#[test]
+fn an_mrc_flap_of_either_ends_link_costs_both_models_alike() {
+    let late = |flow: bool, faults: Value| {
+        let fct = |faults: Value| {
+            let scenario = json!({
+                "seed": 1,
+                "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+                "switch": {"forwarding": "srv6", "pfc": {"enabled": false}, "trimming": {"enabled": true},
+                    "ecn": {"last_hop": false}},
+                "transport": {"kind": "mrc"},
+                "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": "100MB"}],
+                "faults": faults,
+            });
+            fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
+        };
+        fct(faults) - fct(json!([]))
+    };
+    for end in ["nic0:1", "nic4:1"] {
+        let flap = json!([{"kind": "link_flap", "at": "100us", "port": end, "duration": "300us"}]);
+        let (packet, flow) = (late(false, flap.clone()), late(true, flap));
+        assert!((flow - 87.5e-6).abs() < 1e-9, "{end}: {flow}");
+        assert!((flow / packet - 1.0).abs() < 0.15, "{end}: flow {flow} against packet {packet}");
+    }
+}
+
 /// A 32-rank ring all-gather starting at 1 ms over Spectrum-X NICs on four
 /// planes, nic0's plane-1 link down from `fault_at` (the control plane
 /// takes 1 s to see it; the NIC notices its own port, and its peers'

@@ -993,6 +993,9 @@ impl FluidSimulation {
     /// and tells NICs of their ports (loss of signal, after their notice
     /// delay going down, at once coming up).
     fn refresh_alive(&mut self) {
+        // A NIC's ports whose link changed in either direction: it is told
+        // once both directions are up to date.
+        let mut nic_ports = Vec::new();
         for p in 0..self.alive.len() {
             let port = PortId(p as u32);
             let from = self.routing.peer(port.peer());
@@ -1006,11 +1009,18 @@ impl FluidSimulation {
             let b = self.bundles.of_port[p];
             self.capacity[b as usize] = self.bundle_capacity(b);
             self.mark(b);
-            if self.routing.is_nic(from) {
-                let sees = now_alive && self.alive[port.peer().0 as usize];
-                let delay = if sees { Time::ZERO } else { self.reactions.nic_notice };
-                self.events.schedule_in(delay, Event::NicNotice { port, up: sees });
+            match (self.routing.is_nic(from), self.routing.is_nic(to)) {
+                (true, _) => nic_ports.push(port),
+                (_, true) => nic_ports.push(port.peer()),
+                _ => {}
             }
+        }
+        nic_ports.sort_unstable_by_key(|p| p.0);
+        nic_ports.dedup();
+        for port in nic_ports {
+            let sees = self.alive[port.0 as usize] && self.alive[port.peer().0 as usize];
+            let delay = if sees { Time::ZERO } else { self.reactions.nic_notice };
+            self.events.schedule_in(delay, Event::NicNotice { port, up: sees });
         }
     }
 
