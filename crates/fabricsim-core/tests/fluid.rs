@@ -513,6 +513,40 @@ fn converging_in_500us(faults: Value) -> Value {
     })
 }
 
+/// One QP, two iterations: rank 0 broadcasts 16 MB to rank 1 (nic1), then
+/// 2 ms of compute, over Spectrum-X with 100us probes (500us to drop a
+/// plane). nic1's plane-1 link is down from 900us to 1.8 ms, across the
+/// first broadcast: its QP finds the plane and, idle with the link still
+/// down, goes on probing until the plane answers again, then stops. A
+/// second failure of the link while the QP is idle (at 2.5 ms) is found
+/// only 500us after the second broadcast starts, in both models: the
+/// packet model's job ends 529.0us later than with the first failure
+/// alone, the flow model's 554.9us. Before a QP that went on probing
+/// while idle stopped once its destination was whole, the flow model
+/// took the second failure as found: 54.9us.
+#[test]
+fn a_qp_idle_across_a_second_failure_finds_it_again() {
+    let late = |flow: bool| {
+        let jct = |second: bool| {
+            let mut faults = vec![json!({"kind": "link_flap", "at": "900us", "port": "nic1:1", "duration": "900us"})];
+            if second {
+                faults.push(json!({"kind": "link_down", "at": "2.5ms", "port": "nic1:1"}));
+            }
+            let mut scenario = converging_in_500us(json!(faults));
+            scenario["transport"]["probe_interval"] = json!("100us");
+            scenario["jobs"] = json!([{"name": "j", "ranks": 2, "placement": {"explicit": [0, 1]}, "start": "1ms",
+                "iterations": 2, "phases": [
+                    {"name": "send", "collective": {"op": "broadcast", "bytes": "16MB", "channels": 1}},
+                    {"name": "compute", "after": ["send"], "compute": "2ms"}]}]);
+            let out = if flow { run_flow(scenario) } else { common::run(scenario) };
+            out.summary["jobs"]["j"]["jct_s"].as_f64().expect("the job completed")
+        };
+        jct(true) - jct(false)
+    };
+    let (packet, flow) = (late(false), late(true));
+    assert!((flow / packet - 1.0).abs() < 0.1, "flow {flow} against packet {packet}");
+}
+
 /// MRC on four planes of a radix-8 Clos (SRv6, trimming, no PFC), a 100 MB
 /// flow from nic0 to nic4 under another ToR, one end's plane-1 link down
 /// for 300us from 100us: either end's flap costs the flow model 87.5us (a

@@ -94,7 +94,9 @@ pub struct FlowModeConfig {
     /// sending into one. Unset, the packet model's: MRC retires an EV once
     /// a later SACK shows its packet lost (`transport.reorder_window`);
     /// Spectrum-X's NIC drops a plane after `transport.failure_probes`
-    /// probes time out (`failure_probes x probe_interval`), and takes it
+    /// probes time out (`failure_probes x probe_interval`), counted for each
+    /// QP from when it starts sending to that destination (a collective
+    /// that starts beside a long-dead plane pays it in full), and takes it
     /// back a probe after its link is up (this time / `failure_probes`).
     /// RoCE has none: it waits for the control plane
     /// (`switch.reconvergence_delay`).
@@ -115,8 +117,9 @@ pub struct FlowModeConfig {
     /// carried its bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
-    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls)
-    /// (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
+    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls; 3% while
+    /// Spectrum-X senders have not yet found a dead plane, under
+    /// `partial_loss: deliver`) (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
     /// 11-21% longer whole, and under ECMP a 16 MB ring of 1,024 ranks on
     /// three tiers 12% longer: latency-bound, the transfers of hops that
     /// share a link drift apart, where whole they all send at once

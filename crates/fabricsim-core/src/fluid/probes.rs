@@ -51,6 +51,9 @@ pub(super) struct Probes {
     found_down: FastMap<u32, ()>,
     /// Per QP, since when it has been probing; `IDLE` while it is not.
     since: Vec<Time>,
+    /// Per QP that went on probing when it had sent all it had (its
+    /// destination had a link down), since when it has been idle.
+    idle_since: Vec<Time>,
     /// NICs with a link down that a sender (a QP, or an all-to-all's pairs)
     /// began to probe toward: their routes are looked at again when the
     /// sender's detection time is up.
@@ -73,6 +76,7 @@ impl Probes {
             checks: Vec::new(),
             found_down: FastMap::default(),
             since: vec![IDLE; qps],
+            idle_since: vec![IDLE; qps],
             sender_checks: Vec::new(),
         }
     }
@@ -126,13 +130,20 @@ impl FluidSimulation {
     }
 
     /// QP `qp` has a message to send: it probes its planes from now on, if
-    /// it was not already.
+    /// it was not already. One that went on probing while idle stopped
+    /// once its destination's links were back: if every link down now went
+    /// down after it went idle, it starts again.
     pub(super) fn start_probing(&mut self, qp: u32) {
-        let now = self.now();
-        let Some(probes) = self.probes.as_mut() else { return };
-        if probes.since[qp as usize] == IDLE {
+        let (now, dst) = (self.now(), self.qps[qp as usize].dst);
+        let Some(probes) = self.probes.as_ref() else { return };
+        let idle_since = probes.idle_since[qp as usize];
+        let restart = probes.since[qp as usize] == IDLE
+            || (idle_since != IDLE && self.nic_links_down_since(dst).all(|down| down > idle_since));
+        let probes = self.probes.as_mut().expect("looked at above");
+        probes.idle_since[qp as usize] = IDLE;
+        if restart {
             probes.since[qp as usize] = now;
-            self.check_after_detection(self.qps[qp as usize].dst);
+            self.check_after_detection(dst);
         }
     }
 
@@ -140,10 +151,20 @@ impl FluidSimulation {
     /// has a link down: then what it sent into the dead plane waits to be
     /// sent again, and the QP, still outstanding, keeps probing.
     pub(super) fn stop_probing(&mut self, qp: u32) {
-        let outstanding = self.nic_link_down(self.qps[qp as usize].dst);
-        if let Some(probes) = self.probes.as_mut().filter(|_| !outstanding) {
+        let (now, outstanding) = (self.now(), self.nic_link_down(self.qps[qp as usize].dst));
+        let Some(probes) = self.probes.as_mut() else { return };
+        if outstanding {
+            probes.idle_since[qp as usize] = now;
+        } else {
             probes.since[qp as usize] = IDLE;
         }
+    }
+
+    /// When each link of NIC `nic` that is down now went down.
+    fn nic_links_down_since(&self, nic: NodeId) -> impl Iterator<Item = Time> + '_ {
+        let probes = self.probes.as_ref().expect("only while probing");
+        let went_down = |p: PortId| (!self.port_up[p.0 as usize]).then(|| probes.changed_at[&p.0]);
+        (self.routing.node_ports(nic).iter()).filter_map(move |&p| went_down(p).max(went_down(p.peer())))
     }
 
     /// The QPs of pipeline `r`'s hops start or stop probing together.
