@@ -547,6 +547,33 @@ fn a_qp_idle_across_a_second_failure_finds_it_again() {
     assert!((flow / packet - 1.0).abs() < 0.1, "flow {flow} against packet {packet}");
 }
 
+/// The 32-rank ring beside a plane whose ToR died (`t0.p1.1`, four of the
+/// ring's NICs behind it, down from 0; gray, still advertised, or not;
+/// the control plane takes 1 s either way), 100us probes: the peers'
+/// probes find the dead plane 500us after they first send to those NICs,
+/// whatever killed their links, in both models. Packet model 485.8us late
+/// (494.4 gray), flow model 509.7us. Before the flow model's probes
+/// watched what NIC links carry rather than the faults on their ports,
+/// they never found a dead switch: the ring waited for the control plane
+/// (1 s), or, gray, for ever.
+#[test]
+fn probes_find_a_plane_whose_switch_died() {
+    for gray in [false, true] {
+        let ring = |run: &dyn Fn(Value) -> RunOutput, dead: bool| {
+            let mut scenario = ring_beside_a_dead_plane(None, false);
+            scenario["transport"]["probe_interval"] = json!("100us");
+            if dead {
+                scenario["faults"] = json!([{"kind": "switch_down", "at": "0us", "switch": "t0.p1.1", "gray": gray}]);
+            }
+            let out = run(scenario);
+            out.summary["jobs"]["ring"]["jct_s"].as_f64().expect("the ring completed")
+        };
+        let packet = ring(&common::run, true) - ring(&common::run, false);
+        let flow = ring(&run_flow, true) - ring(&run_flow, false);
+        assert!((flow / packet - 1.0).abs() < 0.1, "gray {gray}: flow {flow} against packet {packet}");
+    }
+}
+
 /// MRC on four planes of a radix-8 Clos (SRv6, trimming, no PFC), a 100 MB
 /// flow from nic0 to nic4 under another ToR, one end's plane-1 link down
 /// for 300us from 100us: either end's flap costs the flow model 87.5us (a

@@ -978,17 +978,10 @@ impl FluidSimulation {
                 self.events.schedule_in(delay, Event::Reconverge { transport: false });
             }
         }
-        let transport_delay = match (self.reactions.transport, action) {
-            (Some((detection, Scope::AllLinks)), _) => Some(detection),
-            (Some((_, Scope::NicLinks { .. })), FaultAction::PortUp { port, up, .. })
-                if self.nic_of_link(port).is_some() =>
-            {
-                self.probes_watch(port, up)
-            }
-            _ => None,
-        };
-        if let Some(delay) = transport_delay {
-            self.schedule_transport_catch_up(now + delay);
+        // Spectrum-X's probes watch what NIC links carry, whatever the
+        // cause (`refresh_alive`).
+        if let Some((detection, Scope::AllLinks)) = self.reactions.transport {
+            self.schedule_transport_catch_up(now + detection);
         }
     }
 
@@ -1024,6 +1017,7 @@ impl FluidSimulation {
             let sees = self.alive[port.0 as usize] && self.alive[port.peer().0 as usize];
             let delay = if sees { Time::ZERO } else { self.reactions.nic_notice };
             self.events.schedule_in(delay, Event::NicNotice { port, up: sees });
+            self.probes_watch(port, sees);
         }
     }
 

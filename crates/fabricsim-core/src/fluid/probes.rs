@@ -10,13 +10,16 @@
 //! so does a QP that was idle when the link failed: each new destination
 //! costs the detection time again (spectrum-x.txt s4.4.1).
 //!
-//! Here a NIC link is *found* dead once it has been down for the detection
-//! time (a probe that gets through starts the count again), and alive again
-//! once it has been up for a probe interval (`Probes::recovery`). A sender
-//! believes a link found dead once it has itself probed for the detection
-//! time (`Probes::since`). What the probes find is not in the routes' view,
-//! which every sender shares: a NIC that sprays leaves out, per destination,
-//! the planes its sender believes dead (`FluidSimulation::planes_found_dead`).
+//! Here a NIC link is *found* dead once it has carried nothing for the
+//! detection time, whatever killed it (a port, its switch, a gray switch
+//! the control plane still advertises: probes see what the fabric
+//! forwards), a probe that gets through starting the count again; it is
+//! found alive once it has been up for a probe interval
+//! (`Probes::recovery`). A sender believes a link found dead once it has
+//! itself probed for the detection time (`Probes::since`). What the probes
+//! find is not in the routes' view, which every sender shares: a NIC that
+//! sprays leaves out, per destination, the planes its sender believes dead
+//! (`FluidSimulation::planes_toward`).
 
 use super::{Event, FluidSimulation};
 use crate::engine::FastMap;
@@ -42,12 +45,13 @@ pub(super) struct Probes {
     recovery: Time,
     /// Per node, the plane of a switch (NICs: none).
     plane_of: Vec<u16>,
-    /// When each NIC-link port a fault touched last changed.
+    /// When each NIC link that ever failed last changed (by its NIC's
+    /// port; a link fails when either direction or the switch does).
     changed_at: FastMap<u32, Time>,
-    /// NIC-link ports to look at, each when it will have held its state
-    /// long enough to be found.
+    /// NIC links to look at, each when it will have held its state long
+    /// enough to be found.
     checks: Vec<(Time, PortId)>,
-    /// NIC-link ports found down.
+    /// NIC links found dead.
     found_down: FastMap<u32, ()>,
     /// Per QP, since when it has been probing; `IDLE` while it is not.
     since: Vec<Time>,
@@ -83,15 +87,15 @@ impl Probes {
 }
 
 impl FluidSimulation {
-    /// A fault set NIC-link port `port` up or down: the probes look at it
-    /// once it has held that long; returns how long from now.
-    pub(super) fn probes_watch(&mut self, port: PortId, up: bool) -> Option<Time> {
+    /// The link of NIC port `port` began or stopped carrying traffic: the
+    /// probes look at it once it has held that long.
+    pub(super) fn probes_watch(&mut self, port: PortId, alive: bool) {
         let now = self.now();
-        let probes = self.probes.as_mut()?;
-        let delay = if up { probes.recovery } else { probes.detection };
+        let Some(probes) = self.probes.as_mut() else { return };
+        let at = now + if alive { probes.recovery } else { probes.detection };
         probes.changed_at.insert(port.0, now);
-        probes.checks.push((now + delay, port));
-        Some(delay)
+        probes.checks.push((at, port));
+        self.schedule_transport_catch_up(at);
     }
 
     /// The probes' checks that are due: a link that held its state for its
@@ -109,7 +113,7 @@ impl FluidSimulation {
         probes.sender_checks = senders_waiting;
         let mut nics: Vec<NodeId> = senders_due.into_iter().map(|(_, nic)| nic).collect();
         for (_, port) in due {
-            let up = self.port_up[port.0 as usize];
+            let up = self.link_alive(port);
             let probes = self.probes.as_mut().expect("probes looked at above");
             let held = if up { probes.recovery } else { probes.detection };
             if now - probes.changed_at[&port.0] < held {
@@ -121,7 +125,7 @@ impl FluidSimulation {
                 probes.found_down.insert(port.0, ()).is_none()
             };
             if changed {
-                nics.extend(self.nic_of_link(port));
+                nics.push(self.routing.peer(port.peer()));
             }
         }
         nics.sort_unstable_by_key(|n| n.0);
@@ -163,8 +167,7 @@ impl FluidSimulation {
     /// When each link of NIC `nic` that is down now went down.
     fn nic_links_down_since(&self, nic: NodeId) -> impl Iterator<Item = Time> + '_ {
         let probes = self.probes.as_ref().expect("only while probing");
-        let went_down = |p: PortId| (!self.port_up[p.0 as usize]).then(|| probes.changed_at[&p.0]);
-        (self.routing.node_ports(nic).iter()).filter_map(move |&p| went_down(p).max(went_down(p.peer())))
+        (self.routing.node_ports(nic).iter()).filter(|&&p| !self.link_alive(p)).map(|p| probes.changed_at[&p.0])
     }
 
     /// The QPs of pipeline `r`'s hops start or stop probing together.
@@ -205,10 +208,14 @@ impl FluidSimulation {
         self.schedule_transport_catch_up(at);
     }
 
+    /// Whether the link of `port` carries traffic both ways.
+    fn link_alive(&self, port: PortId) -> bool {
+        self.alive[port.0 as usize] && self.alive[port.peer().0 as usize]
+    }
+
     /// Whether a link of NIC `nic` carries nothing now.
     fn nic_link_down(&self, nic: NodeId) -> bool {
-        let alive = |p: PortId| self.alive[p.0 as usize] && self.alive[p.peer().0 as usize];
-        self.routing.node_ports(nic).iter().any(|&p| !alive(p))
+        self.routing.node_ports(nic).iter().any(|&p| !self.link_alive(p))
     }
 
     /// Since when QP `qp` has been probing (`IDLE`: it is not).
@@ -225,7 +232,7 @@ impl FluidSimulation {
     pub(super) fn planes_toward(&self, src_ports: &[PortId], dst: NodeId, since: Time) -> Vec<(PortId, Plane)> {
         let Some(probes) = self.probes.as_ref() else { return Vec::new() };
         let sender_found = since != IDLE && self.now() >= since + probes.detection;
-        let found = |p: PortId| probes.found_down.contains_key(&p.0) || probes.found_down.contains_key(&p.peer().0);
+        let found = |p: PortId| probes.found_down.contains_key(&p.0);
         let plane = |p: PortId| probes.plane_of[self.routing.peer(p).0 as usize];
         let dst_ports = self.routing.node_ports(dst);
         (src_ports.iter().copied())
@@ -247,8 +254,7 @@ impl FluidSimulation {
     /// alive (true where no probes run).
     pub(super) fn probes_show_alive(&self, port: PortId, since: Time) -> bool {
         let Some(probes) = self.probes.as_ref() else { return true };
-        let found = |p: PortId| probes.found_down.contains_key(&p.0);
-        !(found(port) || found(port.peer())) || since == IDLE || self.now() < since + probes.detection
+        !probes.found_down.contains_key(&port.0) || since == IDLE || self.now() < since + probes.detection
     }
 
     /// The probes' next look is due at `at`.
