@@ -165,6 +165,19 @@ fn what_the_flow_model_does_not_model_is_refused_by_name() {
     let mut setup = Setup { available_memory: None, keep_going: None };
     let err = FluidSimulation::new_within(scenario, &mut setup).err().expect("refused").to_string();
     assert!(err.contains("faults[0]") && err.contains("flow model"), "{err}");
+    // Spectrum-X's software load balancing finds a dead plane by its own
+    // timeout: refused; a congestion context shared by the planes: run as
+    // the PLB, and said so.
+    let mut s = converging_in_500us(json!([]));
+    s["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "1MB"}]);
+    s["transport"]["plane_lb"] = json!("sw_lb");
+    s["mode"] = json!("flow");
+    let scenario = Scenario::from_json(&s.to_string()).expect("valid scenario");
+    let err = FluidSimulation::new_within(scenario, &mut setup).err().expect("refused").to_string();
+    assert!(err.contains("transport.plane_lb") && err.contains("sw_lb"), "{err}");
+    s["transport"]["plane_lb"] = json!("global_cc");
+    let ignores = run_flow(s).summary["flow_mode_ignores"].to_string();
+    assert!(ignores.contains("transport.plane_lb"), "{ignores}");
 }
 
 /// A ring all-reduce of 16 ranks under different ToRs, one QP per hop.

@@ -1904,6 +1904,19 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
         );
     }
     let mut ignored = Vec::new();
+    if let TransportSpec::Spx(c) = &s.transport {
+        use crate::transport::spx::PlaneLb;
+        match c.plane_lb {
+            PlaneLb::SwLb => {
+                return no("transport.plane_lb", "sw_lb (a dead plane found only by the transport's timeout)")
+            }
+            PlaneLb::GlobalCc | PlaneLb::Esr => ignored.push(
+                "transport.plane_lb: one congestion context over the planes (rates are max-min fair; the NIC \
+                 spreads over its planes as the PLB does)",
+            ),
+            PlaneLb::Plb => {}
+        }
+    }
     if s.switch.pfc.enabled {
         ignored.push("switch.pfc: PFC pauses (no queues in the flow model)");
     }
