@@ -180,6 +180,27 @@ fn what_the_flow_model_does_not_model_is_refused_by_name() {
     assert!(ignores.contains("transport.plane_lb"), "{ignores}");
 }
 
+/// A permutation over Spectrum-X whose nic0 loses its only port at once,
+/// sampled every 10us: nic0's flow and the flow to it stall until the
+/// transport gives up, 34.4 s on. While nothing moves, samples are taken
+/// only from the next event on, not every 10us for 34 s (3.4 million
+/// samples of eight series, enough to exhaust the machine's memory before).
+/// While the other flows move, every 10us.
+#[test]
+fn a_stalled_run_is_not_sampled_while_nothing_moves() {
+    let mut s = permutation(1);
+    s["transport"] = json!({"kind": "spx"});
+    s["telemetry"] = json!({"sample_interval": "10us", "ports": ["t0.p0.0:4"], "hosts": [0, 1]});
+    s["faults"] = json!([{"kind": "nic_port_down", "at": "0us", "nic": 0, "port": 0}]);
+    let out = run_flow(s);
+    assert!(out.summary["sim_time_s"].as_f64().unwrap() > 30.0);
+    let mut times = floats(&out.timeseries, "time_s").into_iter().map(|t| t.expect("a time")).collect::<Vec<_>>();
+    times.dedup();
+    assert!(times.len() < 1_000, "{} samples", times.len());
+    let steps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(steps.iter().take(10).all(|&d| (d - 10e-6).abs() < 1e-12), "{steps:?}");
+}
+
 /// A ring all-reduce of 16 ranks under different ToRs, one QP per hop.
 fn ring(bytes: &str, forwarding: &str, pipelined: bool) -> Value {
     json!({

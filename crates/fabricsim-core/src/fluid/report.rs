@@ -72,7 +72,17 @@ impl FluidSimulation {
         self.samples.last_time = now;
         if self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d) {
             let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
-            self.events.schedule_in(interval, Event::Sample);
+            // While nothing moves (every stream stalled, waiting for its
+            // transport to give up or resume), every sample would read the
+            // same zeros: the next is taken at the first tick from the next
+            // event on, so that seconds of waiting are not millions of rows.
+            let mut next = now + interval;
+            if !self.streams.iter().any(|s| s.flowing) {
+                if let Some(event) = self.events.peek_time().filter(|&t| t > next) {
+                    next = now + interval.times((event - now).0.div_ceil(interval.0));
+                }
+            }
+            self.events.schedule(next, Event::Sample);
         }
     }
 

@@ -19,7 +19,10 @@ pub use output::{percentile, Column, RunOutput, Series, StopReason, Table};
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
-    /// Sampling period of the time series; unset records none.
+    /// Sampling period of the time series; unset records none. The flow
+    /// model skips the samples of a stretch in which nothing moves (every
+    /// stream stalled, waiting on its transport), resuming on the same
+    /// ticks from the next event on.
     pub sample_interval: Option<Time>,
     /// Ports (`node:port`) whose queue length and transmit throughput are
     /// sampled.
