@@ -641,6 +641,14 @@ fn an_mrc_flap_of_either_ends_link_costs_both_models_alike() {
     }
 }
 
+/// The flow model's FCT of a 100 MB flow from nic0 to nic1 on
+/// `converging_in_500us`'s fabric under `faults`.
+fn fct_nic0_to_nic1(faults: Value) -> f64 {
+    let mut scenario = converging_in_500us(faults);
+    scenario["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}]);
+    fcts(&run_flow(scenario))[0]
+}
+
 /// A 32-rank ring all-gather starting at 1 ms over Spectrum-X NICs on four
 /// planes, nic0's plane-1 link down from `fault_at` (the control plane
 /// takes 1 s to see it; the NIC notices its own port, and its peers'
@@ -797,16 +805,11 @@ fn a_whole_ring_with_a_lossy_hop_agrees_with_its_transfers() {
 /// NIC's port failed at 100us, whose detection is due at 600us.
 #[test]
 fn a_failure_is_detected_its_own_reaction_time_after_it() {
-    let fct_with = |faults: Value| {
-        let mut scenario = converging_in_500us(faults);
-        scenario["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}]);
-        fcts(&run_flow(scenario))[0]
-    };
     let receiver = json!({"kind": "nic_port_down", "at": "300us", "nic": 1, "port": 1});
     let unrelated = json!({"kind": "nic_port_down", "at": "100us", "nic": 5, "port": 1});
-    let alone = fct_with(json!([receiver.clone()]));
-    let beside = fct_with(json!([unrelated, receiver]));
-    assert!(alone > fct_with(json!([])) + 499e-6, "the receiver's failure holds the flow up: {alone}");
+    let alone = fct_nic0_to_nic1(json!([receiver.clone()]));
+    let beside = fct_nic0_to_nic1(json!([unrelated, receiver]));
+    assert!(alone > fct_nic0_to_nic1(json!([])) + 499e-6, "the receiver's failure holds the flow up: {alone}");
     assert!((beside - alone).abs() < 1e-9, "{beside} against {alone}");
 }
 
@@ -909,15 +912,10 @@ fn a_failure_the_control_plane_is_not_told_of_stays_in_its_routes() {
 /// 650us late.
 #[test]
 fn a_remote_plane_is_dropped_after_its_detection_time_and_back_a_probe_after_it() {
-    let fct_with = |faults: Value| {
-        let mut scenario = converging_in_500us(faults);
-        scenario["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "100MB"}]);
-        fcts(&run_flow(scenario))[0]
-    };
-    let pristine = fct_with(json!([]));
+    let pristine = fct_nic0_to_nic1(json!([]));
     for (duration, late) in [("200us", 200e-6), ("1ms", 650e-6)] {
         let flap = json!([{"kind": "link_flap", "at": "300us", "port": "nic1:1", "duration": duration}]);
-        let got = fct_with(flap) - pristine;
+        let got = fct_nic0_to_nic1(flap) - pristine;
         assert!((got - late).abs() < 1e-9, "{duration}: {got}");
     }
 }
