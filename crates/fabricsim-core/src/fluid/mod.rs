@@ -1380,7 +1380,9 @@ impl FluidSimulation {
         match (delivers, stream.stalled_since) {
             (false, None) => {
                 stream.stalled_since = Some(now);
-                let give_up = self.scenario.transport.give_up_time();
+                // Every QP of a job, whole collectives' too, has NCCL's timeout.
+                let job = !matches!(self.streams[s as usize].owner, Owner::Flow(_));
+                let give_up = self.scenario.transport.give_up_time(job);
                 self.events.schedule_in(give_up, Event::GiveUp { stream: s, since: now });
             }
             (true, Some(_)) => {

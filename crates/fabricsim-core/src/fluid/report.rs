@@ -263,7 +263,7 @@ impl FluidSimulation {
         let last_fault = self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
         let derived = self.ideal_end().times(100)
             + last_fault
-            + self.scenario.transport.give_up_time().times(2)
+            + self.scenario.transport.longest_give_up_time().times(2)
             + Time::from_ms(10);
         self.scenario.limits.sim_time.unwrap_or(derived.min(Time::HORIZON))
     }

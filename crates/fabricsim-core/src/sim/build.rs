@@ -1012,8 +1012,10 @@ impl Simulation {
     /// `ideal_end` is when the workload ends on an ideal fabric.
     fn run_limits(&self, ideal_end: Time, last_fault: Time) -> RunLimits {
         let limits = &self.scenario.limits;
-        let derived =
-            ideal_end.times(100) + last_fault + self.scenario.transport.give_up_time().times(2) + Time::from_ms(10);
+        let derived = ideal_end.times(100)
+            + last_fault
+            + self.scenario.transport.longest_give_up_time().times(2)
+            + Time::from_ms(10);
         let end = match self.scenario.duration {
             Some(duration) => duration,
             None => limits.sim_time.unwrap_or(derived.min(Time::HORIZON)),

@@ -562,17 +562,20 @@ impl TransportSpec {
         matches!(self, TransportSpec::Mrc(_) | TransportSpec::Spx(_))
     }
 
-    /// How long a QP that makes no progress keeps trying before it fails.
-    pub fn give_up_time(&self) -> Time {
+    /// How long a QP that makes no progress keeps trying before it fails:
+    /// a job's (`job`, NCCL's timeout) or a flow's (perftest's).
+    pub fn give_up_time(&self, job: bool) -> Time {
         match self {
-            TransportSpec::Rocev2(c) => {
-                c.retransmit_timeout(true).max(c.retransmit_timeout(false)).times(u64::from(c.retry_count) + 1)
-            }
+            TransportSpec::Rocev2(c) => c.retransmit_timeout(job).times(u64::from(c.retry_count) + 1),
             TransportSpec::Mrc(c) => c.error_timeout,
-            TransportSpec::Spx(c) => {
-                c.retransmit_timeout(true).max(c.retransmit_timeout(false)).times(u64::from(c.retry_count) + 1)
-            }
+            TransportSpec::Spx(c) => c.retransmit_timeout(job).times(u64::from(c.retry_count) + 1),
         }
+    }
+
+    /// The longer of a job's and a flow's give-up time: what a run's time
+    /// limit waits for.
+    pub fn longest_give_up_time(&self) -> Time {
+        self.give_up_time(true).max(self.give_up_time(false))
     }
 }
 
