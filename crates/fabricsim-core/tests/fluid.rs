@@ -492,9 +492,10 @@ fn all_to_all(transport: &str, forwarding: &str, pipelined: bool, faults: Value)
 /// transfers (each pair hashed apart): no stream stands for the others.
 /// One case departs: under Spectrum-X the pairs toward the NIC whose port
 /// is down lose a quarter of what they send until their probes find the
-/// plane (100us), and the whole run moves every pair at that share, where
-/// only those pairs do in the transfers: 3.0% slower (853.1 against
-/// 828.1us).
+/// plane (100us), then resend the stretch their losses were spread over;
+/// the whole run moves every pair at the worst pair's share and resends
+/// for every pair, where only those pairs do in the transfers: 0.9% faster
+/// (953.1 against 961.4us; the packet model 949.6us).
 #[test]
 fn a_whole_all_to_all_agrees_with_its_transfers() {
     let faults = [
@@ -520,7 +521,7 @@ fn a_whole_all_to_all_agrees_with_its_transfers() {
             // Until the senders toward a NIC's dead plane find it, the whole
             // run moves every pair at the share its worst pair delivers.
             let finding = transport == "spx" && fault[0]["kind"] == "nic_port_down";
-            let band = if finding { 1.0..1.035 } else { 1.0 - 1e-6..1.0 + 1e-6 };
+            let band = if finding { 0.98..1.02 } else { 1.0 - 1e-6..1.0 + 1e-6 };
             assert!(band.contains(&(whole / steps)), "{transport} {fault}: whole {whole} over transfers {steps}");
             if pristine == 0.0 {
                 pristine = steps;
@@ -534,6 +535,23 @@ fn a_whole_all_to_all_agrees_with_its_transfers() {
     }
     let ecmp = run_flow(all_to_all("rocev2", "ecmp", true, json!([])));
     assert_eq!(ints(&ecmp.transfers, "step").len(), 32 * 31 * 2);
+}
+
+/// The all-to-all above beside NIC 3's dead plane-1 port, in both models
+/// (probes every 20us, five missed: 100us): each pair toward NIC 3 loses
+/// a quarter of its packets until its sender drops the plane, then sends
+/// the stretch they were spread over again. The packet model ends at
+/// 949.6us; the flow model 961.4us cut into transfers, 953.1us whole.
+/// Ending each message as the share that arrived allowed, the flow model
+/// took 828.1us and 853.1us.
+#[test]
+fn an_all_to_all_beside_a_dead_plane_costs_both_models_alike() {
+    let fault = json!([{"kind": "nic_port_down", "at": "0us", "nic": 3, "port": 1}]);
+    let packet = cct(&common::run(all_to_all("spx", "adaptive", false, fault.clone())));
+    for pipelined in [false, true] {
+        let flow = cct(&run_flow(all_to_all("spx", "adaptive", pipelined, fault.clone())));
+        assert!((flow / packet - 1.0).abs() < 0.03, "whole {pipelined}: flow {flow} against packet {packet}");
+    }
 }
 
 /// A flow sprayed over two spines by adaptive switches; at 100us the link
@@ -948,11 +966,52 @@ fn a_remote_plane_is_dropped_after_its_detection_time_and_back_a_probe_after_it(
     }
 }
 
+/// A message beside a plane that died before it started, in both models:
+/// nic1's plane-1 link down from 100us, a flow from nic0 at 1 ms over
+/// four Spectrum-X planes, probes every 100us (500us to find the plane).
+/// The NIC sprays a quarter of the packets into the dead plane until a
+/// 500 KB window of them is unacknowledged, the rest on the live planes,
+/// and sends the 2 MB stretch its losses were spread over again once it
+/// drops the plane: a 16 MB message, sent long before, ends then
+/// (packet model 528.8us, flow model 528.8us); a 64 MB one after it. If
+/// the link comes back (at 1.3 ms) before the sender finds the plane, the
+/// 16 MB message waits for the receiver's loss timer, 1 ms after the first
+/// loss (packet model 1,026.6us, flow model 1,022.2us). The flow model
+/// moved each at the share that arrived and ended the 16 MB one at
+/// 221.6us, long before its sender knew what it had lost.
+#[test]
+fn a_message_that_lost_part_in_a_plane_ends_after_its_sender_goes_back() {
+    let down = json!({"kind": "link_down", "at": "100us", "port": "nic1:1"});
+    let back = json!({"kind": "link_up", "at": "1.3ms", "port": "nic1:1"});
+    for (bytes, faults, after) in
+        [("16MB", json!([down]), 500e-6), ("64MB", json!([down]), 500e-6), ("16MB", json!([down, back]), 1e-3)]
+    {
+        let fct = |flow: bool| {
+            let scenario = json!({
+                "seed": 1,
+                "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+                "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
+                "nic": {"remap_delay": "500us"},
+                "transport": {"kind": "spx", "probe_interval": "100us"},
+                "faults": faults,
+                "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": bytes, "start": "1ms"}],
+            });
+            fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
+        };
+        let (packet, flow) = (fct(false), fct(true));
+        assert!(flow > after, "{bytes} {faults}: ended at {flow} s, before its sender went back");
+        assert!((flow / packet - 1.0).abs() < 0.02, "{bytes} {faults}: flow {flow} against packet {packet}");
+    }
+}
+
 /// The same remote flap in both models: nic1's plane-1 link down for 300us
 /// under a 100 MB Spectrum-X flow, probes every 50us (250us to find the
-/// plane dead). The packet model ends 95.1us late; the flow model, moving
-/// at the share that arrives, 87.5us (250 / 4 + 100 / 4). Taking the plane
-/// back only the whole detection time after its link, it was 137.5us.
+/// plane dead). The packet model ends 95.1us late; the flow model 107.5us:
+/// moving at the share that arrives, 87.5us (250 / 4 + 100 / 4), and the
+/// 2 MB its losses were spread over (a 500 KB window lost in one plane of
+/// four) resent once the plane is dropped, 20us at 800G. Taking the plane
+/// back only the whole detection time after its link, it was 137.5us;
+/// before it resent anything, 87.5us.
 #[test]
 fn a_remote_plane_flap_costs_the_flow_model_what_it_costs_the_packet_model() {
     let late = |flow: bool| {
@@ -975,6 +1034,6 @@ fn a_remote_plane_flap_costs_the_flow_model_what_it_costs_the_packet_model() {
         fct(true) - fct(false)
     };
     let (packet, flow) = (late(false), late(true));
-    assert!((flow - 87.5e-6).abs() < 1e-9, "{flow}");
-    assert!((flow / packet - 1.0).abs() < 0.1, "flow {flow} against packet {packet}");
+    assert!((flow - 107.5e-6).abs() < 0.1e-6, "{flow}");
+    assert!((flow / packet - 1.0).abs() < 0.15, "flow {flow} against packet {packet}");
 }

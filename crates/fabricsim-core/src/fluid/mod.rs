@@ -117,8 +117,8 @@ pub struct FlowModeConfig {
     /// carried its bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
-    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls; 3% while
-    /// Spectrum-X senders have not yet found a dead plane, under
+    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls; 1% beside a
+    /// dead plane Spectrum-X senders have yet to find, under
     /// `partial_loss: deliver`) (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
     /// 11-21% longer whole, and under ECMP a 16 MB ring of 1,024 ranks on
     /// three tiers 12% longer: latency-bound, the transfers of hops that
@@ -128,12 +128,13 @@ pub struct FlowModeConfig {
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into
     /// a dead link its design has not stopped using): `deliver`, move at
-    /// the share that arrives (the default), or `stall`, make no progress
+    /// the share that arrives (the default; under Spectrum-X a message
+    /// then ends only once its routes lose nothing, after sending again
+    /// the stretch its losses were spread over, as the packet model's NIC
+    /// goes back when it drops a plane), or `stall`, make no progress
     /// until it loses nothing, as a transport whose lost packets hold its
-    /// messages up does: the packet model's Spectrum-X NIC sends nothing
-    /// useful until its PLB drops the plane (spectrum-x.txt Fig. 12,
-    /// `reproduce spectrum-x`). A stream that still delivers part is not
-    /// given up on.
+    /// messages up does. A stream that still delivers part is not given
+    /// up on.
     #[serde(default)]
     pub partial_loss: PartialLoss,
     /// How a whole ring's channels sending from the same NICs fall in time
@@ -409,6 +410,23 @@ struct Stream {
     stalled_since: Option<Time>,
     /// A stall ended: it sends again only from here (RoCE's next timeout).
     resume_at: Time,
+    /// Its message's payload bytes.
+    bytes: f64,
+    /// Payload bytes it sent into planes its Spectrum-X sender has not
+    /// dropped, since its route last delivered everything: resent only
+    /// once the sender drops them (`resend_on_drop`).
+    lost: f64,
+    /// When it began to lose what `lost` counts.
+    lost_since: Time,
+    /// Its message does not end before this: when its sender went back for
+    /// what it lost.
+    recover_at: Time,
+    /// Payload bytes of `left` its receiver already has, sent again after
+    /// a drop: carried, not delivered twice.
+    resent: f64,
+    /// It has sent its last byte while still losing: its message waits,
+    /// first on its QP, for the sender to drop the plane.
+    held: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1323,6 +1341,12 @@ impl FluidSimulation {
             done: false,
             stalled_since: None,
             resume_at: now,
+            bytes: bytes as f64,
+            lost: 0.0,
+            lost_since: now,
+            recover_at: now,
+            resent: 0.0,
+            held: false,
         };
         // A slot freed by a stream that arrived; its epoch goes on counting,
         // so that the old stream's events stay stale.
@@ -1369,6 +1393,17 @@ impl FluidSimulation {
     fn set_route(&mut self, s: u32, route: Route) {
         let now = self.now();
         self.advance(s, now);
+        if self.streams[s as usize].lost > 0.0 && route.delivered >= 1.0 - 1e-9 {
+            let (resend, at) = (self.resend_on_drop(s), self.goes_back_at(s));
+            let stream = &mut self.streams[s as usize];
+            stream.lost = 0.0;
+            stream.left += resend;
+            stream.resent += resend;
+            stream.recover_at = at;
+            if std::mem::replace(&mut stream.held, false) {
+                stream.resume_at = stream.resume_at.max(at);
+            }
+        }
         self.leave(s);
         let delivers = route.delivered > 0.0;
         let resume = match self.streams[s as usize].stalled_since {
@@ -1392,7 +1427,7 @@ impl FluidSimulation {
             _ => {}
         }
         let stream = &self.streams[s as usize];
-        if !self.progresses(&stream.route) {
+        if stream.held || !self.progresses(&stream.route) {
             return;
         }
         if stream.resume_at <= now {
@@ -1401,6 +1436,50 @@ impl FluidSimulation {
             let at = stream.resume_at;
             self.events.schedule(at, Event::Resume(s));
         }
+    }
+
+    /// What Spectrum-X's sender resends of stream `s`'s message when it
+    /// drops the planes it lost packets in (`SpxQp::fail_plane`): it goes
+    /// back to its oldest unacknowledged packet, the first one lost, and
+    /// sends again the stretch of the message its losses were spread over
+    /// (the ACKs being cumulative). A dead plane takes its share of the
+    /// packets until a window of them is unacknowledged, then no more.
+    fn resend_on_drop(&self, s: u32) -> f64 {
+        let TransportSpec::Spx(c) = &self.scenario.transport else { return 0.0 };
+        let stream = &self.streams[s as usize];
+        let src = match stream.owner {
+            // Every pair of a whole all-to-all alike: its first NIC's.
+            Owner::Exchange(x) => self.exchanges[x as usize].nics[0],
+            _ => self.qps[stream.qp as usize].src,
+        };
+        let ports = self.routing.node_ports(src);
+        let line = crate::units::Rate(self.rate[ports[0].0 as usize]);
+        let window = c.window.map_or(line.bytes_in(Time::from_us(20)), |w| w.0 as f64) * self.efficiency;
+        let share = 1.0 - stream.route.delivered;
+        let dead = (share * ports.len() as f64).round().max(1.0);
+        (stream.lost.min(dead * window) / share.max(f64::MIN_POSITIVE)).min(stream.bytes)
+    }
+
+    /// When stream `s`'s Spectrum-X sender, whose routes lose nothing from
+    /// now, goes back for what it lost: now if it dropped a plane toward
+    /// the destination; else (the link came back first, or the routes
+    /// converged) when the receiver's loss timer NAKs the gap, every
+    /// `loss_timeout` from the first loss. A whole all-to-all's pairs go
+    /// back now.
+    fn goes_back_at(&self, s: u32) -> Time {
+        let (now, stream) = (self.now(), &self.streams[s as usize]);
+        let TransportSpec::Spx(c) = &self.scenario.transport else { return now };
+        if let Owner::Flow(_) | Owner::Transfer(_) = stream.owner {
+            let qp = &self.qps[stream.qp as usize];
+            let ports = self.routing.node_ports(qp.src);
+            let since = self.qp_probing_since(stream.qp);
+            if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found) {
+                return now;
+            }
+            let timer = c.loss_timeout.0.max(1);
+            return stream.lost_since + Time((now - stream.lost_since).0.div_ceil(timer) * timer);
+        }
+        now
     }
 
     /// Whether a stream on `route` moves at all: it delivers something, and
@@ -1498,6 +1577,7 @@ impl FluidSimulation {
 
     /// Brings stream `s`'s bytes left (and its links' counts) up to `now`.
     fn advance(&mut self, s: u32, now: Time) {
+        let spx = matches!(self.scenario.transport, TransportSpec::Spx(_));
         let stream = &mut self.streams[s as usize];
         if stream.flowing && now > stream.updated {
             let dt = (now - stream.updated).as_secs_f64();
@@ -1506,10 +1586,22 @@ impl FluidSimulation {
             }
             let sent = (stream.rate * dt).min(stream.left / stream.route.delivered.max(f64::MIN_POSITIVE));
             stream.left = (stream.left - sent * stream.route.delivered).max(0.0);
+            // A message's packets lost in a plane: Spectrum-X's NIC sends
+            // its other packets on the live planes (the accounting above),
+            // and those lost once it drops the plane. Whole collectives'
+            // streams are not messages: a ring's steps are held by `stall`.
+            if spx && stream.route.delivered < 1.0 - 1e-9 && !matches!(stream.owner, Owner::Pipeline(_)) {
+                if stream.lost == 0.0 {
+                    stream.lost_since = stream.updated;
+                }
+                stream.lost += sent * (1.0 - stream.route.delivered);
+            }
             // What one of the stream's messages received; a whole ring or
             // all-to-all receives it on every hop or pair over the network.
             let arrived = sent * stream.route.delivered;
-            self.delivered += arrived
+            let again = arrived.min(stream.resent);
+            stream.resent -= again;
+            self.delivered += (arrived - again)
                 * match stream.owner {
                     Owner::Pipeline(r) => self.pipelines[r as usize].network_hops() as f64,
                     Owner::Exchange(x) => self.exchanges[x as usize].network_pairs() as f64,
@@ -1668,6 +1760,19 @@ impl FluidSimulation {
         self.leave(s);
         let stream = &mut self.streams[s as usize];
         stream.left = 0.0;
+        if stream.lost > 0.0 {
+            // Its last packets are sent; those the plane lost wait for the
+            // drop (`set_route`), the QP behind them.
+            stream.held = true;
+            return;
+        }
+        if now < stream.recover_at {
+            // What it lost is sent again only then.
+            stream.resume_at = stream.recover_at;
+            let at = stream.recover_at;
+            self.events.schedule(at, Event::Resume(s));
+            return;
+        }
         stream.done = true;
         if let Owner::Pipeline(r) = stream.owner {
             let pipeline = &self.pipelines[r as usize];
