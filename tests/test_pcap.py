@@ -131,3 +131,29 @@ def test_udp_checksums_over_ipv6_are_valid(tmp_path: Path) -> None:
         zeroed = bytearray(bytes(udp)[: udp.len])  # without the FCS scapy reads as padding
         zeroed[6:8] = b"\0\0"
         assert udp.chksum != 0 and udp.chksum == in6_chksum(17, p[scapy_all.IPv6], bytes(zeroed))
+
+
+@pytest.mark.parametrize(
+    "design",
+    [{}, {"nic": {"ip": "ipv4"}}, {"switch": {"forwarding": "srv6"}, "transport": {"kind": "mrc"}}],
+    ids=["rocev2-ipv6", "rocev2-ipv4", "mrc-srv6"],
+)
+def test_whole_frames_carry_their_icrc_and_fcs(tmp_path: Path, design: dict[str, Any]) -> None:
+    # Captured whole, every frame ends in the RoCEv2 ICRC (CRC-32 over the
+    # IP datagram with the fields switches rewrite masked) that scapy
+    # computes, then the Ethernet FCS.
+    import zlib
+
+    scenario = {**_scenario(), **design}
+    scenario["telemetry"] = {"pcap": {"ports": ["nic0:0", "t0.p0.0:0", "t0.p0.0:2"], "snaplen": "9000B"}}
+    packets = scapy_all.rdpcap(str(fabricsim.run(scenario).write(tmp_path / "run") / "telemetry.pcap"))
+    assert len(packets) >= 20
+    for p in packets:
+        frame = bytes(p)
+        assert len(frame) == p.wirelen
+        assert zlib.crc32(frame[:-4]).to_bytes(4, "little") == frame[-4:]
+        udp = p[scapy_all.UDP]
+        ip = udp.underlayer
+        datagram = bytes(ip)[: (40 if isinstance(ip, scapy_all.IPv6) else 20) + udp.len]
+        again = type(ip)(datagram)
+        assert again[roce.BTH].compute_icrc(None) == datagram[-4:]

@@ -236,23 +236,14 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
         PacketKind::Cnp => transport.extend_from_slice(&[0; 16]),
     }
     transport.resize(transport.len() + payload + pad, 0);
-    transport.extend_from_slice(&[0; 4]); // ICRC
 
-    let udp_len = 8 + transport.len();
+    let udp_len = 8 + transport.len() + 4;
     let mut udp = Vec::with_capacity(udp_len);
     udp.extend_from_slice(&packet.entropy.to_be_bytes());
     udp.extend_from_slice(&ROCE_UDP_PORT.to_be_bytes());
     udp.extend_from_slice(&(udp_len as u16).to_be_bytes());
     udp.extend_from_slice(&0u16.to_be_bytes()); // checksum, below
     udp.extend_from_slice(&transport);
-    if ip == IpVersion::Ipv6 {
-        // IPv4 RoCEv2 leaves the UDP checksum zero (the ICRC covers the
-        // packet); IPv6 forbids a zero checksum outside tunnels that opt in
-        // (RFC 8200 s8.1, RFC 6936), so it is computed over the pseudo-header.
-        let checksum = udp_checksum_ipv6(nic_address(packet.src.0), nic_address(packet.dst.0), &udp);
-        udp[6..8].copy_from_slice(&checksum.to_be_bytes());
-    }
-
     let dscp = if packet.class as usize == CLASS_CONTROL { DSCP_CONTROL } else { DSCP_DATA };
     let ecn = if packet.has(flag::CE) {
         3
@@ -262,37 +253,16 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
         0
     };
     let tos = dscp << 2 | ecn;
-    let mut inner = Vec::with_capacity(40 + udp.len());
-    match ip {
-        IpVersion::Ipv6 => {
-            let flow_label = packet.entropy as u32;
-            let word = 6u32 << 28 | (tos as u32) << 20 | flow_label;
-            inner.extend_from_slice(&word.to_be_bytes());
-            inner.extend_from_slice(&(udp.len() as u16).to_be_bytes());
-            inner.push(17); // UDP
-            inner.push(64); // hop limit
-            for nic in [packet.src.0, packet.dst.0] {
-                inner.extend_from_slice(&nic_address(nic).to_be_bytes());
-            }
-        }
-        IpVersion::Ipv4 => {
-            let total = 20 + udp.len();
-            let mut header = [0u8; 20];
-            header[0] = 0x45;
-            header[1] = tos;
-            header[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-            header[6] = 0x40; // don't fragment
-            header[8] = 64;
-            header[9] = 17;
-            for (k, nic) in [packet.src.0, packet.dst.0].into_iter().enumerate() {
-                let b = nic.to_be_bytes();
-                header[12 + 4 * k..16 + 4 * k].copy_from_slice(&[10, b[1], b[2], b[3]]);
-            }
-            let checksum = !fold(sum16(0, &header));
-            header[10..12].copy_from_slice(&checksum.to_be_bytes());
-            inner.extend_from_slice(&header);
-        }
+    let header = ip_header(ip, packet, tos, udp_len);
+    udp.extend_from_slice(&icrc(ip, &header, &udp).to_le_bytes());
+    if ip == IpVersion::Ipv6 {
+        // IPv4 RoCEv2 leaves the UDP checksum zero (the ICRC covers the
+        // packet); IPv6 forbids a zero checksum outside tunnels that opt in
+        // (RFC 8200 s8.1, RFC 6936), so it is computed over the pseudo-header.
+        let checksum = udp_checksum_ipv6(nic_address(packet.src.0), nic_address(packet.dst.0), &udp);
+        udp[6..8].copy_from_slice(&checksum.to_be_bytes());
     }
+    let mut inner = header;
     inner.extend_from_slice(&udp);
     let mut out = Vec::with_capacity(14 + 40 + inner.len() + 4);
     out.extend_from_slice(&mac(to));
@@ -311,9 +281,101 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
         None => out.extend_from_slice(&(if ip == IpVersion::Ipv6 { 0x86DDu16 } else { 0x0800 }).to_be_bytes()),
     }
     out.extend_from_slice(&inner);
-    out.extend_from_slice(&[0; 4]); // FCS
+    let fcs = crc32(!0, &out);
+    out.extend_from_slice(&(!fcs).to_le_bytes());
     out
 }
+
+/// The IP header of a RoCEv2 packet carrying `udp_len` bytes of UDP.
+fn ip_header(ip: IpVersion, packet: &Packet, tos: u8, udp_len: usize) -> Vec<u8> {
+    match ip {
+        IpVersion::Ipv6 => {
+            let mut header = Vec::with_capacity(40 + udp_len);
+            let flow_label = packet.entropy as u32;
+            let word = 6u32 << 28 | (tos as u32) << 20 | flow_label;
+            header.extend_from_slice(&word.to_be_bytes());
+            header.extend_from_slice(&(udp_len as u16).to_be_bytes());
+            header.push(17); // UDP
+            header.push(64); // hop limit
+            for nic in [packet.src.0, packet.dst.0] {
+                header.extend_from_slice(&nic_address(nic).to_be_bytes());
+            }
+            header
+        }
+        IpVersion::Ipv4 => {
+            let total = 20 + udp_len;
+            let mut header = [0u8; 20];
+            header[0] = 0x45;
+            header[1] = tos;
+            header[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            header[6] = 0x40; // don't fragment
+            header[8] = 64;
+            header[9] = 17;
+            for (k, nic) in [packet.src.0, packet.dst.0].into_iter().enumerate() {
+                let b = nic.to_be_bytes();
+                header[12 + 4 * k..16 + 4 * k].copy_from_slice(&[10, b[1], b[2], b[3]]);
+            }
+            let checksum = !fold(sum16(0, &header));
+            header[10..12].copy_from_slice(&checksum.to_be_bytes());
+            let mut v = Vec::with_capacity(20 + udp_len);
+            v.extend_from_slice(&header);
+            v
+        }
+    }
+}
+
+/// RoCEv2's invariant CRC (IBTA Annex A17.3.3; protocols.md s2.3): CRC-32
+/// over eight bytes of ones standing for the LRH, the IP header, the UDP
+/// header and the transport headers and payload, with the fields a switch
+/// may rewrite set to ones (IPv4 TOS, TTL, checksum; IPv6 traffic class,
+/// flow label, hop limit; the UDP checksum; the BTH's FECN, BECN and
+/// reserved bits). `udp` is the datagram without the ICRC.
+fn icrc(ip: IpVersion, header: &[u8], udp: &[u8]) -> u32 {
+    let mut ip_masked = header.to_vec();
+    match ip {
+        IpVersion::Ipv6 => {
+            ip_masked[0] |= 0x0F;
+            ip_masked[1..4].fill(0xFF);
+            ip_masked[7] = 0xFF;
+        }
+        IpVersion::Ipv4 => {
+            ip_masked[1] = 0xFF;
+            ip_masked[8] = 0xFF;
+            ip_masked[10..12].fill(0xFF);
+        }
+    }
+    let mut udp_bth = [0u8; 8 + 12];
+    udp_bth.copy_from_slice(&udp[..20]);
+    udp_bth[6..8].fill(0xFF);
+    udp_bth[8 + 4] = 0xFF;
+    let mut crc = crc32(!0, &[0xFF; 8]);
+    crc = crc32(crc, &ip_masked);
+    crc = crc32(crc, &udp_bth);
+    !crc32(crc, &udp[20..])
+}
+
+/// CRC-32 of IEEE 802.3 (reflected, polynomial 0xEDB88320), the Ethernet
+/// FCS's and the ICRC's: `state` carried on over `bytes` (start at `!0`,
+/// complement at the end).
+fn crc32(state: u32, bytes: &[u8]) -> u32 {
+    bytes.iter().fold(state, |crc, &b| CRC32_TABLE[((crc ^ u32::from(b)) & 0xFF) as usize] ^ (crc >> 8))
+}
+
+const CRC32_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = i as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            bit += 1;
+        }
+        table[i] = crc;
+        i += 1;
+    }
+    table
+};
 
 /// `sum` plus the 16-bit big-endian words of `bytes` (a last odd byte
 /// padded with zero), the Internet checksum's sum before folding.
@@ -363,6 +425,20 @@ mod tests {
         // By hand: fd00 + 1 + fd00 + 2 + c001 + 12b7 + 000c + 0102 + 0304
         // + length 12 + 17 = 0x2_d0ea, folded 0xd0ec, complemented 0x2f13.
         assert_eq!(checksum, 0x2F13);
+    }
+
+    #[test]
+    fn crc32_gives_the_standard_check_value() {
+        // The CRC-32 catalogue's check: "123456789" -> 0xCBF43926.
+        assert_eq!(!crc32(!0, b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn the_fcs_closes_the_frame_to_the_crc_residue() {
+        // A frame with its FCS appended (least significant byte first)
+        // leaves IEEE 802.3's residue in the register, 0xDEBB20E3.
+        let f = frame(&data(true, true, 64), &hop(2, IpVersion::Ipv6, 64));
+        assert_eq!(crc32(!0, &f), 0xDEBB_20E3);
     }
 
     fn hop(dest_qp: u32, ip: IpVersion, message_len: u64) -> Hop {
