@@ -31,6 +31,7 @@ mod fairness;
 mod maxmin;
 mod paths;
 mod probes;
+mod recovery;
 mod report;
 mod routing;
 mod work;
@@ -412,9 +413,9 @@ struct Stream {
     resume_at: Time,
     /// Its message's payload bytes.
     bytes: f64,
-    /// Payload bytes it sent into planes its Spectrum-X sender has not
-    /// dropped, since its route last delivered everything: resent only
-    /// once the sender drops them (`resend_on_drop`).
+    /// Payload bytes it sent into dead links its design had not stopped
+    /// using, since its route last delivered everything: sent again only
+    /// when its sender goes back for them (`recovery.rs`).
     lost: f64,
     /// When it began to lose what `lost` counts.
     lost_since: Time,
@@ -1394,14 +1395,14 @@ impl FluidSimulation {
         let now = self.now();
         self.advance(s, now);
         if self.streams[s as usize].lost > 0.0 && route.delivered >= 1.0 - 1e-9 {
-            let (resend, at) = (self.resend_on_drop(s), self.goes_back_at(s));
+            let at = self.goes_back_at(s);
+            let held = self.streams[s as usize].held;
+            self.go_back(s);
             let stream = &mut self.streams[s as usize];
-            stream.lost = 0.0;
-            stream.left += resend;
-            stream.resent += resend;
             stream.recover_at = at;
-            if std::mem::replace(&mut stream.held, false) {
-                stream.resume_at = stream.resume_at.max(at);
+            if held {
+                // Not at the timer it was waiting for.
+                stream.resume_at = at;
             }
         }
         self.leave(s);
@@ -1436,50 +1437,6 @@ impl FluidSimulation {
             let at = stream.resume_at;
             self.events.schedule(at, Event::Resume(s));
         }
-    }
-
-    /// What Spectrum-X's sender resends of stream `s`'s message when it
-    /// drops the planes it lost packets in (`SpxQp::fail_plane`): it goes
-    /// back to its oldest unacknowledged packet, the first one lost, and
-    /// sends again the stretch of the message its losses were spread over
-    /// (the ACKs being cumulative). A dead plane takes its share of the
-    /// packets until a window of them is unacknowledged, then no more.
-    fn resend_on_drop(&self, s: u32) -> f64 {
-        let TransportSpec::Spx(c) = &self.scenario.transport else { return 0.0 };
-        let stream = &self.streams[s as usize];
-        let src = match stream.owner {
-            // Every pair of a whole all-to-all alike: its first NIC's.
-            Owner::Exchange(x) => self.exchanges[x as usize].nics[0],
-            _ => self.qps[stream.qp as usize].src,
-        };
-        let ports = self.routing.node_ports(src);
-        let line = crate::units::Rate(self.rate[ports[0].0 as usize]);
-        let window = c.window.map_or(line.bytes_in(Time::from_us(20)), |w| w.0 as f64) * self.efficiency;
-        let share = 1.0 - stream.route.delivered;
-        let dead = (share * ports.len() as f64).round().max(1.0);
-        (stream.lost.min(dead * window) / share.max(f64::MIN_POSITIVE)).min(stream.bytes)
-    }
-
-    /// When stream `s`'s Spectrum-X sender, whose routes lose nothing from
-    /// now, goes back for what it lost: now if it dropped a plane toward
-    /// the destination; else (the link came back first, or the routes
-    /// converged) when the receiver's loss timer NAKs the gap, every
-    /// `loss_timeout` from the first loss. A whole all-to-all's pairs go
-    /// back now.
-    fn goes_back_at(&self, s: u32) -> Time {
-        let (now, stream) = (self.now(), &self.streams[s as usize]);
-        let TransportSpec::Spx(c) = &self.scenario.transport else { return now };
-        if let Owner::Flow(_) | Owner::Transfer(_) = stream.owner {
-            let qp = &self.qps[stream.qp as usize];
-            let ports = self.routing.node_ports(qp.src);
-            let since = self.qp_probing_since(stream.qp);
-            if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found) {
-                return now;
-            }
-            let timer = c.loss_timeout.0.max(1);
-            return stream.lost_since + Time((now - stream.lost_since).0.div_ceil(timer) * timer);
-        }
-        now
     }
 
     /// Whether a stream on `route` moves at all: it delivers something, and
@@ -1577,7 +1534,7 @@ impl FluidSimulation {
 
     /// Brings stream `s`'s bytes left (and its links' counts) up to `now`.
     fn advance(&mut self, s: u32, now: Time) {
-        let spx = matches!(self.scenario.transport, TransportSpec::Spx(_));
+        let counts_losses = self.counts_losses();
         let stream = &mut self.streams[s as usize];
         if stream.flowing && now > stream.updated {
             let dt = (now - stream.updated).as_secs_f64();
@@ -1586,11 +1543,17 @@ impl FluidSimulation {
             }
             let sent = (stream.rate * dt).min(stream.left / stream.route.delivered.max(f64::MIN_POSITIVE));
             stream.left = (stream.left - sent * stream.route.delivered).max(0.0);
-            // A message's packets lost in a plane: Spectrum-X's NIC sends
-            // its other packets on the live planes (the accounting above),
-            // and those lost once it drops the plane. Whole collectives'
+            // A message's packets lost in a dead link: the sender sends the
+            // others on (the accounting above), and the lost ones when it
+            // goes back for them (`recovery.rs`). Whole collectives'
             // streams are not messages: a ring's steps are held by `stall`.
-            if spx && stream.route.delivered < 1.0 - 1e-9 && !matches!(stream.owner, Owner::Pipeline(_)) {
+            // What a go-back sends again into links that still lose is not
+            // counted again: one go-back round a message (`recovery.rs`).
+            if counts_losses
+                && stream.resent == 0.0
+                && stream.route.delivered < 1.0 - 1e-9
+                && !matches!(stream.owner, Owner::Pipeline(_))
+            {
                 if stream.lost == 0.0 {
                     stream.lost_since = stream.updated;
                 }
@@ -1761,9 +1724,13 @@ impl FluidSimulation {
         let stream = &mut self.streams[s as usize];
         stream.left = 0.0;
         if stream.lost > 0.0 {
-            // Its last packets are sent; those the plane lost wait for the
-            // drop (`set_route`), the QP behind them.
+            // Its last packets are sent; those lost wait, the QP behind
+            // them, for its routes to lose nothing (`set_route`) or its
+            // sender's next timer to go back while they still lose.
             stream.held = true;
+            let at = self.goes_back_at(s);
+            self.streams[s as usize].resume_at = at;
+            self.events.schedule(at, Event::Resume(s));
             return;
         }
         if now < stream.recover_at {
@@ -1816,6 +1783,9 @@ impl FluidSimulation {
         let stream = &self.streams[s as usize];
         if !stream.started || stream.done || stream.stalled_since.is_some() || stream.resume_at > self.now() {
             return;
+        }
+        if stream.held {
+            self.go_back(s);
         }
         if self.progresses(&self.streams[s as usize].route) {
             self.join(s);

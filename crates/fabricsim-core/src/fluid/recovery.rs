@@ -1,0 +1,124 @@
+//! Loss recovery in the flow model: when a sender goes back for what a
+//! dead link lost, and how much it sends again.
+//!
+//! Under `partial_loss: deliver` a stream that loses part of what it sends
+//! moves at the share that arrives, as if the lost packets were sent again
+//! on the live paths at once. The transports of the packet model do not
+//! find them that fast: a message's lost packets are sent again only when
+//! its sender goes back for them, and the message ends no earlier
+//! (`Stream::lost`, `Stream::held`, `FluidSimulation::set_route`).
+//!
+//! - Spectrum-X's NIC sprays a plane's share into a dead plane until a
+//!   window of them is unacknowledged, and goes back when it drops the
+//!   plane (`SpxQp::fail_plane`), or, where the link came back or the
+//!   routes converged first, when the receiver's loss timer NAKs the gap
+//!   (`loss_timeout` after the first loss, then every `loss_timeout`).
+//! - RoCE with direct placement (adaptive routing's reordering kept from
+//!   NAKing) has no NAK for a lost packet: its requester goes back at its
+//!   retransmission timeout, counted from the first loss (its cumulative
+//!   ACK stops there); with PRO's out-of-order window the responder NACKs
+//!   holes while later packets arrive, so only a message whose tail was
+//!   lost waits for the timeout. A standard responder NAKs the first gap
+//!   at once, as does MP-RDMA's bitmap.
+//! - MRC finds a lost packet from its SACKs within its reaction time and
+//!   resends it alone: the share accounting stands for it.
+//!
+//! Going back with cumulative ACKs, the sender sends again the stretch of
+//! the message its losses were spread over (`lost / share lost`); a
+//! selective requester (PRO's NACKs) only what was lost.
+
+use super::probes::Plane;
+use super::{FluidSimulation, Owner};
+use crate::transport::rocev2::TimeoutResend;
+use crate::transport::TransportSpec;
+use crate::units::Time;
+
+impl FluidSimulation {
+    /// Whether the transport's lost packets hold its messages up (see the
+    /// module): Spectrum-X's, and RoCE's under direct placement.
+    pub(super) fn counts_losses(&self) -> bool {
+        match &self.scenario.transport {
+            TransportSpec::Spx(_) => true,
+            TransportSpec::Rocev2(c) => c.direct_placement && c.mprdma_bitmap.is_none(),
+            TransportSpec::Mrc(_) => false,
+        }
+    }
+
+    /// Stream `s`'s sender goes back for what it lost: the message has
+    /// that much more to send (carried, not delivered twice). If its
+    /// routes still lose (a timer went off first), what that loses again
+    /// is not counted: one go-back round a message, where the packet model
+    /// may need more.
+    pub(super) fn go_back(&mut self, s: u32) {
+        let resend = self.resent_when_going_back(s);
+        let stream = &mut self.streams[s as usize];
+        stream.lost = 0.0;
+        stream.held = false;
+        stream.left += resend;
+        stream.resent += resend;
+    }
+
+    /// What stream `s`'s sender sends again of its message when it goes
+    /// back for what it lost, at most the message.
+    fn resent_when_going_back(&self, s: u32) -> f64 {
+        let stream = &self.streams[s as usize];
+        let share = (1.0 - stream.route.delivered).max(f64::MIN_POSITIVE);
+        let lost = match &self.scenario.transport {
+            TransportSpec::Spx(c) => {
+                // A dead plane takes its share until a window of it is
+                // unacknowledged, then no more.
+                let src = match stream.owner {
+                    // Every pair of a whole all-to-all alike: its first NIC's.
+                    Owner::Exchange(x) => self.exchanges[x as usize].nics[0],
+                    _ => self.qps[stream.qp as usize].src,
+                };
+                let ports = self.routing.node_ports(src);
+                let line = crate::units::Rate(self.rate[ports[0].0 as usize]);
+                let window = c.window.map_or(line.bytes_in(Time::from_us(20)), |w| w.0 as f64) * self.efficiency;
+                let dead = (share * ports.len() as f64).round().max(1.0);
+                stream.lost.min(dead * window)
+            }
+            TransportSpec::Rocev2(c) if c.ooo_window && !self.times_out(s) => return stream.lost.min(stream.bytes),
+            TransportSpec::Rocev2(c) if c.ooo_window && c.timeout_resend == TimeoutResend::Oldest => {
+                return stream.lost.min(stream.bytes)
+            }
+            TransportSpec::Rocev2(_) => stream.lost,
+            TransportSpec::Mrc(_) => return 0.0,
+        };
+        (lost / share).min(stream.bytes)
+    }
+
+    /// When stream `s`'s sender, whose routes lose nothing from now, goes
+    /// back for what it lost (see the module). A whole all-to-all's pairs
+    /// go back now.
+    pub(super) fn goes_back_at(&self, s: u32) -> Time {
+        let (now, stream) = (self.now(), &self.streams[s as usize]);
+        let timer = match &self.scenario.transport {
+            TransportSpec::Spx(c) => {
+                let (Owner::Flow(_) | Owner::Transfer(_)) = stream.owner else { return now };
+                let qp = &self.qps[stream.qp as usize];
+                let ports = self.routing.node_ports(qp.src);
+                let since = self.qp_probing_since(stream.qp);
+                if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found) {
+                    return now;
+                }
+                c.loss_timeout
+            }
+            // Every QP of a job, whole collectives' too, has NCCL's timeout.
+            TransportSpec::Rocev2(c) if self.times_out(s) => {
+                c.retransmit_timeout(!matches!(stream.owner, Owner::Flow(_)))
+            }
+            TransportSpec::Rocev2(_) | TransportSpec::Mrc(_) => return now,
+        };
+        let timer = timer.0.max(1);
+        stream.lost_since + Time((now - stream.lost_since).0.div_ceil(timer) * timer)
+    }
+
+    /// Whether stream `s`'s RoCE requester learns of its losses only from
+    /// its retransmission timeout: under direct placement with no NAK for
+    /// a gap, or with PRO's window once its message's tail is lost.
+    fn times_out(&self, s: u32) -> bool {
+        let TransportSpec::Rocev2(c) = &self.scenario.transport else { return false };
+        c.direct_placement && c.mprdma_bitmap.is_none() && (!c.ooo_window || self.streams[s as usize].held)
+    }
+}
