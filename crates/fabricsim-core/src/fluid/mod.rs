@@ -129,10 +129,10 @@ pub struct FlowModeConfig {
     pub collectives: CollectiveModel,
     /// What a stream does while part of what it sends is lost (sprayed into
     /// a dead link its design has not stopped using): `deliver`, move at
-    /// the share that arrives (the default; under Spectrum-X a message
-    /// then ends only once its routes lose nothing, after sending again
-    /// the stretch its losses were spread over, as the packet model's NIC
-    /// goes back when it drops a plane), or `stall`, make no progress
+    /// the share that arrives (the default; under Spectrum-X, and RoCE
+    /// with direct placement, a message then ends only once its sender
+    /// has gone back for what it lost, at a plane drop, a timer or when
+    /// its routes lose nothing: `fluid/recovery.rs`), or `stall`, make no progress
     /// until it loses nothing, as a transport whose lost packets hold its
     /// messages up does. A stream that still delivers part is not given
     /// up on.
@@ -426,7 +426,7 @@ struct Stream {
     /// a drop: carried, not delivered twice.
     resent: f64,
     /// It has sent its last byte while still losing: its message waits,
-    /// first on its QP, for the sender to drop the plane.
+    /// first on its QP, for its sender to go back for what it lost.
     held: bool,
 }
 

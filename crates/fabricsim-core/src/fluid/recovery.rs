@@ -78,8 +78,11 @@ impl FluidSimulation {
                 let dead = (share * ports.len() as f64).round().max(1.0);
                 stream.lost.min(dead * window)
             }
-            TransportSpec::Rocev2(c) if c.ooo_window && !self.times_out(s) => return stream.lost.min(stream.bytes),
-            TransportSpec::Rocev2(c) if c.ooo_window && c.timeout_resend == TimeoutResend::Oldest => {
+            // PRO's requester resends what its responder NACKs, and on its
+            // timeout what `timeout_resend` says.
+            TransportSpec::Rocev2(c)
+                if c.ooo_window && (!self.times_out(s) || c.timeout_resend == TimeoutResend::Oldest) =>
+            {
                 return stream.lost.min(stream.bytes)
             }
             TransportSpec::Rocev2(_) => stream.lost,
