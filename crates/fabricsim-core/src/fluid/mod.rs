@@ -28,6 +28,7 @@
 
 mod exchange;
 mod fairness;
+mod learning;
 mod maxmin;
 mod paths;
 mod probes;
@@ -417,8 +418,9 @@ struct Stream {
     /// using, since its route last delivered everything: sent again only
     /// when its sender goes back for them (`recovery.rs`).
     lost: f64,
-    /// When it began to lose what `lost` counts.
+    /// When it began to lose what `lost` counts, and when it last lost.
     lost_since: Time,
+    lost_until: Time,
     /// Its message does not end before this: when its sender went back for
     /// what it lost.
     recover_at: Time,
@@ -452,6 +454,8 @@ enum Event {
     },
     Arrived(u32),
     Resume(u32),
+    /// An MRC QP has sprayed for its detection time (`learning`).
+    QpLearned(u32),
     GiveUp {
         stream: u32,
         since: Time,
@@ -495,6 +499,8 @@ pub struct FluidSimulation {
     capacity: Vec<f64>,
     carried: Vec<f64>,
     spray_cache: SprayCache,
+    /// MRC's QPs, each learning the dead paths for itself.
+    learning: Option<learning::PathLearning>,
     qps: Vec<Qp>,
     connections: Vec<Vec<u32>>,
     flows: Vec<FlowRun>,
@@ -762,6 +768,7 @@ impl FluidSimulation {
             capacity: vec![0.0; n_bundles],
             carried: vec![0.0; n_bundles],
             spray_cache: SprayCache::default(),
+            learning: None,
             work_left: flows.len() + jobs.program.jobs.len(),
             qps,
             connections,
@@ -813,6 +820,9 @@ impl FluidSimulation {
             sim.capacity[b] = sim.bundle_capacity(b as u32);
         }
         sim.qp_queue = vec![Default::default(); sim.qps.len()];
+        if let (TransportSpec::Mrc(_), Some((detection, _))) = (&sim.scenario.transport, sim.reactions.transport) {
+            sim.learning = Some(learning::PathLearning::new(sim.qps.len(), detection));
+        }
         Ok(Some(sim))
     }
 
@@ -900,6 +910,7 @@ impl FluidSimulation {
             Event::Finish { stream, epoch } => self.on_finish(stream, epoch),
             Event::Arrived(s) => self.on_arrived(s),
             Event::Resume(s) => self.on_resume(s),
+            Event::QpLearned(qp) => self.on_qp_learned(qp),
             Event::GiveUp { stream, since } => self.on_give_up(stream, since),
             Event::Sample => self.on_sample(),
         }
@@ -918,6 +929,7 @@ impl FluidSimulation {
     /// computed before no longer hold.
     fn fabric_changed(&mut self) {
         self.spray_cache.clear();
+        self.unaware_spreads_changed();
         self.fabric_version += 1;
     }
 
@@ -1092,7 +1104,10 @@ impl FluidSimulation {
     /// `who` now believes `port` up or down; the routes use it while both
     /// the control plane and the transport believe it up.
     fn learn_port(&mut self, who: Learner, port: PortId, up: bool) {
-        self.known_by[who as usize].port_up[port.0 as usize] = up;
+        let known = std::mem::replace(&mut self.known_by[who as usize].port_up[port.0 as usize], up);
+        if who == Learner::ControlPlane && known != up {
+            self.control_plane_view_changed();
+        }
         let believed = self.known_by.iter().all(|known| known.port_up[port.0 as usize]);
         if std::mem::replace(&mut self.view.port_up[port.0 as usize], believed) != believed {
             self.port_changed(port, true);
@@ -1102,7 +1117,10 @@ impl FluidSimulation {
     /// `who` now believes switch `node` up or down; whether the routes'
     /// view of it changed (the caller clears the searches once).
     fn learn_node(&mut self, who: Learner, node: NodeId, up: bool) -> bool {
-        self.known_by[who as usize].node_up[node.0 as usize] = up;
+        let known = std::mem::replace(&mut self.known_by[who as usize].node_up[node.0 as usize], up);
+        if who == Learner::ControlPlane && known != up {
+            self.control_plane_view_changed();
+        }
         let believed = self.known_by.iter().all(|known| known.node_up[node.0 as usize]);
         std::mem::replace(&mut self.view.node_up[node.0 as usize], believed) != believed
     }
@@ -1265,7 +1283,8 @@ impl FluidSimulation {
             }
             Placement::Spray { nic, avoid } => {
                 let since = self.qp_probing_since(id);
-                self.sprayed_route(qp.src, qp.dst, (nic, since), avoid, &[(qp.port_index as usize, 1.0)])
+                let unaware = self.is_unaware(id);
+                self.sprayed_route(qp.src, qp.dst, (nic, since), (avoid, unaware), &[(qp.port_index as usize, 1.0)])
             }
         }
     }
@@ -1275,19 +1294,37 @@ impl FluidSimulation {
     /// destination in its view and has not been found dead by the sender's
     /// probes (probing since `since`), by their rates (`nic`: the NIC
     /// sprays), or over the ports `bound` gives, with their shares (QPs
-    /// bound to ports, by index).
+    /// bound to ports, by index). `unaware`: over the control plane's view
+    /// alone, for an MRC QP yet to learn what its transport's view knows
+    /// (`learning`).
     fn sprayed_route(
         &mut self,
         src: NodeId,
         dst: NodeId,
         (nic, since): (bool, Time),
-        avoid: bool,
+        (avoid, unaware): (bool, bool),
         bound: &[(usize, f64)],
     ) -> Route {
         let src_ports = self.routing.node_ports(src).to_vec();
         let probed = if nic { self.planes_toward(&src_ports, dst, since) } else { Vec::new() };
         let probes_say = |p: &PortId| probed.iter().find(|(q, _)| q == p).map(|&(_, plane)| plane);
-        let mut fabric = fabric!(self);
+        if unaware {
+            self.make_unaware_routes();
+        }
+        let unaware_routes = self.learning.as_mut().and_then(|l| l.unaware.as_deref_mut()).filter(|_| unaware);
+        let (routing, spray_cache, view) = match unaware_routes {
+            Some((routing, cache)) => (routing, cache, &self.known_by[Learner::ControlPlane as usize]),
+            None => (&mut self.routing, &mut self.spray_cache, &self.view),
+        };
+        let mut fabric = Fabric {
+            routing,
+            view,
+            alive: &self.alive,
+            nic_sees: &self.nic_sees,
+            bundles: &self.bundles,
+            seeds: &self.seeds,
+            rate: &self.rate,
+        };
         let first: Vec<(PortId, f64)> = if nic {
             let usable: Vec<PortId> = (src_ports.iter().copied())
                 .filter(|p| fabric.nic_sees[p.0 as usize] && fabric.view.usable(*p))
@@ -1308,7 +1345,7 @@ impl FluidSimulation {
         if first.is_empty() {
             return Route { path: vec![src_ports[0]], ..Route::default() };
         }
-        paths::sprayed(&mut fabric, &mut self.spray_cache, avoid, &first, dst)
+        paths::sprayed(&mut fabric, spray_cache, avoid, &first, dst)
     }
 
     /// Posts a stream of `bytes` on QP `qp` for `owner`: it starts once
@@ -1345,6 +1382,7 @@ impl FluidSimulation {
             bytes: bytes as f64,
             lost: 0.0,
             lost_since: now,
+            lost_until: now,
             recover_at: now,
             resent: 0.0,
             held: false,
@@ -1370,6 +1408,7 @@ impl FluidSimulation {
     fn start_stream(&mut self, s: u32) {
         if let Owner::Flow(_) | Owner::Transfer(_) = self.streams[s as usize].owner {
             self.start_probing(self.streams[s as usize].qp);
+            self.note_sending(self.streams[s as usize].qp);
         }
         self.streams[s as usize].started = true;
         self.streams[s as usize].updated = self.now();
@@ -1558,6 +1597,7 @@ impl FluidSimulation {
                     stream.lost_since = stream.updated;
                 }
                 stream.lost += sent * (1.0 - stream.route.delivered);
+                stream.lost_until = now;
             }
             // What one of the stream's messages received; a whole ring or
             // all-to-all receives it on every hop or pair over the network.

@@ -20,8 +20,11 @@
 //!   holes while later packets arrive, so only a message whose tail was
 //!   lost waits for the timeout. A standard responder NAKs the first gap
 //!   at once, as does MP-RDMA's bitmap.
-//! - MRC finds a lost packet from its SACKs within its reaction time and
-//!   resends it alone: the share accounting stands for it.
+//! - MRC finds each lost packet from a SACK of one sent a reordering
+//!   window after it, or by RACK's timer an RTT and the window after it
+//!   was sent, and resends it alone: the share accounting stands for what
+//!   it sends again, and its message ends no earlier than its last lost
+//!   packet is found (its QPs' own losses: `learning.rs`).
 //!
 //! Going back with cumulative ACKs, the sender sends again the stretch of
 //! the message its losses were spread over (`lost / share lost`); a
@@ -35,12 +38,11 @@ use crate::units::Time;
 
 impl FluidSimulation {
     /// Whether the transport's lost packets hold its messages up (see the
-    /// module): Spectrum-X's, and RoCE's under direct placement.
+    /// module): Spectrum-X's, MRC's, and RoCE's under direct placement.
     pub(super) fn counts_losses(&self) -> bool {
         match &self.scenario.transport {
-            TransportSpec::Spx(_) => true,
+            TransportSpec::Spx(_) | TransportSpec::Mrc(_) => true,
             TransportSpec::Rocev2(c) => c.direct_placement && c.mprdma_bitmap.is_none(),
-            TransportSpec::Mrc(_) => false,
         }
     }
 
@@ -111,7 +113,13 @@ impl FluidSimulation {
             TransportSpec::Rocev2(c) if self.times_out(s) => {
                 c.retransmit_timeout(!matches!(stream.owner, Owner::Flow(_)))
             }
-            TransportSpec::Rocev2(_) | TransportSpec::Mrc(_) => return now,
+            // Its last lost packet is found a round trip and the reordering
+            // window after it was sent.
+            TransportSpec::Mrc(c) => {
+                let rtt = self.latency(&stream.route.path, stream.packet).0 * 2;
+                return (stream.lost_until + c.reorder_window + Time(rtt)).max(now);
+            }
+            TransportSpec::Rocev2(_) => return now,
         };
         let timer = timer.0.max(1);
         stream.lost_since + Time((now - stream.lost_since).0.div_ceil(timer) * timer)

@@ -51,6 +51,7 @@ enum Hops {
     AllBut(u32),
 }
 
+#[derive(Clone)]
 pub struct Routing {
     node_ports: Vec<Vec<PortId>>,
     /// Each node's ports to switches, in order: what a search walks (a
@@ -143,6 +144,13 @@ impl Routing {
         self.groups.clear();
         self.hop_lists.clear();
         self.hop_list_of.clear();
+    }
+
+    /// The same fabric with no search made yet: routes over another view.
+    pub fn unsearched(&self) -> Routing {
+        let mut copy = self.clone();
+        copy.clear();
+        copy
     }
 
     /// Forgets NIC `nic`'s class: the view of its links changed, and the
