@@ -670,19 +670,7 @@ fn probes_find_a_plane_whose_switch_died() {
 #[test]
 fn an_mrc_flap_of_either_ends_link_costs_both_models_alike() {
     let late = |flow: bool, faults: Value| {
-        let fct = |faults: Value| {
-            let scenario = json!({
-                "seed": 1,
-                "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
-                "switch": {"forwarding": "srv6", "pfc": {"enabled": false}, "trimming": {"enabled": true},
-                    "ecn": {"last_hop": false}},
-                "transport": {"kind": "mrc"},
-                "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": "100MB"}],
-                "faults": faults,
-            });
-            fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
-        };
-        fct(faults) - fct(json!([]))
+        mrc_fct_nic0_to_nic4(flow, "100MB", "0us", faults) - mrc_fct_nic0_to_nic4(flow, "100MB", "0us", json!([]))
     };
     for end in ["nic0:1", "nic4:1"] {
         let flap = json!([{"kind": "link_flap", "at": "100us", "port": end, "duration": "300us"}]);
@@ -704,23 +692,28 @@ fn an_mrc_flap_of_either_ends_link_costs_both_models_alike() {
 /// fabric.
 #[test]
 fn an_mrc_qp_that_starts_after_a_failure_learns_it_for_itself() {
-    let fct = |flow: bool, faults: Value| {
-        let scenario = json!({
-            "seed": 1,
-            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
-            "switch": {"forwarding": "srv6", "pfc": {"enabled": false}, "trimming": {"enabled": true},
-                "ecn": {"last_hop": false}},
-            "transport": {"kind": "mrc"},
-            "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": "1MB", "start": "500us"}],
-            "faults": faults,
-        });
-        fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
-    };
+    let fct = |flow: bool, faults: Value| mrc_fct_nic0_to_nic4(flow, "1MB", "500us", faults);
     let dead = json!([{"kind": "link_down", "at": "10us", "port": "t0.p0.0:4"}]);
     let pristine = fct(true, json!([]));
     let (packet, flow) = (fct(false, dead.clone()), fct(true, dead));
     assert!(flow > pristine + 50e-6, "the reordering window is paid: {flow} against {pristine}");
     assert!((flow / packet - 1.0).abs() < 0.1, "flow {flow} against packet {packet}");
+}
+
+/// The FCT of an MRC flow of `bytes` from nic0 to nic4 starting at
+/// `start`, on four 200G planes of a radix-8 Clos, in the flow model
+/// (`flow`) or the packet model.
+fn mrc_fct_nic0_to_nic4(flow: bool, bytes: &str, start: &str, faults: Value) -> f64 {
+    let scenario = json!({
+        "seed": 1,
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "200Gbps"},
+        "switch": {"forwarding": "srv6", "pfc": {"enabled": false}, "trimming": {"enabled": true},
+            "ecn": {"last_hop": false}},
+        "transport": {"kind": "mrc"},
+        "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": bytes, "start": start}],
+        "faults": faults,
+    });
+    fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
 }
 
 /// The flow model's FCT of a 100 MB flow from nic0 to nic1 on
