@@ -116,7 +116,7 @@ impl FluidSimulation {
             // Its last lost packet is found a round trip and the reordering
             // window after it was sent.
             TransportSpec::Mrc(c) => {
-                let rtt = self.latency(&stream.route.path, stream.packet).0 * 2;
+                let rtt = self.latency(&stream.route.path, stream.packet).0.saturating_mul(2);
                 return (stream.lost_until + c.reorder_window + Time(rtt)).max(now);
             }
             TransportSpec::Rocev2(_) => return now,
