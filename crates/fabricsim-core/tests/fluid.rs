@@ -1060,6 +1060,37 @@ fn a_roce_flow_that_lost_part_waits_for_its_timeout_in_both_models() {
     assert!((flow / packet - 1.0).abs() < 0.02, "flow {flow}us against packet {packet}us");
 }
 
+/// RoCE with direct placement over adaptive switches, a spine's link to a
+/// ToR dead and the control plane never told: other ToRs keep spraying a
+/// quarter of what they send toward that ToR's NICs into the spine, which
+/// drops it. A requester with no NAK for a gap goes back at its timeout
+/// (perftest's 67.1 ms), and its resend loses a quarter again: the
+/// responder, which keeps what it placed, still misses a quarter of the
+/// holes at the next timeout, and so on until none is left. The packet
+/// model's slowest flows take 5-6 timeouts (p99 335.6, 402.7, 402.7 ms in
+/// seeds 1-3); the flow model, which ends when fewer than a packet's worth
+/// of holes is expected, 4 (268.4 ms). Going back once, it ended them at
+/// the first timeout, 67.3 ms.
+#[test]
+fn a_roce_resend_that_loses_again_waits_for_another_timeout() {
+    let p99 = |flow: bool, seed: u64| {
+        let scenario = json!({
+            "seed": seed,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"},
+            "switch": {"forwarding": "adaptive"},
+            "transport": {"kind": "rocev2", "direct_placement": true},
+            "faults": [{"kind": "random_links_down", "at": "0ns", "count": 1, "control_plane": false}],
+            "traffic": [{"kind": "permutation", "bytes": "2MB", "start": "10us"}],
+        });
+        let out = if flow { run_flow(scenario) } else { common::run(scenario) };
+        out.summary["fct_p99_us"].as_f64().unwrap()
+    };
+    let flow = p99(true, 1);
+    assert!(flow > 3.0 * 67_108.0, "the flow model's p99 {flow}us: one timeout only");
+    let packet = p99(false, 1);
+    assert!((0.7..1.05).contains(&(flow / packet)), "flow {flow}us against packet {packet}us");
+}
+
 /// A 16-rank 16 MB ring all-reduce in transfers over two Spectrum-X
 /// planes, two fabric links dead from the start and the control plane
 /// never told: the spines drop what they are sprayed into the dead links,

@@ -1436,7 +1436,7 @@ impl FluidSimulation {
         if self.streams[s as usize].lost > 0.0 && route.delivered >= 1.0 - 1e-9 {
             let at = self.goes_back_at(s);
             let held = self.streams[s as usize].held;
-            self.go_back(s);
+            self.go_back(s, 0.0);
             let stream = &mut self.streams[s as usize];
             stream.recover_at = at;
             if held {
@@ -1825,7 +1825,7 @@ impl FluidSimulation {
             return;
         }
         if stream.held {
-            self.go_back(s);
+            self.go_back(s, 1.0 - stream.route.delivered);
         }
         if self.progresses(&self.streams[s as usize].route) {
             self.join(s);

@@ -18,8 +18,11 @@
 //!   retransmission timeout, counted from the first loss (its cumulative
 //!   ACK stops there); with PRO's out-of-order window the responder NACKs
 //!   holes while later packets arrive, so only a message whose tail was
-//!   lost waits for the timeout. A standard responder NAKs the first gap
-//!   at once, as does MP-RDMA's bitmap.
+//!   lost waits for the timeout. Where the routes still lose, the resend
+//!   loses its share again and the requester finds the holes left at its
+//!   next timeout, round after round (`FluidSimulation::go_back`). A
+//!   standard responder NAKs the first gap at once, as does MP-RDMA's
+//!   bitmap.
 //! - MRC finds each lost packet from a SACK of one sent a reordering
 //!   window after it, or by RACK's timer an RTT and the window after it
 //!   was sent, and resends it alone: the share accounting stands for what
@@ -48,16 +51,40 @@ impl FluidSimulation {
 
     /// Stream `s`'s sender goes back for what it lost: the message has
     /// that much more to send (carried, not delivered twice). If its
-    /// routes still lose (a timer went off first), what that loses again
-    /// is not counted: one go-back round a message, where the packet model
-    /// may need more.
-    pub(super) fn go_back(&mut self, s: u32) {
+    /// routes still lose a share (`losing`: a timer went off first), the
+    /// resend loses again:
+    /// a RoCE requester that learns of losses only from its timeout sees
+    /// the holes its resend left (the lost share of those it filled, spread
+    /// at random) at its next timeout, round after round until fewer than
+    /// a packet's worth is expected to be left, as the packet model's
+    /// responder, which keeps what it placed, has it (`holes_left`). Any
+    /// other sender's resend is not counted again: one go-back round.
+    pub(super) fn go_back(&mut self, s: u32, losing: f64) {
         let resend = self.resent_when_going_back(s);
+        let holes = self.holes_left(s, losing);
+        let now = self.now();
         let stream = &mut self.streams[s as usize];
-        stream.lost = 0.0;
+        stream.lost = holes;
+        stream.lost_since = now;
         stream.held = false;
         stream.left += resend;
         stream.resent += resend;
+    }
+
+    /// The bytes stream `s`'s message is expected still to miss after its
+    /// sender resends what it lost into routes that lose share `losing`:
+    /// zero unless its requester learns of them only from its timeout, or
+    /// when less than one packet is expected.
+    fn holes_left(&self, s: u32, losing: f64) -> f64 {
+        let stream = &self.streams[s as usize];
+        if !self.times_out(s) {
+            return 0.0;
+        }
+        let holes = stream.lost * losing;
+        if holes < f64::from(stream.packet) {
+            return 0.0;
+        }
+        holes
     }
 
     /// What stream `s`'s sender sends again of its message when it goes
