@@ -272,7 +272,8 @@ impl FluidSimulation {
             unreachable!("an all-to-all runs whole only where the design sprays (whole_collectives)")
         };
         let since = self.exchanges[x as usize].started;
-        self.sprayed_route(src, dst, (nic, since), (avoid, false), bound)
+        let unaware = self.is_exchange_unaware(x);
+        self.sprayed_route(src, dst, (nic, since), (avoid, unaware), bound)
     }
 
     /// An all-to-all alone on the fabric as it is: a pair's bytes at the

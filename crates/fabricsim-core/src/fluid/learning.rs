@@ -8,17 +8,20 @@
 //! happened has found by now; a QP that first sends after the transport
 //! found a fault routes over the control plane's view alone (`unaware`:
 //! every SRv6 path, the dead ones' share lost) until its own detection
-//! time has passed, then over the transport's view. Whole collectives'
-//! streams (`pipelines`, `exchanges`) use the transport's view throughout.
+//! time has passed, then over the transport's view. An all-to-all run
+//! whole (`exchanges`) learns as its pairs' QPs do, from its first start;
+//! a ring or tree run whole uses the transport's view throughout.
 
 use super::paths::SprayCache;
 use super::routing::Routing;
-use super::{Event, FluidSimulation, Learner};
+use super::{Event, FluidSimulation, Learner, Owner};
 use crate::units::Time;
 
 pub(super) struct PathLearning {
     /// Per QP: when it first sent (`Time::MAX`: not yet).
     first_sent: Vec<Time>,
+    /// Per all-to-all run whole: when it first started.
+    exchange_first: Vec<Time>,
     /// How long a QP sprays into a dead path before it stops.
     detection: Time,
     /// Routes over the control plane's view, for QPs yet to learn what the
@@ -28,8 +31,19 @@ pub(super) struct PathLearning {
 }
 
 impl PathLearning {
-    pub(super) fn new(qps: usize, detection: Time) -> PathLearning {
-        PathLearning { first_sent: vec![Time::MAX; qps], detection, unaware: None }
+    pub(super) fn new(qps: usize, exchanges: usize, detection: Time) -> PathLearning {
+        PathLearning {
+            first_sent: vec![Time::MAX; qps],
+            exchange_first: vec![Time::MAX; exchanges],
+            detection,
+            unaware: None,
+        }
+    }
+
+    /// Whether a sender that first sent at `first` has yet to learn, at
+    /// `now`, what the transport's view knows.
+    fn unaware(&self, first: Time, now: Time) -> bool {
+        first != Time::MAX && now < first + self.detection
     }
 }
 
@@ -37,17 +51,31 @@ impl FluidSimulation {
     /// QP `qp` starts sending a message: the first time, it begins to
     /// learn, and routes over the transport's view once it has.
     pub(super) fn note_sending(&mut self, qp: u32) {
-        let now = self.now();
-        let Some(learning) = self.learning.as_mut() else { return };
-        let first = &mut learning.first_sent[qp as usize];
-        if *first != Time::MAX {
-            return;
-        }
-        *first = now;
-        if !self.faults.is_empty() {
-            let at = now + learning.detection;
+        if let Some(at) = self.first_sending(|learning| &mut learning.first_sent[qp as usize]) {
             self.events.schedule(at, Event::QpLearned(qp));
         }
+    }
+
+    /// All-to-all `x`, run whole, starts: the first time, its pairs begin
+    /// to learn.
+    pub(super) fn note_exchange_sending(&mut self, x: u32) {
+        if let Some(at) = self.first_sending(|learning| &mut learning.exchange_first[x as usize]) {
+            self.events.schedule(at, Event::ExchangeLearned(x));
+        }
+    }
+
+    /// Marks a sender's first send as now, if it is; returns when it will
+    /// have learned, where there are faults to learn.
+    fn first_sending(&mut self, first: impl FnOnce(&mut PathLearning) -> &mut Time) -> Option<Time> {
+        let now = self.now();
+        let learning = self.learning.as_mut()?;
+        let detection = learning.detection;
+        let first = first(learning);
+        if *first != Time::MAX {
+            return None;
+        }
+        *first = now;
+        (!self.faults.is_empty()).then_some(now + detection)
     }
 
     /// Whether QP `qp` has yet to learn what the transport's view knows:
@@ -55,8 +83,31 @@ impl FluidSimulation {
     /// that view has taken in.
     pub(super) fn is_unaware(&self, qp: u32) -> bool {
         let Some(learning) = self.learning.as_ref() else { return false };
-        let first = learning.first_sent[qp as usize];
-        self.seen_by[Learner::Transport as usize] > 0 && first != Time::MAX && self.now() < first + learning.detection
+        self.seen_by[Learner::Transport as usize] > 0 && learning.unaware(learning.first_sent[qp as usize], self.now())
+    }
+
+    /// Whether all-to-all `x`'s pairs have yet to learn what the
+    /// transport's view knows (`is_unaware`).
+    pub(super) fn is_exchange_unaware(&self, x: u32) -> bool {
+        let Some(learning) = self.learning.as_ref() else { return false };
+        self.seen_by[Learner::Transport as usize] > 0
+            && learning.unaware(learning.exchange_first[x as usize], self.now())
+    }
+
+    /// All-to-all `x` has sprayed for its detection time: if it is still
+    /// running, it routes over the transport's view.
+    pub(super) fn on_exchange_learned(&mut self, x: u32) {
+        self.exchanges[x as usize].routed = None;
+        let running = (0..self.streams.len() as u32).find(|&s| {
+            let stream = &self.streams[s as usize];
+            stream.owner == Owner::Exchange(x) && stream.started && !stream.done
+        });
+        if let Some(s) = running {
+            let route = self.route_of(s);
+            if route != self.streams[s as usize].route {
+                self.set_route(s, route);
+            }
+        }
     }
 
     /// QP `qp` has sprayed for its detection time: its message in progress

@@ -119,8 +119,8 @@ pub struct FlowModeConfig {
     /// carried its bytes, as max-min fair pairs do). Whole collectives are
     /// what makes 100,000 ranks tractable; on 16 and 32 ranks they agree
     /// with `transfers` within 3.5% (rings), 4.2% (hierarchical rings), 2%
-    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls; 1% beside a
-    /// dead plane Spectrum-X senders have yet to find, under
+    /// (NVLS), 5% (trees and chains) and 1e-6 (all-to-alls; 1-1.5% beside
+    /// a NIC's dead plane Spectrum-X or MRC senders have yet to find, under
     /// `partial_loss: deliver`) (tests/fluid.rs); a 16 MB tree of 128 ranks, mostly its fill, takes
     /// 11-21% longer whole, and under ECMP a 16 MB ring of 1,024 ranks on
     /// three tiers 12% longer: latency-bound, the transfers of hops that
@@ -454,8 +454,10 @@ enum Event {
     },
     Arrived(u32),
     Resume(u32),
-    /// An MRC QP has sprayed for its detection time (`learning`).
+    /// An MRC QP, or an all-to-all run whole, has sprayed for its
+    /// detection time (`learning`).
     QpLearned(u32),
+    ExchangeLearned(u32),
     GiveUp {
         stream: u32,
         since: Time,
@@ -821,7 +823,7 @@ impl FluidSimulation {
         }
         sim.qp_queue = vec![Default::default(); sim.qps.len()];
         if let (TransportSpec::Mrc(_), Some((detection, _))) = (&sim.scenario.transport, sim.reactions.transport) {
-            sim.learning = Some(learning::PathLearning::new(sim.qps.len(), detection));
+            sim.learning = Some(learning::PathLearning::new(sim.qps.len(), sim.exchanges.len(), detection));
         }
         Ok(Some(sim))
     }
@@ -911,6 +913,7 @@ impl FluidSimulation {
             Event::Arrived(s) => self.on_arrived(s),
             Event::Resume(s) => self.on_resume(s),
             Event::QpLearned(qp) => self.on_qp_learned(qp),
+            Event::ExchangeLearned(x) => self.on_exchange_learned(x),
             Event::GiveUp { stream, since } => self.on_give_up(stream, since),
             Event::Sample => self.on_sample(),
         }

@@ -155,6 +155,7 @@ impl JobHost for FluidSimulation {
         self.whole_left[c.index()] = 1;
         self.exchanges[x as usize].started = self.events.now();
         self.exchange_probing(x);
+        self.note_exchange_sending(x);
         let (bytes, cap) = (self.exchanges[x as usize].pair_bytes, self.exchanges[x as usize].intra_cap);
         let s = self.new_stream(Owner::Exchange(x), u32::MAX, bytes, cap);
         self.start_stream(s);
