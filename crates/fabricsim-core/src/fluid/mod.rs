@@ -1141,7 +1141,11 @@ impl FluidSimulation {
         match self.streams[s as usize].owner {
             Owner::Pipeline(r) => self.pipeline_route(r),
             Owner::Exchange(x) => self.exchange_route(x),
-            Owner::Flow(_) | Owner::Transfer(_) => self.qp_route(self.streams[s as usize].qp),
+            Owner::Flow(_) | Owner::Transfer(_) => {
+                let qp = self.streams[s as usize].qp;
+                let unaware = self.is_unaware(qp);
+                self.qp_route_as(qp, unaware)
+            }
         }
     }
 
@@ -1276,6 +1280,12 @@ impl FluidSimulation {
 
     /// Where QP `qp`'s traffic goes now.
     fn qp_route(&mut self, id: u32) -> Route {
+        self.qp_route_as(id, false)
+    }
+
+    /// QP `id`'s route; `unaware`: an MRC QP's own messages yet to learn
+    /// what the transport's view knows (`learning`).
+    fn qp_route_as(&mut self, id: u32, unaware: bool) -> Route {
         let qp = self.qps[id as usize];
         match self.placement {
             Placement::Hash => {
@@ -1286,7 +1296,6 @@ impl FluidSimulation {
             }
             Placement::Spray { nic, avoid } => {
                 let since = self.qp_probing_since(id);
-                let unaware = self.is_unaware(id);
                 self.sprayed_route(qp.src, qp.dst, (nic, since), (avoid, unaware), &[(qp.port_index as usize, 1.0)])
             }
         }
@@ -1590,7 +1599,7 @@ impl FluidSimulation {
             // goes back for them (`recovery.rs`). Whole collectives'
             // streams are not messages: a ring's steps are held by `stall`.
             // What a go-back sends again into links that still lose is not
-            // counted again: one go-back round a message (`recovery.rs`).
+            // counted again, but for RoCE's timeout rounds (`recovery.rs`).
             if counts_losses
                 && stream.resent == 0.0
                 && stream.route.delivered < 1.0 - 1e-9
