@@ -51,7 +51,6 @@ enum Hops {
     AllBut(u32),
 }
 
-#[derive(Clone)]
 pub struct Routing {
     node_ports: Vec<Vec<PortId>>,
     /// Each node's ports to switches, in order: what a search walks (a
@@ -147,10 +146,23 @@ impl Routing {
     }
 
     /// The same fabric with no search made yet: routes over another view.
+    /// The searches are not copied (a big fabric's run to gigabytes).
     pub fn unsearched(&self) -> Routing {
-        let mut copy = self.clone();
-        copy.clear();
-        copy
+        Routing {
+            switch_ports: self.switch_ports.clone(),
+            node_ports: self.node_ports.clone(),
+            peer_node: self.peer_node.clone(),
+            is_nic: self.is_nic.clone(),
+            switch_slot: self.switch_slot.clone(),
+            switches: self.switches,
+            classes: FastMap::default(),
+            dist: Vec::new(),
+            class_of: FastMap::default(),
+            groups: FastMap::default(),
+            hop_lists: Vec::new(),
+            hop_list_of: FastMap::default(),
+            frontier: Vec::new(),
+        }
     }
 
     /// Forgets NIC `nic`'s class: the view of its links changed, and the
