@@ -21,7 +21,7 @@
 //! model sends them: they cap the pair rate (`ExchangeRun::intra_cap`).
 
 use super::paths::{Placement, Route};
-use super::FluidSimulation;
+use super::{FluidSimulation, Learner};
 use crate::engine::FastMap;
 use crate::ids::CollectiveId;
 use crate::topology::NodeId;
@@ -234,13 +234,15 @@ impl FluidSimulation {
 
     /// Ranks in groups: NICs attached to the same switches, port by port,
     /// by links in the same state (carrying traffic, seen by the NIC, in
-    /// the routes' view, found by probes running since `probing`) at the
-    /// same rate. Numbered in rank order.
+    /// the routes' view and the control plane's, found by probes running
+    /// since `probing`) at the same rate. Numbered in rank order.
     fn groups_of(&self, nics: &[NodeId], hosts: &[u32], probing: Time) -> Vec<Group> {
-        let mut by_key: FastMap<Vec<(u32, [bool; 6], u64)>, u32> = FastMap::default();
+        let mut by_key: FastMap<Vec<(u32, [bool; 8], u64)>, u32> = FastMap::default();
         let mut groups: Vec<Group> = Vec::new();
+        // The control plane's view routes pairs still learning.
+        let control_plane = &self.known_by[Learner::ControlPlane as usize];
         for (i, &nic) in nics.iter().enumerate() {
-            let key: Vec<(u32, [bool; 6], u64)> = (self.routing.node_ports(nic).iter())
+            let key: Vec<(u32, [bool; 8], u64)> = (self.routing.node_ports(nic).iter())
                 .map(|&p| {
                     let (out, back) = (p.0 as usize, p.peer().0 as usize);
                     let state = [
@@ -249,6 +251,8 @@ impl FluidSimulation {
                         self.nic_sees[out],
                         self.view.port_up[out],
                         self.view.port_up[back],
+                        control_plane.port_up[out],
+                        control_plane.port_up[back],
                         self.probes_show_alive(p, probing),
                     ];
                     (self.routing.peer(p).0, state, self.rate[out])
