@@ -1487,6 +1487,13 @@ impl FluidSimulation {
             (true, Some(_)) => {
                 stream.stalled_since = None;
                 stream.resume_at = resume;
+                if stream.held {
+                    // Its timer may have gone off in the stall, unheeded:
+                    // it goes back at the next one.
+                    let at = self.goes_back_at(s).max(resume);
+                    self.streams[s as usize].resume_at = at;
+                    self.events.schedule(at, Event::Resume(s));
+                }
             }
             _ => {}
         }
