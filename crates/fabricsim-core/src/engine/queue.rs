@@ -184,6 +184,16 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// The event after the next one, when it is known without splitting a
+    /// bucket (it shares the next one's time) and no early event is
+    /// pending; for warming caches ahead, not for ordering.
+    pub fn peek_second(&self) -> Option<&E> {
+        if !self.early.is_empty() || self.occupied[0] & 1 == 0 {
+            return None;
+        }
+        self.buckets[0].get(self.head + 1).map(|(_, e)| e)
+    }
+
     /// Removes the next event and advances the clock to it.
     pub fn pop(&mut self) -> Option<(Time, E)> {
         let (t, e) = if let Some(early) = self.early.pop_front() {
@@ -262,6 +272,21 @@ mod tests {
         q.schedule(Time(50), "b2");
         let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, ["b1", "b2", "c"]);
+    }
+
+    #[test]
+    fn peek_second_shows_the_event_after_next_only_when_settled() {
+        let mut q = EventQueue::default();
+        q.schedule(Time(5), "a");
+        q.schedule(Time(5), "b");
+        q.schedule(Time(9), "c");
+        assert_eq!(q.peek_second(), None, "nothing settled yet");
+        assert_eq!(q.peek(), Some(&"a"));
+        assert_eq!(q.peek_second(), Some(&"b"));
+        q.pop();
+        assert_eq!(q.peek_second(), None, "c is not settled while b is next");
+        assert_eq!(q.pop(), Some((Time(5), "b")));
+        assert_eq!(q.pop(), Some((Time(9), "c")));
     }
 
     #[test]

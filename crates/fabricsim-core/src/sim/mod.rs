@@ -401,13 +401,19 @@ impl Simulation {
         Progress { now: self.now(), fraction: fraction.min(1.0), events: self.events.executed() }
     }
 
-    /// Starts loading what the following event will touch while this one
+    /// Starts loading what the following events will touch while this one
     /// is handled: the run is bound by cache misses on ports and packets.
-    /// An arrival reads its packet first; a `TxDone` the hot part of its
-    /// port and the packet at the head of its queue.
+    /// In two stages: for the event after next, its packet (an arrival) or
+    /// its port's hot part (a `TxDone`); for the next, whose packet is
+    /// loaded by then, an arrival's two ports (its link's ends), and a
+    /// `TxDone`'s port and the packet at the head of its queue.
     fn warm_up_next(&mut self) {
         match self.events.peek().copied() {
-            Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
+            Some(Event::Arrive(id)) => {
+                let port = self.pool.get(id).port as usize;
+                prefetch(&self.ports[port]);
+                prefetch(&self.ports[port ^ 1]);
+            }
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
                 prefetch_lines(at, 0..HOT_LINES);
@@ -415,6 +421,11 @@ impl Simulation {
                     prefetch(self.pool.get(id));
                 }
             }
+            _ => {}
+        }
+        match self.events.peek_second().copied() {
+            Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
+            Some(Event::TxDone(port)) => prefetch_lines(&self.ports[port.0 as usize], 0..HOT_LINES),
             _ => {}
         }
     }
