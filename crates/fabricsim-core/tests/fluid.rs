@@ -1141,6 +1141,36 @@ fn a_message_waiting_for_its_timeout_through_a_stall_goes_back_after_it() {
     assert!((0.7..1.05).contains(&(slowest / packet)), "flow {slowest} against packet {packet}");
 }
 
+/// RoCE with direct placement over adaptive switches, 15 of the 16 spines'
+/// links to nic16's leaf dead and the control plane not told for 10 s:
+/// nic0's 256 KB to nic16 loses 15/16 of what it sends, and of what it
+/// resends at each timeout. The packet model fails the QP once the oldest
+/// hole's resend is lost 7 times running: at 537, 537 and 940 ms (seeds
+/// 1-3, 8 to 14 timeouts); the flow model at the expected timeout, the
+/// 10th, 671 ms. Before, it went back until its holes ran out: 7.18 s.
+#[test]
+fn a_roce_qp_whose_resends_keep_losing_fails_after_its_retries() {
+    let run = |flow: bool, seed: u64| {
+        let faults: Vec<Value> =
+            (0..15).map(|s| json!({"kind": "link_down", "at": "0ns", "port": format!("t1.p0.{s}:1")})).collect();
+        let scenario = json!({
+            "seed": seed,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 32, "link_rate": "100Gbps"},
+            "switch": {"forwarding": "adaptive", "reconvergence_delay": "10s"},
+            "transport": {"kind": "rocev2", "direct_placement": true},
+            "faults": faults,
+            "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic16", "bytes": "256KB", "start": "10us"}],
+        });
+        let out = if flow { run_flow(scenario) } else { common::run(scenario) };
+        assert_eq!(out.summary["qp_errors"].as_u64(), Some(1), "flow model {flow}: {}", out.summary);
+        out.summary["sim_time_s"].as_f64().unwrap()
+    };
+    let packet: Vec<f64> = (1..=3).map(|seed| run(false, seed)).collect();
+    let (first, last) = (packet.iter().copied().fold(f64::MAX, f64::min), packet.iter().copied().fold(0.0, f64::max));
+    let flow = run(true, 1);
+    assert!((first..=last).contains(&flow), "flow model fails at {flow} s, packet model at {packet:?}");
+}
+
 /// A 16-rank 16 MB ring all-reduce in transfers over two Spectrum-X
 /// planes, two fabric links dead from the start and the control plane
 /// never told: the spines drop what they are sprayed into the dead links,

@@ -430,6 +430,9 @@ struct Stream {
     /// It has sent its last byte while still losing: its message waits,
     /// first on its QP, for its sender to go back for what it lost.
     held: bool,
+    /// Timeouts in a row its RoCE requester went back at into routes
+    /// that still lose (`recovery.rs`).
+    timeouts: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1410,6 +1413,7 @@ impl FluidSimulation {
             recover_at: now,
             resent: 0.0,
             held: false,
+            timeouts: 0,
         };
         // A slot freed by a stream that arrived; its epoch goes on counting,
         // so that the old stream's events stay stale.
@@ -1856,7 +1860,12 @@ impl FluidSimulation {
             return;
         }
         if stream.held {
-            self.go_back(s, 1.0 - stream.route.delivered);
+            let losing = 1.0 - stream.route.delivered;
+            self.go_back(s, losing);
+            if self.retries_exhausted(s, losing) {
+                self.fail_qp(s);
+                return;
+            }
         }
         if self.progresses(&self.streams[s as usize].route) {
             self.join(s);
@@ -1870,6 +1879,12 @@ impl FluidSimulation {
         if !stream.started || stream.done || stream.stalled_since != Some(since) {
             return;
         }
+        self.fail_qp(s);
+    }
+
+    /// Stream `s`'s QP fails: its job, or every message posted on it.
+    fn fail_qp(&mut self, s: u32) {
+        let stream = &self.streams[s as usize];
         self.qp_errors += 1;
         let whole = match stream.owner {
             Owner::Pipeline(r) => Some(self.pipelines[r as usize].collective),

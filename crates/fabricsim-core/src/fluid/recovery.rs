@@ -20,7 +20,8 @@
 //!   holes while later packets arrive, so only a message whose tail was
 //!   lost waits for the timeout. Where the routes still lose, the resend
 //!   loses its share again and the requester finds the holes left at its
-//!   next timeout, round after round (`FluidSimulation::go_back`). A
+//!   next timeout, round after round (`FluidSimulation::go_back`), until
+//!   its retries are expected to be spent (`retries_exhausted`). A
 //!   standard responder NAKs the first gap at once, as does MP-RDMA's
 //!   bitmap.
 //! - MRC finds each lost packet from a SACK of one sent a reordering
@@ -62,8 +63,10 @@ impl FluidSimulation {
     pub(super) fn go_back(&mut self, s: u32, losing: f64) {
         let resend = self.resent_when_going_back(s);
         let holes = self.holes_left(s, losing);
+        let timed_out = losing > 0.0 && self.times_out(s);
         let now = self.now();
         let stream = &mut self.streams[s as usize];
+        stream.timeouts = if timed_out { stream.timeouts + 1 } else { 0 };
         stream.lost = holes;
         stream.lost_since = now;
         stream.held = false;
@@ -150,6 +153,25 @@ impl FluidSimulation {
         };
         let timer = timer.0.max(1);
         stream.lost_since + Time((now - stream.lost_since).0.div_ceil(timer) * timer)
+    }
+
+    /// Whether stream `s`'s RoCE requester, which just went back at a
+    /// timeout into routes losing share `losing`, fails its QP instead.
+    /// The packet model's fails at a timeout with `retry_count` timeouts
+    /// before it in a row without progress: once the oldest hole's resend
+    /// is lost `retry_count` times running. The flow model fails it at the
+    /// timeout where that is expected: after the first, the expected
+    /// number of resends until `retry_count` losses in a row, (1 - p^r) /
+    /// ((1 - p) p^r) for a share lost p, unless its holes ran out first.
+    pub(super) fn retries_exhausted(&self, s: u32, losing: f64) -> bool {
+        let TransportSpec::Rocev2(c) = &self.scenario.transport else { return false };
+        let r = f64::from(c.retry_count);
+        let in_a_row = losing.powf(r);
+        if in_a_row <= 0.0 {
+            return false;
+        }
+        let resends = if losing >= 1.0 { r } else { (1.0 - in_a_row) / ((1.0 - losing) * in_a_row) };
+        f64::from(self.streams[s as usize].timeouts) >= 1.0 + resends.round()
     }
 
     /// Whether stream `s`'s RoCE requester learns of its losses only from
