@@ -62,6 +62,12 @@ pub struct Routing {
     /// Per switch (by node), its index among switches.
     switch_slot: Vec<u32>,
     switches: usize,
+    searched: Searches,
+}
+
+/// What the searches over one view found, kept until the view changes.
+#[derive(Default)]
+struct Searches {
     /// Distances (in hops, the destination's switches being 1) per class,
     /// by switch slot; classes by the sorted switches their NICs attach to.
     classes: FastMap<Vec<u32>, u32>,
@@ -97,21 +103,7 @@ impl Routing {
         let switch_ports = (node_ports.iter())
             .map(|ports| ports.iter().copied().filter(|p| !is_nic[peer_node[p.0 as usize].0 as usize]).collect())
             .collect();
-        Routing {
-            switch_ports,
-            node_ports,
-            peer_node,
-            is_nic,
-            switch_slot,
-            switches,
-            classes: FastMap::default(),
-            dist: Vec::new(),
-            class_of: FastMap::default(),
-            groups: FastMap::default(),
-            hop_lists: Vec::new(),
-            hop_list_of: FastMap::default(),
-            frontier: Vec::new(),
-        }
+        Routing { switch_ports, node_ports, peer_node, is_nic, switch_slot, switches, searched: Searches::default() }
     }
 
     /// Switches are numbered 0.. apart from NICs: `switch`'s number.
@@ -137,12 +129,7 @@ impl Routing {
 
     /// Forgets every search: the view changed.
     pub fn clear(&mut self) {
-        self.classes.clear();
-        self.dist.clear();
-        self.class_of.clear();
-        self.groups.clear();
-        self.hop_lists.clear();
-        self.hop_list_of.clear();
+        self.searched = Searches::default();
     }
 
     /// The same fabric with no search made yet: routes over another view.
@@ -155,26 +142,20 @@ impl Routing {
             is_nic: self.is_nic.clone(),
             switch_slot: self.switch_slot.clone(),
             switches: self.switches,
-            classes: FastMap::default(),
-            dist: Vec::new(),
-            class_of: FastMap::default(),
-            groups: FastMap::default(),
-            hop_lists: Vec::new(),
-            hop_list_of: FastMap::default(),
-            frontier: Vec::new(),
+            searched: Searches::default(),
         }
     }
 
     /// Forgets NIC `nic`'s class: the view of its links changed, and the
     /// switches it is attached to with them.
     pub fn forget(&mut self, nic: NodeId) {
-        self.class_of.remove(&nic.0);
+        self.searched.class_of.remove(&nic.0);
     }
 
     /// The class of NIC `dst` in `view` (NICs on the same switches share
     /// one): its distances, searched once.
     pub fn class(&mut self, dst: NodeId, view: &View) -> u32 {
-        if let Some(&c) = self.class_of.get(&dst.0) {
+        if let Some(&c) = self.searched.class_of.get(&dst.0) {
             return c;
         }
         let mut attached: Vec<u32> = (self.node_ports[dst.0 as usize].iter())
@@ -185,17 +166,17 @@ impl Routing {
             .collect();
         attached.sort_unstable();
         attached.dedup();
-        let c = match self.classes.get(&attached) {
+        let c = match self.searched.classes.get(&attached) {
             Some(&c) => c,
             None => {
-                let c = self.dist.len() as u32;
+                let c = self.searched.dist.len() as u32;
                 let dist = self.search(&attached, view);
-                self.dist.push(dist);
-                self.classes.insert(attached, c);
+                self.searched.dist.push(dist);
+                self.searched.classes.insert(attached, c);
                 c
             }
         };
-        self.class_of.insert(dst.0, c);
+        self.searched.class_of.insert(dst.0, c);
         c
     }
 
@@ -203,16 +184,16 @@ impl Routing {
     /// links between switches that are up: NICs never transit.
     fn search(&mut self, attached: &[u32], view: &View) -> Vec<u16> {
         let mut dist = vec![UNREACHABLE; self.switches];
-        self.frontier.clear();
+        self.searched.frontier.clear();
         for &sw in attached {
             dist[self.switch_slot[sw as usize] as usize] = 1;
-            self.frontier.push(sw);
+            self.searched.frontier.push(sw);
         }
         let mut next = Vec::new();
         let mut d = 1u16;
-        while !self.frontier.is_empty() {
+        while !self.searched.frontier.is_empty() {
             d = d.saturating_add(1);
-            for &node in &self.frontier {
+            for &node in &self.searched.frontier {
                 for &out in &self.switch_ports[node as usize] {
                     let neighbour = self.peer_node[out.0 as usize];
                     let slot = self.switch_slot[neighbour.0 as usize];
@@ -227,7 +208,7 @@ impl Routing {
                     next.push(neighbour.0);
                 }
             }
-            std::mem::swap(&mut self.frontier, &mut next);
+            std::mem::swap(&mut self.searched.frontier, &mut next);
             next.clear();
         }
         dist
@@ -237,7 +218,7 @@ impl Routing {
     /// or `None` if it cannot reach it.
     pub fn distance(&mut self, switch: NodeId, dst: NodeId, view: &View) -> Option<u16> {
         let c = self.class(dst, view) as usize;
-        let d = self.dist[c][self.switch_slot[switch.0 as usize] as usize];
+        let d = self.searched.dist[c][self.switch_slot[switch.0 as usize] as usize];
         (d != UNREACHABLE).then_some(d)
     }
 
@@ -254,13 +235,13 @@ impl Routing {
             hops.sort_unstable_by_key(|p| p.0);
             return;
         }
-        let c = self.class_of[&dst.0];
-        if let Some(&group) = self.groups.get(&(switch.0, c)) {
+        let c = self.searched.class_of[&dst.0];
+        if let Some(&group) = self.searched.groups.get(&(switch.0, c)) {
             match group {
                 Hops::One(port) => hops.push(port),
-                Hops::Shared(list) => hops.extend_from_slice(&self.hop_lists[list as usize]),
+                Hops::Shared(list) => hops.extend_from_slice(&self.searched.hop_lists[list as usize]),
                 Hops::AllBut(list) => {
-                    let mut left_out = self.hop_lists[list as usize].iter().peekable();
+                    let mut left_out = self.searched.hop_lists[list as usize].iter().peekable();
                     for &out in self.switch_ports[switch.0 as usize].iter().filter(|&&p| view.usable(p)) {
                         if left_out.next_if_eq(&&out).is_none() {
                             hops.push(out);
@@ -270,7 +251,7 @@ impl Routing {
             }
             return;
         }
-        let dist = &self.dist[c as usize];
+        let dist = &self.searched.dist[c as usize];
         let mut left_out = Vec::new();
         for &out in self.switch_ports[switch.0 as usize].iter().filter(|&&p| view.usable(p)) {
             let slot = self.switch_slot[self.peer_node[out.0 as usize].0 as usize];
@@ -286,17 +267,17 @@ impl Routing {
             _ if left_out.len() < hops.len() => Hops::AllBut(self.intern(left_out)),
             _ => Hops::Shared(self.intern(hops.clone())),
         };
-        self.groups.insert((switch.0, c), group);
+        self.searched.groups.insert((switch.0, c), group);
     }
 
     /// The index of `list` in `hop_lists`, each list kept once.
     fn intern(&mut self, list: Vec<PortId>) -> u32 {
-        if let Some(&at) = self.hop_list_of.get(&list) {
+        if let Some(&at) = self.searched.hop_list_of.get(&list) {
             return at;
         }
-        let at = self.hop_lists.len() as u32;
-        self.hop_lists.push(list.clone());
-        self.hop_list_of.insert(list, at);
+        let at = self.searched.hop_lists.len() as u32;
+        self.searched.hop_lists.push(list.clone());
+        self.searched.hop_list_of.insert(list, at);
         at
     }
 }
@@ -334,9 +315,11 @@ mod tests {
                 routing.next_hops(sw, dst, &view, &mut computed);
                 routing.next_hops(sw, dst, &view, &mut read);
                 assert_eq!(computed, read, "switch {} toward NIC {}", sw.0, dst.0);
-                let toward = routing.class_of.get(&dst.0).copied();
-                left_out_kept +=
-                    usize::from(matches!(toward.and_then(|c| routing.groups.get(&(sw.0, c))), Some(Hops::AllBut(_))));
+                let toward = routing.searched.class_of.get(&dst.0).copied();
+                left_out_kept += usize::from(matches!(
+                    toward.and_then(|c| routing.searched.groups.get(&(sw.0, c))),
+                    Some(Hops::AllBut(_))
+                ));
             }
         }
         // ToR 0 toward another rack: 3 uplinks, the dead one left out (and
