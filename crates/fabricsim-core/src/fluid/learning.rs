@@ -103,10 +103,7 @@ impl FluidSimulation {
             stream.owner == Owner::Exchange(x) && stream.started && !stream.done
         });
         if let Some(s) = running {
-            let route = self.route_of(s);
-            if route != self.streams[s as usize].route {
-                self.set_route(s, route);
-            }
+            self.take_current_route(s);
         }
     }
 
@@ -118,10 +115,7 @@ impl FluidSimulation {
         if !stream.started || stream.done {
             return;
         }
-        let route = self.route_of(s);
-        if route != self.streams[s as usize].route {
-            self.set_route(s, route);
-        }
+        self.take_current_route(s);
     }
 
     /// Makes the routes of QPs yet to learn, if they are not made.
@@ -131,10 +125,13 @@ impl FluidSimulation {
         learning.unaware.get_or_insert_with(|| Box::new((routing.unsearched(), SprayCache::default())));
     }
 
-    /// The control plane's view changed: the unaware routes no longer hold.
+    /// The control plane's view changed: the unaware routes no longer hold,
+    /// and QPs routed over them reroute, even where the transport knew of
+    /// the change first and the routes' view stays as it was.
     pub(super) fn control_plane_view_changed(&mut self) {
-        if let Some(learning) = self.learning.as_mut() {
-            learning.unaware = None;
+        if self.learning.as_mut().and_then(|learning| learning.unaware.take()).is_some() {
+            self.fabric_changed();
+            self.reroute = true;
         }
     }
 

@@ -1111,17 +1111,12 @@ impl FluidSimulation {
     /// the control plane and the transport believe it up.
     fn learn_port(&mut self, who: Learner, port: PortId, up: bool) {
         let known = std::mem::replace(&mut self.known_by[who as usize].port_up[port.0 as usize], up);
-        let control_plane_changed = who == Learner::ControlPlane && known != up;
-        if control_plane_changed {
+        if who == Learner::ControlPlane && known != up {
             self.control_plane_view_changed();
         }
         let believed = self.known_by.iter().all(|known| known.port_up[port.0 as usize]);
         if std::mem::replace(&mut self.view.port_up[port.0 as usize], believed) != believed {
             self.port_changed(port, true);
-        } else if control_plane_changed && self.learning.is_some() {
-            // The routes' view already had it, from the transport: only the
-            // routes of QPs still learning move.
-            self.port_changed(port, false);
         }
     }
 
@@ -1129,18 +1124,11 @@ impl FluidSimulation {
     /// view of it changed (the caller clears the searches once).
     fn learn_node(&mut self, who: Learner, node: NodeId, up: bool) -> bool {
         let known = std::mem::replace(&mut self.known_by[who as usize].node_up[node.0 as usize], up);
-        let control_plane_changed = who == Learner::ControlPlane && known != up;
-        if control_plane_changed {
+        if who == Learner::ControlPlane && known != up {
             self.control_plane_view_changed();
         }
         let believed = self.known_by.iter().all(|known| known.node_up[node.0 as usize]);
-        let in_view = std::mem::replace(&mut self.view.node_up[node.0 as usize], believed) != believed;
-        if !in_view && control_plane_changed && self.learning.is_some() {
-            // As for a port (`learn_port`): QPs still learning reroute.
-            self.fabric_changed();
-            self.reroute = true;
-        }
-        in_view
+        std::mem::replace(&mut self.view.node_up[node.0 as usize], believed) != believed
     }
 
     fn nodes_changed_in_view(&mut self) {
@@ -1701,10 +1689,15 @@ impl FluidSimulation {
             if !touched {
                 continue;
             }
-            let route = self.route_of(s);
-            if route != self.streams[s as usize].route {
-                self.set_route(s, route);
-            }
+            self.take_current_route(s);
+        }
+    }
+
+    /// Stream `s` takes the route the fabric gives it now, if that changed.
+    fn take_current_route(&mut self, s: u32) {
+        let route = self.route_of(s);
+        if route != self.streams[s as usize].route {
+            self.set_route(s, route);
         }
     }
 
@@ -1714,10 +1707,7 @@ impl FluidSimulation {
             if !self.streams[s as usize].started || self.streams[s as usize].done {
                 continue;
             }
-            let route = self.route_of(s);
-            if route != self.streams[s as usize].route {
-                self.set_route(s, route);
-            }
+            self.take_current_route(s);
         }
     }
 

@@ -410,9 +410,9 @@ impl Simulation {
     fn warm_up_next(&mut self) {
         match self.events.peek().copied() {
             Some(Event::Arrive(id)) => {
-                let port = self.pool.get(id).port as usize;
-                prefetch(&self.ports[port]);
-                prefetch(&self.ports[port ^ 1]);
+                let port = PortId(self.pool.get(id).port);
+                prefetch(&self.ports[port.0 as usize]);
+                prefetch(&self.ports[port.peer().0 as usize]);
             }
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
