@@ -418,6 +418,14 @@ struct Stream {
     /// using, since its route last delivered everything: sent again only
     /// when its sender goes back for them (`recovery.rs`).
     lost: f64,
+    /// Payload bytes it sent while losing them: the stretch of its message
+    /// its losses are spread over, which a sender with cumulative ACKs
+    /// sends again.
+    lost_over: f64,
+    /// Payload bytes it sent after its first loss into routes that lost
+    /// nothing: with `lost_over`, the most its sender can send again when
+    /// it goes back.
+    after_loss: f64,
     /// When it began to lose what `lost` counts, and when it last lost.
     lost_since: Time,
     lost_until: Time,
@@ -1037,6 +1045,9 @@ impl FluidSimulation {
             if now_alive == self.alive[p] {
                 continue;
             }
+            if !now_alive {
+                self.lose_what_is_on(port);
+            }
             self.alive[p] = now_alive;
             self.port_changed(port, false);
             let b = self.bundles.of_port[p];
@@ -1396,6 +1407,8 @@ impl FluidSimulation {
             resume_at: now,
             bytes: bytes as f64,
             lost: 0.0,
+            lost_over: 0.0,
+            after_loss: 0.0,
             lost_since: now,
             lost_until: now,
             recover_at: now,
@@ -1620,7 +1633,10 @@ impl FluidSimulation {
                     stream.lost_since = stream.updated;
                 }
                 stream.lost += sent * (1.0 - stream.route.delivered);
+                stream.lost_over += sent;
                 stream.lost_until = now;
+            } else if stream.lost > 0.0 {
+                stream.after_loss += sent;
             }
             // What one of the stream's messages received; a whole ring or
             // all-to-all receives it on every hop or pair over the network.

@@ -12,7 +12,8 @@
 //!   window of them is unacknowledged, and goes back when it drops the
 //!   plane (`SpxQp::fail_plane`), or, where the link came back or the
 //!   routes converged first, when the receiver's loss timer NAKs the gap
-//!   (`loss_timeout` after the first loss, then every `loss_timeout`).
+//!   (`loss_timeout` after the next packet shows it the gap, then every
+//!   `loss_timeout`) and the NAK is back.
 //! - RoCE with direct placement (adaptive routing's reordering kept from
 //!   NAKing) has no NAK for a lost packet: its requester goes back at its
 //!   retransmission timeout, counted from the first loss (its cumulative
@@ -30,15 +31,25 @@
 //!   it sends again, and its message ends no earlier than its last lost
 //!   packet is found (its QPs' own losses: `learning.rs`).
 //!
+//! A link that fails loses what is on it at that instant, even where the
+//! design stops using it at once (`lose_what_is_on`).
+//!
 //! Going back with cumulative ACKs, the sender sends again the stretch of
-//! the message its losses were spread over (`lost / share lost`); a
+//! the message its losses were spread over (`lost / share lost`), and
+//! Spectrum-X's NIC at least until the first hole's ACK is back; a
 //! selective requester (PRO's NACKs) only what was lost.
 
 use super::probes::Plane;
-use super::{FluidSimulation, Owner};
+use super::{FluidSimulation, Owner, PartialLoss};
+use crate::engine::Rng;
+use crate::net::PortId;
 use crate::transport::rocev2::TimeoutResend;
 use crate::transport::TransportSpec;
 use crate::units::Time;
+
+/// Key of the draws of `lose_what_is_on`, apart from every other stream of
+/// the scenario's seed.
+const LOSS_DRAW: u64 = 0x6c6f_7374;
 
 impl FluidSimulation {
     /// Whether the transport's lost packets hold its messages up (see the
@@ -67,6 +78,9 @@ impl FluidSimulation {
         let now = self.now();
         let stream = &mut self.streams[s as usize];
         stream.timeouts = if timed_out { stream.timeouts + 1 } else { 0 };
+        // The holes left are spread over what it sent again.
+        stream.lost_over = if holes > 0.0 { holes / losing } else { 0.0 };
+        stream.after_loss = 0.0;
         stream.lost = holes;
         stream.lost_since = now;
         stream.held = false;
@@ -94,7 +108,8 @@ impl FluidSimulation {
     /// back for what it lost, at most the message.
     fn resent_when_going_back(&self, s: u32) -> f64 {
         let stream = &self.streams[s as usize];
-        let share = (1.0 - stream.route.delivered).max(f64::MIN_POSITIVE);
+        // The share of what it sent while losing that it lost.
+        let share = (stream.lost / stream.lost_over).clamp(f64::MIN_POSITIVE, 1.0);
         let lost = match &self.scenario.transport {
             TransportSpec::Spx(c) => {
                 // A dead plane takes its share until a window of it is
@@ -108,7 +123,16 @@ impl FluidSimulation {
                 let line = crate::units::Rate(self.rate[ports[0].0 as usize]);
                 let window = c.window.map_or(line.bytes_in(Time::from_us(20)), |w| w.0 as f64) * self.efficiency;
                 let dead = (share * ports.len() as f64).round().max(1.0);
-                stream.lost.min(dead * window)
+                // Going back, it sends from the oldest hole on at least
+                // the stretch it lost in, and at least until that hole's
+                // ACK comes back: a round trip at the NIC's rate, or
+                // every plane's window (what it sent since, at most).
+                let rtt = 2.0 * self.latency(&stream.route.path, stream.packet).as_secs_f64();
+                let nic = ports.iter().map(|p| self.rate[p.0 as usize] as f64 / 8.0).sum::<f64>() * self.efficiency;
+                let overshoot = (rtt * nic).min(ports.len() as f64 * window);
+                let stretch = stream.lost.min(dead * window) / share;
+                let sent = stream.lost_over + stream.after_loss;
+                return stretch.max(overshoot.min(sent)).min(stream.bytes);
             }
             // PRO's requester resends what its responder NACKs, and on its
             // timeout what `timeout_resend` says.
@@ -137,7 +161,11 @@ impl FluidSimulation {
                 if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found) {
                     return now;
                 }
-                c.loss_timeout
+                // The receiver's timer starts when the next packet shows it
+                // the gap, and its NAK takes as long back.
+                let way = self.latency(&stream.route.path, stream.packet);
+                let opened = stream.lost_since + way;
+                return next_round(opened, now.max(opened + way) - way, c.loss_timeout) + way;
             }
             // Every QP of a job, whole collectives' too, has NCCL's timeout.
             TransportSpec::Rocev2(c) if self.times_out(s) => {
@@ -151,8 +179,63 @@ impl FluidSimulation {
             }
             TransportSpec::Rocev2(_) => return now,
         };
-        let timer = timer.0.max(1);
-        stream.lost_since + Time((now - stream.lost_since).0.div_ceil(timer) * timer)
+        next_round(stream.lost_since, now, timer)
+    }
+
+    /// Port `port`'s link fails: what is on it is lost. A stream sending
+    /// over it has there, on average, its rate's share through the port for
+    /// as long as a packet takes on the link (propagation, the next node's
+    /// latency, serialization), and loses a packet with that many packets'
+    /// chance, drawn from the scenario's seed, the stream and the port: the
+    /// packet model drops what the link held, and a sender whose resends
+    /// wait for a timer (Spectrum-X's receiver NAKs a gap `loss_timeout`
+    /// after it opened) finishes that much later. A link's share of a
+    /// bundle is its share of the bundle's live capacity. Queues, which
+    /// the flow model has none of, would hold more.
+    pub(super) fn lose_what_is_on(&mut self, port: PortId) {
+        // Under `partial_loss: stall` nothing a stream loses is counted: it
+        // is held while it would lose.
+        if !self.counts_losses() || self.scenario.flow_mode.partial_loss == PartialLoss::Stall {
+            return;
+        }
+        let p = port.0 as usize;
+        let b = self.bundles.of_port[p] as usize;
+        let (start, end) = (self.bundles.start[b] as usize, self.bundles.start[b + 1] as usize);
+        let live: u64 = self.bundles.ports[start..end]
+            .iter()
+            .filter(|q| self.alive[q.0 as usize])
+            .map(|q| self.rate[q.0 as usize])
+            .sum();
+        let of_bundle = self.rate[p] as f64 / live.max(1) as f64;
+        let now = self.now();
+        for k in 0..self.users[b].len() {
+            let (s, i) = self.users[b][k];
+            let stream = &self.streams[s as usize];
+            // Whole collectives' streams are not messages (as `advance`);
+            // a whole all-to-all's pairs go back at once.
+            if !matches!(stream.owner, Owner::Flow(_) | Owner::Transfer(_)) || stream.resent > 0.0 {
+                continue;
+            }
+            let held = self.delay[p] + self.serialization(port, stream.packet);
+            let on_link = stream.rate * stream.route.uses[i as usize].1 * of_bundle * held.as_secs_f64();
+            let packet = f64::from(stream.packet);
+            let key = [LOSS_DRAW, u64::from(s), u64::from(port.0), now.0];
+            if on_link <= 0.0 || !Rng::stream(self.scenario.seed, &key).chance(on_link / packet) {
+                continue;
+            }
+            self.advance(s, now);
+            let stream = &mut self.streams[s as usize];
+            if stream.lost == 0.0 {
+                stream.lost_since = now;
+            }
+            let lost = on_link.max(packet);
+            stream.lost += lost;
+            stream.lost_over += lost;
+            stream.lost_until = now;
+            // Counted as arrived when sent: it is to be sent again.
+            stream.left += lost;
+            self.delivered -= lost;
+        }
     }
 
     /// Whether stream `s`'s RoCE requester, which just went back at a
@@ -181,4 +264,12 @@ impl FluidSimulation {
         let TransportSpec::Rocev2(c) = &self.scenario.transport else { return false };
         c.direct_placement && c.mprdma_bitmap.is_none() && (!c.ooo_window || self.streams[s as usize].held)
     }
+}
+
+/// The first round of a timer that goes off every `timer` from `since`
+/// that is at or after `now`, and at least the first: a loss this instant
+/// waits a whole round.
+fn next_round(since: Time, now: Time, timer: Time) -> Time {
+    let timer = timer.0.max(1);
+    since + Time(now.0.saturating_sub(since.0).div_ceil(timer).max(1) * timer)
 }
