@@ -158,7 +158,11 @@ impl FluidSimulation {
                 let qp = &self.qps[stream.qp as usize];
                 let ports = self.routing.node_ports(qp.src);
                 let since = self.qp_probing_since(stream.qp);
-                if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found) {
+                // Its NIC goes back as it drops a plane: one its probes
+                // found dead, or its own port it sees down.
+                if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found)
+                    || ports.iter().any(|p| !self.nic_sees[p.0 as usize])
+                {
                     return now;
                 }
                 // The receiver's timer starts when the next packet shows it
