@@ -1246,15 +1246,10 @@ fn a_remote_plane_flap_costs_the_flow_model_what_it_costs_the_packet_model() {
 #[test]
 fn a_failing_link_loses_what_is_on_it() {
     let run = |flow: bool| {
-        let scenario = json!({
-            "seed": 1,
-            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 2, "link_rate": "100Gbps",
-                "link_delay": "1us", "switch_latency": "500ns"},
-            "switch": {"forwarding": "adaptive"},
-            "transport": {"kind": "spx"},
-            "traffic": [{"kind": "permutation", "bytes": "4MB"}],
-            "faults": [{"kind": "link_down", "at": "100us", "port": "t0.p0.0:4"}],
-        });
+        let scenario = spx_on_two_planes(
+            json!([{"kind": "permutation", "bytes": "4MB"}]),
+            json!([{"kind": "link_down", "at": "100us", "port": "t0.p0.0:4"}]),
+        );
         let out = if flow { run_flow(scenario) } else { common::run(scenario) };
         let (src, fct) = (texts(&out.flows, "src"), fcts(&out));
         let mut under_the_tor: Vec<f64> =
@@ -1278,21 +1273,31 @@ fn a_failing_link_loses_what_is_on_it() {
 #[test]
 fn a_spectrum_x_nic_goes_back_at_once_when_its_own_port_fails() {
     let run = |flow: bool| {
-        let scenario = json!({
-            "seed": 1,
-            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 2, "link_rate": "100Gbps",
-                "link_delay": "1us", "switch_latency": "500ns"},
-            "switch": {"forwarding": "adaptive"},
-            "transport": {"kind": "spx"},
-            "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": "8MB"},
-                {"kind": "flow", "src": "nic5", "dst": "nic1", "bytes": "8MB"}],
-            "faults": [{"kind": "nic_port_down", "at": "100us", "nic": 0, "port": 1},
-                {"kind": "nic_port_down", "at": "100us", "nic": 1, "port": 1}],
-        });
+        let scenario = spx_on_two_planes(
+            json!([{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": "8MB"},
+                {"kind": "flow", "src": "nic5", "dst": "nic1", "bytes": "8MB"}]),
+            json!([{"kind": "nic_port_down", "at": "100us", "nic": 0, "port": 1},
+                {"kind": "nic_port_down", "at": "100us", "nic": 1, "port": 1}]),
+        );
         fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })
     };
     let (packet, flow) = (run(false), run(true));
     for (p, f) in packet.iter().zip(&flow) {
         assert!((f / p - 1.0).abs() < 0.03, "flow {flow:?} against packet {packet:?}");
     }
+}
+
+/// Spectrum-X on two 100G planes of a radix-8 two-tier Clos (32 NICs), 1us
+/// links and 500ns switches (the calibration's fabric), with `traffic` and
+/// `faults`.
+fn spx_on_two_planes(traffic: Value, faults: Value) -> Value {
+    json!({
+        "seed": 1,
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 2, "link_rate": "100Gbps",
+            "link_delay": "1us", "switch_latency": "500ns"},
+        "switch": {"forwarding": "adaptive"},
+        "transport": {"kind": "spx"},
+        "traffic": traffic,
+        "faults": faults,
+    })
 }

@@ -220,8 +220,8 @@ impl FluidSimulation {
             if !matches!(stream.owner, Owner::Flow(_) | Owner::Transfer(_)) || stream.resent > 0.0 {
                 continue;
             }
-            let held = self.delay[p] + self.serialization(port, stream.packet);
-            let on_link = stream.rate * stream.route.uses[i as usize].1 * of_bundle * held.as_secs_f64();
+            let dwell = self.delay[p] + self.serialization(port, stream.packet);
+            let on_link = stream.rate * stream.route.uses[i as usize].1 * of_bundle * dwell.as_secs_f64();
             let packet = f64::from(stream.packet);
             let key = [LOSS_DRAW, u64::from(s), u64::from(port.0), now.0];
             if on_link <= 0.0 || !Rng::stream(self.scenario.seed, &key).chance(on_link / packet) {
