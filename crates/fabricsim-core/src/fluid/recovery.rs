@@ -109,7 +109,8 @@ impl FluidSimulation {
     fn resent_when_going_back(&self, s: u32) -> f64 {
         let stream = &self.streams[s as usize];
         // The share of what it sent while losing that it lost.
-        let share = (stream.lost / stream.lost_over).clamp(f64::MIN_POSITIVE, 1.0);
+        let share =
+            if stream.lost_over > 0.0 { (stream.lost / stream.lost_over).clamp(f64::MIN_POSITIVE, 1.0) } else { 1.0 };
         let lost = match &self.scenario.transport {
             TransportSpec::Spx(c) => {
                 // A dead plane takes its share until a window of it is
