@@ -109,6 +109,24 @@ fn a_local_plane_failure_is_left_at_once() {
     assert!(stopped_at(&out) <= 35e-6, "stopped at {}", stopped_at(&out));
 }
 
+/// The sender's own plane-1 link fails just after that plane's last ACK
+/// came back: software load balancing, which does not see the port, holds
+/// the flow up until the retransmission timeout (exponent 10: 4.19 ms),
+/// then takes out the plane that could not send its share. Before, a plane
+/// had to have sent since it last heard to be taken out: this one had not,
+/// and the QP failed after its retries (33.6 ms), the flow never ending.
+#[test]
+fn software_load_balancing_takes_out_a_plane_whose_own_port_died() {
+    let out = run(spx(
+        json!({"plane_lb": "sw_lb", "timeout_exponent": 10}),
+        json!([{"kind": "flow", "src": 0, "dst": 4, "bytes": "8MB"}]),
+        json!([{"kind": "link_down", "at": "30us", "port": "nic0:1"}]),
+    ));
+    assert_eq!(summary_u64(&out, "flows_completed"), 1, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "plane_failovers"), 1);
+    assert!(out.summary["fct_max_us"].as_f64().unwrap() > 4_194.0);
+}
+
 #[test]
 fn software_load_balancing_waits_for_the_retransmission_timeout() {
     // Exponent 10: a 4.2ms timeout. Equal shares per plane stall the whole

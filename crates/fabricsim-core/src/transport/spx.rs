@@ -600,12 +600,13 @@ impl Transport for SpxQp {
                 self.planes.iter_mut().for_each(|p| p.in_flight = 0);
                 if self.lb() == PlaneLb::SwLb {
                     // Software learns of a dead plane only now: a plane that
-                    // sent and has heard nothing back for a whole timeout
-                    // is taken out of use.
+                    // has heard nothing back for a whole timeout, and sent
+                    // since it last heard or could not send (its port is
+                    // down: its share held the others up), is taken out.
                     let silent_since = Time(now.0.saturating_sub(self.timeout.0));
                     for k in 0..self.planes.len() {
                         let p = &self.planes[k];
-                        if !p.failed && p.last_sent > p.heard && p.heard <= silent_since {
+                        if !p.failed && (p.last_sent > p.heard || !p.port_up) && p.heard <= silent_since {
                             self.fail_plane(k, out);
                         }
                     }
