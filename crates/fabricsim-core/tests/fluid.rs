@@ -165,14 +165,18 @@ fn what_the_flow_model_does_not_model_is_refused_by_name() {
     let mut setup = Setup { available_memory: None, keep_going: None };
     let err = FluidSimulation::new_within(scenario, &mut setup).err().expect("refused").to_string();
     assert!(err.contains("faults[0]") && err.contains("flow model"), "{err}");
-    // Spectrum-X's software load balancing finds a dead plane by its own
-    // timeout: refused; a congestion context shared by the planes: run as
-    // the PLB, and said so.
+    // Spectrum-X's software load balancing with collectives run whole:
+    // refused; a congestion context shared by the planes: run as the PLB,
+    // and said so.
     let mut s = converging_in_500us(json!([]));
     s["traffic"] = json!([{"kind": "flow", "src": "nic0", "dst": "nic1", "bytes": "1MB"}]);
     s["transport"]["plane_lb"] = json!("sw_lb");
     s["mode"] = json!("flow");
-    let scenario = Scenario::from_json(&s.to_string()).expect("valid scenario");
+    let mut whole = s.clone();
+    whole["flow_mode"] = json!({"collectives": "pipelined"});
+    whole["jobs"] = json!([{"name": "ring", "ranks": 4,
+        "phases": [{"name": "ar", "collective": {"op": "all_reduce", "bytes": "1MB"}}]}]);
+    let scenario = Scenario::from_json(&whole.to_string()).expect("valid scenario");
     let err = FluidSimulation::new_within(scenario, &mut setup).err().expect("refused").to_string();
     assert!(err.contains("transport.plane_lb") && err.contains("sw_lb"), "{err}");
     s["transport"]["plane_lb"] = json!("global_cc");
@@ -1300,4 +1304,32 @@ fn spx_on_two_planes(traffic: Value, faults: Value) -> Value {
         "traffic": traffic,
         "faults": faults,
     })
+}
+
+/// Spectrum-X's `sw_lb` (s6.5) in both models: equal shares per plane
+/// above the transport, no probes. An 8 MB flow over four planes, the
+/// receiver's plane-1 link down at 30us (remote to the sender) or the
+/// sender's own: the dead plane holds the whole flow up until the
+/// retransmission timeout (exponent 10: 4.19 ms), which takes it out of
+/// use, and the flow goes on over three planes. The packet model ends at
+/// 4,419.8 and 4,418.4us; the flow model at 4,409.7us for both. Before,
+/// the flow model refused `sw_lb`.
+#[test]
+fn software_load_balancing_waits_for_the_timeout_in_both_models() {
+    for end in ["nic4", "nic0"] {
+        let fct = |flow: bool| {
+            let scenario = json!({
+                "seed": 1,
+                "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": 4, "link_rate": "100Gbps"},
+                "switch": {"forwarding": "adaptive", "reconvergence_delay": "1s"},
+                "transport": {"kind": "spx", "plane_lb": "sw_lb", "timeout_exponent": 10},
+                "traffic": [{"kind": "flow", "src": "nic0", "dst": "nic4", "bytes": "8MB"}],
+                "faults": [{"kind": "link_down", "at": "30us", "port": format!("{end}:1")}],
+            });
+            fcts(&if flow { run_flow(scenario) } else { common::run(scenario) })[0]
+        };
+        let (packet, flow) = (fct(false), fct(true));
+        assert!(flow > 4.194e-3, "{end}: the flow model ended at {flow} s, before the timeout");
+        assert!((flow / packet - 1.0).abs() < 0.03, "{end}: flow {flow} against packet {packet}");
+    }
 }

@@ -35,6 +35,7 @@ mod probes;
 mod recovery;
 mod report;
 mod routing;
+mod software_lb;
 mod work;
 
 use schemars::JsonSchema;
@@ -473,6 +474,9 @@ enum Event {
         stream: u32,
         since: Time,
     },
+    /// A QP balanced in software (`sw_lb`) has stalled for its
+    /// retransmission timeout (`software_lb`).
+    SoftwareTimeout(u32),
     Sample,
 }
 
@@ -496,6 +500,8 @@ pub struct FluidSimulation {
     port_up: Vec<bool>,
     /// Spectrum-X's probes: what each sender has found of NIC links.
     probes: Option<probes::Probes>,
+    /// Spectrum-X's `sw_lb`: the planes each QP has taken out.
+    software_lb: software_lb::SoftwareLb,
     node_up: Vec<bool>,
     /// Per node: a switch its control plane advertises (a gray one still).
     advertised: Vec<bool>,
@@ -768,6 +774,7 @@ impl FluidSimulation {
             placement,
             port_up: vec![true; n_ports],
             probes: None,
+            software_lb: Default::default(),
             node_up: vec![true; n_nodes],
             advertised: vec![true; n_nodes],
             nic_rx: vec![0.0; n_nodes],
@@ -828,6 +835,9 @@ impl FluidSimulation {
         };
         if let Some((detection, Scope::NicLinks { recovery })) = sim.reactions.transport {
             sim.probes = Some(probes::Probes::new(detection, recovery, &sim.topo, sim.qps.len()));
+        }
+        if sim.balances_in_software() {
+            sim.software_lb = software_lb::SoftwareLb::new(sim.qps.len());
         }
         for b in 0..n_bundles {
             sim.capacity[b] = sim.bundle_capacity(b as u32);
@@ -918,6 +928,9 @@ impl FluidSimulation {
             }
             Event::NicNotice { port, up } => {
                 self.nic_sees[port.0 as usize] = up;
+                if up && self.balances_in_software() {
+                    self.software_plane_back(port);
+                }
                 self.nic_changed(self.routing.peer(port.peer()));
             }
             Event::Finish { stream, epoch } => self.on_finish(stream, epoch),
@@ -926,6 +939,7 @@ impl FluidSimulation {
             Event::QpLearned(qp) => self.on_qp_learned(qp),
             Event::ExchangeLearned(x) => self.on_exchange_learned(x),
             Event::GiveUp { stream, since } => self.on_give_up(stream, since),
+            Event::SoftwareTimeout(qp) => self.on_software_timeout(qp),
             Event::Sample => self.on_sample(),
         }
     }
@@ -1308,6 +1322,7 @@ impl FluidSimulation {
                 let mut fabric = fabric!(self);
                 paths::hashed(&mut fabric, first, qp.src, qp.dst, qp.entropy)
             }
+            Placement::Spray { avoid, .. } if self.balances_in_software() => self.software_route(id, avoid, unaware),
             Placement::Spray { nic, avoid } => {
                 let since = self.qp_probing_since(id);
                 self.sprayed_route(qp.src, qp.dst, (nic, since), (avoid, unaware), &[(qp.port_index as usize, 1.0)])
@@ -1484,6 +1499,9 @@ impl FluidSimulation {
         match (delivers, stream.stalled_since) {
             (false, None) => {
                 stream.stalled_since = Some(now);
+                if self.balances_in_software() {
+                    self.arm_software_timer(s);
+                }
                 // Every QP of a job, whole collectives' too, has NCCL's timeout.
                 let job = !matches!(self.streams[s as usize].owner, Owner::Flow(_));
                 let give_up = self.scenario.transport.give_up_time(job);
@@ -2009,6 +2027,8 @@ fn reactions_of(scenario: &Scenario) -> Reactions {
     let transport = match &scenario.transport {
         TransportSpec::Rocev2(_) => None,
         TransportSpec::Mrc(c) => Some((detection.unwrap_or(c.reorder_window), Scope::AllLinks)),
+        // Software load balancing has no probes (`software_lb`).
+        TransportSpec::Spx(c) if c.plane_lb == crate::transport::spx::PlaneLb::SwLb => None,
         TransportSpec::Spx(c) => {
             // A plane is back once one probe gets through: with `detection`
             // set, a probe interval of the probing that takes that long.
@@ -2076,9 +2096,13 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
     if let TransportSpec::Spx(c) = &s.transport {
         use crate::transport::spx::PlaneLb;
         match c.plane_lb {
-            PlaneLb::SwLb => {
-                return no("transport.plane_lb", "sw_lb (a dead plane found only by the transport's timeout)")
+            PlaneLb::SwLb if s.flow_mode.collectives == CollectiveModel::Pipelined && !s.jobs.is_empty() => {
+                return no(
+                    "transport.plane_lb",
+                    "sw_lb with collectives run whole (flow_mode.collectives: pipelined; run them as transfers)",
+                )
             }
+            PlaneLb::SwLb => {}
             PlaneLb::GlobalCc | PlaneLb::Esr => ignored.push(
                 "transport.plane_lb: one congestion context over the planes (rates are max-min fair; the NIC \
                  spreads over its planes as the PLB does)",

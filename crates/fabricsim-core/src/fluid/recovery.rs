@@ -44,6 +44,7 @@ use super::{FluidSimulation, Owner, PartialLoss};
 use crate::engine::Rng;
 use crate::net::PortId;
 use crate::transport::rocev2::TimeoutResend;
+use crate::transport::spx::PlaneLb;
 use crate::transport::TransportSpec;
 use crate::units::Time;
 
@@ -154,6 +155,10 @@ impl FluidSimulation {
     pub(super) fn goes_back_at(&self, s: u32) -> Time {
         let (now, stream) = (self.now(), &self.streams[s as usize]);
         let timer = match &self.scenario.transport {
+            // Software load balancing has no NAK for a gap: its timer.
+            TransportSpec::Spx(c) if c.plane_lb == PlaneLb::SwLb => {
+                c.retransmit_timeout(!matches!(stream.owner, Owner::Flow(_)))
+            }
             TransportSpec::Spx(c) => {
                 let (Owner::Flow(_) | Owner::Transfer(_)) = stream.owner else { return now };
                 let qp = &self.qps[stream.qp as usize];
