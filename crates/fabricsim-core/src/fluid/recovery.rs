@@ -175,7 +175,7 @@ impl FluidSimulation {
                 // the gap, and its NAK takes as long back.
                 let way = self.latency(&stream.route.path, stream.packet);
                 let opened = stream.lost_since + way;
-                return next_round(opened, now.max(opened + way) - way, c.loss_timeout) + way;
+                return next_round(opened, Time(now.0.saturating_sub(way.0)), c.loss_timeout) + way;
             }
             // Every QP of a job, whole collectives' too, has NCCL's timeout.
             TransportSpec::Rocev2(c) if self.times_out(s) => {
@@ -209,14 +209,10 @@ impl FluidSimulation {
             return;
         }
         let p = port.0 as usize;
-        let b = self.bundles.of_port[p] as usize;
-        let (start, end) = (self.bundles.start[b] as usize, self.bundles.start[b + 1] as usize);
-        let live: u64 = self.bundles.ports[start..end]
-            .iter()
-            .filter(|q| self.alive[q.0 as usize])
-            .map(|q| self.rate[q.0 as usize])
-            .sum();
-        let of_bundle = self.rate[p] as f64 / live.max(1) as f64;
+        let b = self.bundles.of_port[p];
+        // Still alive: the bundle's capacity counts it.
+        let of_bundle = self.rate[p] as f64 / 8.0 * self.efficiency / self.bundle_capacity(b);
+        let b = b as usize;
         let now = self.now();
         for k in 0..self.users[b].len() {
             let (s, i) = self.users[b][k];

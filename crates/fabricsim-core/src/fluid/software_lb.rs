@@ -63,16 +63,21 @@ impl FluidSimulation {
         if planes.is_empty() {
             return stall(ports[0]);
         }
-        for &k in &planes {
-            let dead = !self.nic_sees[ports[k].0 as usize]
-                || self.sprayed_route(q.src, q.dst, (false, IDLE), (avoid, unaware), &[(k, 1.0)]).delivered <= 0.0;
-            if dead {
-                return stall(ports[k]);
-            }
+        if let Some(&k) = planes.iter().find(|&&k| self.plane_delivers_nothing(qp, k, avoid, unaware)) {
+            return stall(ports[k]);
         }
         let share = 1.0 / planes.len() as f64;
         let bound: Vec<(usize, f64)> = planes.iter().map(|&k| (k, share)).collect();
         self.sprayed_route(q.src, q.dst, (false, IDLE), (avoid, unaware), &bound)
+    }
+
+    /// Whether QP `qp`'s plane `k` (its NIC's port index) delivers nothing:
+    /// its NIC sees the port down, or every path of it is dead.
+    fn plane_delivers_nothing(&mut self, qp: u32, k: usize, avoid: bool, unaware: bool) -> bool {
+        let q = self.qps[qp as usize];
+        let port = self.routing.node_ports(q.src)[k];
+        !self.nic_sees[port.0 as usize]
+            || self.sprayed_route(q.src, q.dst, (false, IDLE), (avoid, unaware), &[(k, 1.0)]).delivered <= 0.0
     }
 
     /// Stream `s`, of a QP balanced in software, stalled: its QP's
@@ -98,16 +103,11 @@ impl FluidSimulation {
         if !stream.started || stream.done || stream.stalled_since.is_none() {
             return;
         }
-        let q = self.qps[qp as usize];
-        let ports = self.routing.node_ports(q.src).to_vec();
+        let planes = self.routing.node_ports(self.qps[qp as usize].src).len().min(MAX_PLANES);
         let avoid = matches!(self.placement, super::Placement::Spray { avoid: true, .. });
-        for (k, port) in ports.iter().enumerate().take(MAX_PLANES) {
-            if self.software_lb.dropped[qp as usize] & (1 << k) != 0 {
-                continue;
-            }
-            let silent = !self.nic_sees[port.0 as usize]
-                || self.sprayed_route(q.src, q.dst, (false, IDLE), (avoid, false), &[(k, 1.0)]).delivered <= 0.0;
-            if silent {
+        for k in 0..planes {
+            let taken_out = self.software_lb.dropped[qp as usize] & (1 << k) != 0;
+            if !taken_out && self.plane_delivers_nothing(qp, k, avoid, false) {
                 self.software_lb.dropped[qp as usize] |= 1 << k;
             }
         }
