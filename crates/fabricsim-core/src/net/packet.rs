@@ -195,15 +195,20 @@ impl PacketQueue {
 /// locator block: each switch on the path shifts its own out (uN).
 pub type Usids = [u16; USIDS];
 
+/// A packet and its successor in the queue that holds it (`PacketQueue`),
+/// side by side so that taking a packet off a queue is one miss, not two.
+struct Slot {
+    packet: Packet,
+    next: u32,
+}
+
 /// Owns every packet in flight; ids stay valid until `free`. In a fabric
 /// that forwards by SRv6, each packet also carries its outer destination
 /// address's uSIDs, kept beside the packet record so that the records of
 /// other fabrics stay 36 bytes.
 #[derive(Default)]
 pub struct PacketPool {
-    slots: Vec<Packet>,
-    /// Each slot's successor in the queue that holds it (`PacketQueue`).
-    next: Vec<u32>,
+    slots: Vec<Slot>,
     /// The uSIDs of each slot's packet, when packets are source-routed.
     usids: Vec<Usids>,
     source_routed: bool,
@@ -228,14 +233,13 @@ impl PacketPool {
     pub fn alloc_routed(&mut self, packet: Packet, usids: Usids) -> PacketId {
         self.live += 1;
         if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = packet;
+            self.slots[i as usize].packet = packet;
             if self.source_routed {
                 self.usids[i as usize] = usids;
             }
             PacketId(i)
         } else {
-            self.slots.push(packet);
-            self.next.push(NO_PACKET);
+            self.slots.push(Slot { packet, next: NO_PACKET });
             if self.source_routed {
                 self.usids.push(usids);
             }
@@ -259,20 +263,20 @@ impl PacketPool {
     }
 
     pub fn get(&self, id: PacketId) -> &Packet {
-        &self.slots[id.0 as usize]
+        &self.slots[id.0 as usize].packet
     }
 
     pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        &mut self.slots[id.0 as usize]
+        &mut self.slots[id.0 as usize].packet
     }
 
     /// Appends packet `id` to `queue`.
     #[inline]
     pub fn push_back(&mut self, queue: &mut PacketQueue, id: PacketId) {
-        self.next[id.0 as usize] = NO_PACKET;
+        self.slots[id.0 as usize].next = NO_PACKET;
         match queue.tail {
             NO_PACKET => queue.head = id.0,
-            tail => self.next[tail as usize] = id.0,
+            tail => self.slots[tail as usize].next = id.0,
         }
         queue.tail = id.0;
     }
@@ -281,7 +285,7 @@ impl PacketPool {
     #[inline]
     pub fn pop_front(&mut self, queue: &mut PacketQueue) -> Option<PacketId> {
         let id = queue.front()?;
-        queue.head = self.next[id.0 as usize];
+        queue.head = self.slots[id.0 as usize].next;
         if queue.head == NO_PACKET {
             queue.tail = NO_PACKET;
         }
@@ -291,7 +295,7 @@ impl PacketPool {
     /// The packets of `queue`, front first.
     pub fn queued(&self, queue: PacketQueue) -> impl Iterator<Item = PacketId> + '_ {
         std::iter::successors(queue.front(), |id| {
-            let next = self.next[id.0 as usize];
+            let next = self.slots[id.0 as usize].next;
             (next != NO_PACKET).then_some(PacketId(next))
         })
     }
