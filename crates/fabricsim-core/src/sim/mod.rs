@@ -27,7 +27,7 @@ use crate::error::ScenarioError;
 use crate::faults::FaultAction;
 use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, PhaseId, QpId, TransferId};
 use crate::metrics::{RunOutput, StopReason};
-use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, CLASS_DATA, HOT_LINES};
+use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, HOT_LINES};
 use crate::nic::{Orchestrator, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Balancer, Routes, Srv6};
@@ -406,7 +406,7 @@ impl Simulation {
     /// In two stages: for the event after next, its packet (an arrival) or
     /// its port's hot part (a `TxDone`); for the next, whose packet is
     /// loaded by then, an arrival's two ports (its link's ends), and a
-    /// `TxDone`'s port and the packet at the head of its queue.
+    /// `TxDone`'s port and the packet it will send.
     fn warm_up_next(&mut self) {
         match self.events.peek().copied() {
             Some(Event::Arrive(id)) => {
@@ -417,7 +417,8 @@ impl Simulation {
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
                 prefetch_lines(at, 0..HOT_LINES);
-                if let Some(id) = at.queues[CLASS_DATA].front() {
+                // Control packets go first.
+                if let Some(id) = at.next_class().and_then(|class| at.queues[class].front()) {
                     prefetch(self.pool.get(id));
                 }
             }
