@@ -1267,6 +1267,38 @@ fn a_failing_link_loses_what_is_on_it() {
     }
 }
 
+/// A host's `rx_goodput_bps` counts what it received once, as the packet
+/// model's does (its delivered payload): not a packet lost on a failing
+/// link, nor a stretch a go-back sends again. The permutation of
+/// `a_failing_link_loses_what_is_on_it`, every host sampled every 10us:
+/// each received one 4 MB flow. Before, the flow model's hosts that the
+/// failed uplink's senders send to read 5.81 MB (the go-back's resent
+/// stretch counted twice), and neither model sampled the run's tail after
+/// its last tick (the packet model's nic3 read 4 KB short).
+#[test]
+fn a_hosts_goodput_counts_each_byte_once() {
+    let mut scenario = spx_on_two_planes(
+        json!([{"kind": "permutation", "bytes": "4MB"}]),
+        json!([{"kind": "link_down", "at": "100us", "port": "t0.p0.0:4"}]),
+    );
+    scenario["telemetry"] = json!({"sample_interval": "10us", "hosts": (0..32).collect::<Vec<u32>>()});
+    for (model, out) in [("packet", common::run(scenario.clone())), ("flow", run_flow(scenario))] {
+        let (times, entities) = (floats(&out.timeseries, "time_s"), texts(&out.timeseries, "entity"));
+        let (metrics, values) = (texts(&out.timeseries, "metric"), floats(&out.timeseries, "value"));
+        for n in 0..32 {
+            let host = format!("nic{n}");
+            let (mut received, mut last) = (0.0, 0.0);
+            for i in (0..times.len()).filter(|&i| entities[i] == host && metrics[i] == "rx_goodput_bps") {
+                let (t, rate) = (times[i].expect("a time"), values[i].expect("a rate"));
+                assert!(rate >= 0.0, "{model} model: {host} at {t} s");
+                received += rate / 8.0 * (t - last);
+                last = t;
+            }
+            assert!((received / 4e6 - 1.0).abs() < 1e-6, "{model} model: {host} received {received} bytes");
+        }
+    }
+}
+
 /// Spectrum-X's NIC goes back at once when it sees its own port go down,
 /// whatever that port's link lost as it failed; a receiver's port down
 /// is a remote plane, dropped when the sender's probes find it. Two 8 MB

@@ -436,6 +436,11 @@ struct Stream {
     /// Payload bytes of `left` its receiver already has, sent again after
     /// a drop: carried, not delivered twice.
     resent: f64,
+    /// Payload bytes of `left` its receiver's telemetry already counted
+    /// as they were sent, lost on a link as it failed (`lose_what_is_on`):
+    /// not counted again when they arrive, so that a host's series never
+    /// falls and sums to what it received.
+    rx_counted: f64,
     /// It has sent its last byte while still losing: its message waits,
     /// first on its QP, for its sender to go back for what it lost.
     held: bool,
@@ -1428,6 +1433,7 @@ impl FluidSimulation {
             lost_until: now,
             recover_at: now,
             resent: 0.0,
+            rx_counted: 0.0,
             held: false,
             timeouts: 0,
         };
@@ -1661,7 +1667,13 @@ impl FluidSimulation {
             let arrived = sent * stream.route.delivered;
             let again = arrived.min(stream.resent);
             stream.resent -= again;
-            self.delivered += (arrived - again)
+            let fresh = arrived - again;
+            let counted = fresh.min(stream.rx_counted);
+            stream.rx_counted -= counted;
+            // What the receiver's telemetry has not counted yet: the packet
+            // model's hosts count payload they place, once.
+            let received = fresh - counted;
+            self.delivered += fresh
                 * match stream.owner {
                     Owner::Pipeline(r) => self.pipelines[r as usize].network_hops() as f64,
                     Owner::Exchange(x) => self.exchanges[x as usize].network_pairs() as f64,
@@ -1673,18 +1685,18 @@ impl FluidSimulation {
                 Owner::Pipeline(r) if !self.telemetry_hosts.is_empty() => {
                     for conn in self.pipelines[r as usize].hops.iter().flatten() {
                         let dst = self.qps[self.connections[*conn as usize][0] as usize].dst;
-                        self.nic_rx[dst.0 as usize] += arrived;
+                        self.nic_rx[dst.0 as usize] += received;
                     }
                 }
                 Owner::Exchange(x) if !self.telemetry_hosts.is_empty() => {
                     let run = &self.exchanges[x as usize];
                     for (&nic, &peers) in run.nics.iter().zip(&run.network_peers) {
-                        self.nic_rx[nic.0 as usize] += arrived * f64::from(peers);
+                        self.nic_rx[nic.0 as usize] += received * f64::from(peers);
                     }
                 }
                 Owner::Pipeline(_) | Owner::Exchange(_) => {}
                 Owner::Flow(_) | Owner::Transfer(_) => {
-                    self.nic_rx[self.qps[stream.qp as usize].dst.0 as usize] += arrived
+                    self.nic_rx[self.qps[stream.qp as usize].dst.0 as usize] += received
                 }
             }
             for &(b, share) in &stream.route.uses {

@@ -240,6 +240,7 @@ impl FluidSimulation {
             stream.lost_until = now;
             // Counted as arrived when sent: it is to be sent again.
             stream.left += lost;
+            stream.rx_counted += lost;
             self.delivered -= lost;
         }
     }

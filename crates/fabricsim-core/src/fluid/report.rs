@@ -271,6 +271,10 @@ impl FluidSimulation {
     pub(super) fn report(&mut self, stop: StopReason) -> RunOutput {
         let now = self.now();
         self.advance_all(now);
+        // A last sample for the run's tail, as the packet model takes.
+        if self.scenario.telemetry.sample_interval.is_some() && now > self.samples.last_time {
+            self.on_sample();
+        }
         let f = &self.flows;
         let fct: Vec<Option<f64>> = f.iter().map(|x| x.end.map(|e| (e - x.spec.start).as_secs_f64())).collect();
         let mut flows = Table::default();

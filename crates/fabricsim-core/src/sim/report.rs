@@ -115,6 +115,11 @@ impl Simulation {
 
     pub(super) fn report(&mut self, stop: StopReason) -> RunOutput {
         let now = self.now();
+        // A last sample for the run's tail after the last tick, so that a
+        // series sums to the run's totals.
+        if self.scenario.telemetry.sample_interval.is_some() && now > self.samples.last_time {
+            self.on_sample();
+        }
         let complete = stop.is_complete();
         let mut flows = Table::default();
         let f = &self.flows;
