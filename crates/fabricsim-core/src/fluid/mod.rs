@@ -1389,7 +1389,7 @@ impl FluidSimulation {
             bound.iter().map(|&(k, share)| (src_ports[k % src_ports.len()], share)).collect()
         };
         if first.is_empty() {
-            return Route { path: vec![src_ports[0]], ..Route::default() };
+            return Route::stalled_at(src_ports[0]);
         }
         paths::sprayed(&mut fabric, spray_cache, avoid, &first, dst)
     }

@@ -119,6 +119,13 @@ pub struct Route {
     pub path: Vec<PortId>,
 }
 
+impl Route {
+    /// A route that moves nothing, its latency measured from `port`.
+    pub fn stalled_at(port: PortId) -> Route {
+        Route { path: vec![port], ..Route::default() }
+    }
+}
+
 /// What the fabric is doing now, as the route computation needs it.
 pub struct Fabric<'a> {
     pub routing: &'a mut Routing,

@@ -27,8 +27,9 @@ use crate::net::PortId;
 use crate::transport::spx::PlaneLb;
 use crate::transport::TransportSpec;
 
-/// Planes past this index are never taken out (a NIC has a few).
-const MAX_PLANES: usize = 64;
+/// Planes a QP's bitmask of those taken out can name; planes past them
+/// are never taken out (a NIC has a few).
+const MASKED_PLANES: usize = u64::BITS as usize;
 
 /// What software load balancing keeps per QP.
 #[derive(Default)]
@@ -58,13 +59,12 @@ impl FluidSimulation {
         let q = self.qps[qp as usize];
         let ports = self.routing.node_ports(q.src).to_vec();
         let dropped = self.software_lb.dropped[qp as usize];
-        let planes: Vec<usize> = (0..ports.len()).filter(|&k| k >= MAX_PLANES || dropped & (1 << k) == 0).collect();
-        let stall = |port: PortId| Route { path: vec![port], ..Route::default() };
+        let planes: Vec<usize> = (0..ports.len()).filter(|&k| k >= MASKED_PLANES || dropped & (1 << k) == 0).collect();
         if planes.is_empty() {
-            return stall(ports[0]);
+            return Route::stalled_at(ports[0]);
         }
         if let Some(&k) = planes.iter().find(|&&k| self.plane_delivers_nothing(qp, k, avoid, unaware)) {
-            return stall(ports[k]);
+            return Route::stalled_at(ports[k]);
         }
         let share = 1.0 / planes.len() as f64;
         let bound: Vec<(usize, f64)> = planes.iter().map(|&k| (k, share)).collect();
@@ -103,7 +103,7 @@ impl FluidSimulation {
         if !stream.started || stream.done || stream.stalled_since.is_none() {
             return;
         }
-        let planes = self.routing.node_ports(self.qps[qp as usize].src).len().min(MAX_PLANES);
+        let planes = self.routing.node_ports(self.qps[qp as usize].src).len().min(MASKED_PLANES);
         let avoid = matches!(self.placement, super::Placement::Spray { avoid: true, .. });
         for k in 0..planes {
             let taken_out = self.software_lb.dropped[qp as usize] & (1 << k) != 0;
@@ -120,7 +120,7 @@ impl FluidSimulation {
     pub(super) fn software_plane_back(&mut self, port: PortId) {
         let nic = self.routing.peer(port.peer());
         let Some(k) = self.routing.node_ports(nic).iter().position(|&p| p == port) else { return };
-        if k >= MAX_PLANES {
+        if k >= MASKED_PLANES {
             return;
         }
         for (qp, q) in self.qps.iter().enumerate() {
