@@ -3,7 +3,8 @@
 #   make run    install into .venv, then run the built-in default scenario
 #   make test   install into .venv, then run every check and test
 # Installing is idempotent: the venv is created once, and `pip install -e`
-# rebuilds the Rust extension (in release) only as far as cargo finds changes.
+# rebuilds the Rust extension (in release) only as far as cargo finds changes;
+# its PGO profile is made again only when the sources change.
 
 PYTHON ?= python3.11
 VENV := .venv
@@ -12,7 +13,7 @@ BIN := $(VENV)/bin
 # every cargo command keeps it from rebuilding pyo3 between commands.
 export PYO3_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: run test install
+.PHONY: run test install wheel
 
 run: install
 	$(BIN)/fabricsim run -o runs/default --overwrite
@@ -24,8 +25,14 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
+# Builds the extension with profile-guided optimisation where the machine has
+# the tool for it (tools/install says how; PGO=0 skips it).
 install: $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,ray]'
+	BIN=$(BIN) tools/install
+
+# The wheel a user installs, into dist/, built as `install` builds the extension.
+wheel: $(BIN)/python
+	BIN=$(BIN) tools/install --wheel
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
