@@ -557,6 +557,35 @@ def test_bench_json_keys(capsys: pytest.CaptureFixture[str], tiny_scenario_file:
     assert report["peak_rss_bytes"] > 1 << 20
 
 
+def test_bench_repeat_reports_the_median_run_and_the_range(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    code, out, err = fabricsim_cli(capsys, "bench", tiny_scenario_file, "--repeat", "3", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) == BENCH_KEYS | {"wall_s_min", "wall_s_max", "runs_wall_s"}
+    walls = report["runs_wall_s"]
+    assert len(walls) == 3
+    assert report["wall_s"] == sorted(walls)[1]
+    assert (report["wall_s_min"], report["wall_s_max"]) == (min(walls), max(walls))
+    assert report["packet_hops_per_s"] == pytest.approx(report["packet_hops"] / report["wall_s"])
+
+
+def test_bench_repeat_refuses_a_count_out_of_range(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "bench", tiny_scenario_file, "--repeat", "0")
+    assert code == 2
+    _bad_input(err, "--repeat")
+
+
+def test_bench_repeat_takes_runs_that_disagree_for_a_fault() -> None:
+    run = {"wall_s": 1.0, "events": 10, "packet_hops": 5, "peak_rss_bytes": 1}
+    assert isinstance(cli._bench_repeated([run, {**run, "wall_s": 2.0}]), dict)
+    verdict = cli._bench_repeated([run, {**run, "events": 11}])
+    assert isinstance(verdict, str) and "different events" in verdict
+
+
 def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = fabricsim_cli(capsys, "schema")
     assert code == 0

@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 
 __all__ = ["deferred_signals", "main"]
 
+# Runs `fabricsim bench --repeat` takes at most: a bound on a typo's cost.
+MAX_BENCH_REPEAT = 1000
+
 EXIT_BAD_INPUT = 2
 EXIT_SIMULATOR = 3
 EXIT_WRITE_FAILED = 4
@@ -327,6 +330,13 @@ def _parser() -> argparse.ArgumentParser:
         "mrc (the permutation over MRC), mrc-8k (the same at 8,192 hosts), spx (the permutation over four planes, "
         "adaptive routing and Spectrum-X NICs), flow-mode (a 131,072-rank ring all-reduce on MRC's fabric in the "
         "flow model), or all (default; each in a fresh process, so that each peak memory is its own)",
+    )
+    bench.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each case, each in a fresh process, the cases taken in turn: the median wall time with its "
+        "range (default: 1; a machine's speed drifts, so compare medians of runs made in the same minutes)",
     )
     _add_overrides(bench)
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
@@ -672,7 +682,10 @@ def _cmd_topo(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     if args.scenario is not None and args.case is not None:
         raise _core.ScenarioError("--case: give either a scenario file or a built-in case, not both")
-    if args.scenario is not None or args.case in BENCH_CASES:
+    if not 1 <= args.repeat <= MAX_BENCH_REPEAT:
+        raise _core.ScenarioError(f"--repeat: {args.repeat}: give 1 to {MAX_BENCH_REPEAT} runs")
+    single = args.scenario is not None or args.case in BENCH_CASES
+    if single and args.repeat == 1:
         source = args.scenario or builtin_scenario(BENCH_CASES[args.case])
         report, summary, complete = _bench_one(source, args.overrides)
         if args.json:
@@ -684,12 +697,29 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return _fail(f"benchmark {_stop_cause(summary)}; the figures cover part of the run", _stop_code(summary))
         return 0
 
+    # Each run in a fresh process, so that each peak memory is its own; the
+    # cases taken in turn, so that the machine's drift spreads over them all.
+    cases = [args.scenario.resolve()] if args.scenario is not None else [args.case] if single else list(BENCH_CASES)
+    runs: dict[str | Path, list[dict[str, Any]]] = {case: [] for case in cases}
+    for _ in range(args.repeat):
+        for case in cases:
+            report = _bench_in_child(case, args.overrides)
+            if isinstance(report, int):
+                return report
+            runs[case].append(report)
     reports = {}
-    for case in BENCH_CASES:
-        report = _bench_in_child(case, args.overrides)
-        if isinstance(report, int):
-            return report
-        reports[case] = report
+    for case, measured in runs.items():
+        report = _bench_repeated(measured)
+        if isinstance(report, str):
+            return _fail(f"bench {case}: {report}", EXIT_SIMULATOR)
+        reports["scenario" if isinstance(case, Path) else case] = report
+    if single:
+        name, report = next(iter(reports.items()))
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            Console().print(_bench_table(report, "fabricsim bench" + ("" if name == "scenario" else f": {name}")))
+        return 0
     if args.json:
         # The reference case's keys stay at the top level, as before the collective case existed.
         print(json.dumps({**reports["flows"], **{case: r for case, r in reports.items() if case != "flows"}}, indent=2))
@@ -698,6 +728,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for case, report in reports.items():
             console.print(_bench_table(report, f"fabricsim bench: {case}"))
     return 0
+
+
+def _bench_repeated(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | str:
+    """One case's runs as one report: the median run's rates, the range of wall times, the largest peak memory.
+
+    The median run of an even number is the faster of the two middle ones.
+
+    A run is deterministic, so every run must count the same events: a
+    difference is a fault, reported as the string returned.
+    """
+    counts = {(r["events"], r.get("packet_hops"), r.get("rate_computations")) for r in runs}
+    if len(counts) > 1:
+        return f"runs of the same scenario counted different events: {sorted(r['events'] for r in runs)}"
+    walls = sorted(r["wall_s"] for r in runs)
+    median = dict(sorted(runs, key=lambda r: r["wall_s"])[(len(runs) - 1) // 2])
+    if len(runs) == 1:
+        return median
+    median["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in runs)
+    median["wall_s_min"], median["wall_s_max"] = walls[0], walls[-1]
+    median["runs_wall_s"] = [r["wall_s"] for r in runs]
+    return median
 
 
 def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], bool]:
@@ -726,19 +777,22 @@ def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], 
     return report, summary, bool(raw["complete"])
 
 
-def _bench_in_child(case: str, overrides: Sequence[str]) -> dict[str, Any] | int:
-    """Measures a built-in case in a fresh interpreter: its report, or the exit code of a child that failed.
+def _bench_in_child(case: str | Path, overrides: Sequence[str]) -> dict[str, Any] | int:
+    """Measures a built-in case (or a scenario file) in a fresh interpreter: its report, or the exit code of a child
+    that failed.
 
     The peak RSS of a process only grows, so cases measured one after the
     other in one process would each report the largest so far. The child
     shares this terminal's stderr, so its progress bar and errors show.
     """
-    command = [sys.executable, "-m", "fabricsim", "bench", "--case", case, "--json"]
+    command = [sys.executable, "-m", "fabricsim", "bench"]
+    command += [str(case)] if isinstance(case, Path) else ["--case", case]
+    command.append("--json")
     for override in overrides:
         command += ["-s", override]
     child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
     if child.returncode < 0:
-        return _fail(f"bench case {case}: the process was killed by signal {-child.returncode}", EXIT_SIMULATOR)
+        return _fail(f"bench {case}: the process was killed by signal {-child.returncode}", EXIT_SIMULATOR)
     if child.returncode != 0:
         return child.returncode
     return dict(json.loads(child.stdout))
@@ -865,7 +919,12 @@ def _bench_table(report: Mapping[str, Any], title: str) -> Table:
     table = Table(title=title, show_header=False)
     table.add_column("measure")
     table.add_column("value", justify="right")
-    table.add_row("wall time", _number(report["wall_s"], "s"))
+    if "runs_wall_s" in report:
+        table.add_row("runs", _count(len(report["runs_wall_s"])))
+        spread = f"{report['wall_s_min']:.3f}-{report['wall_s_max']:.3f} s"
+        table.add_row("wall time, median (range)", f"{_number(report['wall_s'], 's')} ({spread})")
+    else:
+        table.add_row("wall time", _number(report["wall_s"], "s"))
     table.add_row("events", _count(report["events"]))
     table.add_row("events per second", _count(round(report["events_per_s"])))
     if "packet_hops" in report:
@@ -874,7 +933,8 @@ def _bench_table(report: Mapping[str, Any], title: str) -> Table:
     else:
         table.add_row("rate computations", _count(report["rate_computations"]))
         table.add_row("streams", _count(report["streams"]))
-    table.add_row("peak memory (RSS)", _number(report["peak_rss_bytes"] / 2**20, "MiB"))
+    peak = "peak memory (RSS), largest run" if "runs_wall_s" in report else "peak memory (RSS)"
+    table.add_row(peak, _number(report["peak_rss_bytes"] / 2**20, "MiB"))
     table.add_row("simulated time", _seconds(report["sim_time_s"]))
     return table
 
