@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from fabricsim import _core
+from fabricsim import _core, batch
 from fabricsim import run as fabricsim_run
 from fabricsim.cli import main
 from fabricsim.experiments import PAPERS, analysis, framework, paper_experiments
@@ -159,6 +159,73 @@ def test_reproduce_command_runs_one_experiment(tmp_path: Path, capsys: pytest.Ca
         assert rows[f"{replace}: {flow}"]["value"] > 85, rows
     assert rows[f"{avoid}: flow 2 (EV-A only)"]["value"] < rows[f"{replace}: flow 2 (EV-A only)"]["value"], rows
     assert (out / "summary.md").is_file()
+
+
+def _written(out: Path) -> dict[str, bytes]:
+    """Every file under `out` but the times: a summary's time lines, the top summary's times."""
+    files = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.name == "summary.md":
+            data = b"\n".join(line for line in data.splitlines() if b"wall time" not in line)
+        if path == out / "summary.json":
+            summary = json.loads(data)
+            for entry in (summary, *summary["experiments"].values()):
+                entry.pop("wall_s")
+            data = json.dumps(summary).encode()
+        files[str(path.relative_to(out))] = data
+    return files
+
+
+def _spy_on_batches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Records each batch `reproduce` hands out: how many runs, how many at once."""
+    calls: list[tuple[int, int]] = []
+    real = batch.run_batch
+
+    def spy(tasks: Any, jobs: int = 1, **rest: Any) -> bool:
+        calls.append((len(tasks), jobs))
+        return real(tasks, jobs=jobs, **rest)
+
+    monkeypatch.setattr(batch, "run_batch", spy)
+    return calls
+
+
+def test_reproduce_on_a_pool_writes_what_one_run_at_a_time_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fig 15d runs two sweeps: every point of both goes into the pool.
+    calls = _spy_on_batches(monkeypatch)
+    figure = ["reproduce", "spectrum-x", "--quick", "--only", "fig15d"]
+    assert main([*figure, "--out", str(tmp_path / "one"), "-j", "1"]) == 0
+    assert calls == []
+    one_printed = capsys.readouterr().out
+    assert main([*figure, "--out", str(tmp_path / "pool"), "-j", "2"]) == 0
+    points = sum(len(prepare(run.load(True))[1]) for exp in SPECTRUM_X if exp.key == "fig15d" for run in exp.runs)
+    assert calls == [(points, 2)] and points > 2
+    pool_printed = capsys.readouterr().out
+    assert _written(tmp_path / "pool") == _written(tmp_path / "one")
+    # Each run reported once, its points' times summed.
+    for printed in (one_printed, pool_printed):
+        assert printed.count("fig15d_alltoall_concurrent_spx.yaml, seed 1 (") == 1, printed
+
+
+def test_reproduce_runs_alone_what_does_not_fit_a_workers_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _spy_on_batches(monkeypatch)
+    # A machine with 64 KiB available: half of it holds none of these runs; a run on its own in this
+    # process is not held to it.
+    monkeypatch.setattr(_core, "available_memory", lambda: 64 << 10)
+    out = tmp_path / "out"
+    assert main(["reproduce", "spectrum-x", "--quick", "--only", "fig12", "--out", str(out), "-j", "2"]) == 0
+    runs = len(next(exp for exp in SPECTRUM_X if exp.key == "fig12").runs)
+    assert calls == [(runs, 1)]
+    assert (out / "fig12" / "summary.csv").is_file()
+
+
+def test_reproduce_refuses_no_runs_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "mrc", "--only", "fig14", "-j", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
 
 
 def test_reproduce_rejects_an_unknown_experiment(capsys: pytest.CaptureFixture[str]) -> None:

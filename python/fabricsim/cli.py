@@ -357,6 +357,13 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument(
         "--only", action="append", default=[], metavar="KEY", help="run only this experiment (e.g. fig16); repeatable"
     )
+    reproduce.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        help="runs at once, over every experiment and seed (default: the number of cores); each run is allowed its "
+        "share of the memory available, and one that needs more runs alone after the others",
+    )
     reproduce.set_defaults(command=_cmd_reproduce)
     return parser
 
@@ -832,7 +839,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             console.print(f"note: {exp.note}", markup=False)
 
     with _write_failures_exit():
-        results = reproduce(args.paper, args.out, quick=args.quick, only=args.only, on_experiment=done, on_run=ran)
+        results = reproduce(
+            args.paper, args.out, args.quick, args.only, on_experiment=done, on_run=ran, jobs=_jobs(args.jobs)
+        )
     counts = verdict_counts([row for rows, _ in results.values() for row in rows])
     console.print("verdicts: " + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()), markup=False)
     console.print(f"total wall time {time.perf_counter() - start:.1f} s; results: {args.out}", markup=False)

@@ -351,6 +351,11 @@ class SweepResults:
             _remove_stale(path, {p.directory for p in self.points})
         return path
 
+    def seal(self, path: Path, csv: bool = False) -> None:
+        """Indexes a sweep directory whose runs a batch wrote in place, and removes run directories no point has."""
+        self.write_index(path, csv=csv)
+        _remove_stale(path, {p.directory for p in self.points})
+
     def write_index(self, path: Path, csv: bool = False, plot: bool = False) -> None:
         """Writes the files that describe a sweep directory whose runs are in place, then unmarks it if whole."""
         from .results import INCOMPLETE_MARKER, write_atomic, write_json

@@ -30,6 +30,14 @@ that is not a range of one number: `matches` then counts as that seed in
 range, `contradicts` as out of it, `partly` as neither. `reason` says why a
 verdict is not plain (`2 of 3 seeds in range`).
 
+Runs at once (`jobs`): with more than one, every run of every experiment
+and seed (each point of a sweep) goes into one batch on a local process
+pool (`batch.run_batch`), each run allowed its share of the memory
+available; a run whose scenario needs more than its share runs alone after
+the others. The figures are analysed once all their runs are written, in
+the registry's order, from the run directories. An experiment's time is
+then the sum of its runs' times, which overlap.
+
 Output directory (default `reproduce-out/`): one directory per experiment
 holding a run (or sweep) directory per scenario and seed, `<run>/` for the
 first seed and `<run>.seed<N>/` for each other seed N, `summary.csv` and
@@ -50,10 +58,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import _core
 from ..results import Results
 from ..runner import run_loaded
-from ..scenario import is_sweep, load_scenario
-from ..sweep import SweepResults, prepare, run_points
+from ..scenario import is_sweep, load_scenario, to_json
+from ..sweep import SweepPoint, SweepResults, prepare, run_points
 from . import paper_experiments
 
 __all__ = [
@@ -398,15 +407,19 @@ def reproduce(
     only: Sequence[str] = (),
     on_experiment: Callable[[Experiment, list[Row], float], None] | None = None,
     on_run: Callable[[Run, int, float], None] | None = None,
+    jobs: int = 1,
 ) -> dict[str, tuple[list[Row], float]]:
-    """Runs the experiments of a paper (or those named in `only`); rows and wall time per experiment key."""
+    """Runs the experiments of a paper (or those named in `only`), `jobs` runs at once when written to `out`; rows
+    and time per experiment key."""
     registered = paper_experiments(paper)
     experiments = [e for e in registered if not only or e.key in only]
     unknown = set(only) - {e.key for e in registered}
     if unknown:
         raise KeyError(f"unknown experiment(s) {', '.join(sorted(unknown))}")
     results: dict[str, tuple[list[Row], float]] = {}
-    for exp in experiments:
+    if jobs > 1 and out is not None:
+        results = _reproduce_in_batch(experiments, out, quick, jobs, on_experiment, on_run)
+    for exp in experiments if not results else ():
         rows, wall = run_experiment(exp, out, quick, on_run)
         results[exp.key] = (rows, wall)
         if on_experiment is not None:
@@ -444,3 +457,154 @@ def reproduce(
             encoding="utf-8",
         )
     return results
+
+
+# --- every run at once ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One run of an experiment for one seed: where it is written, and a sweep's prepared points."""
+
+    exp: Experiment
+    seed: int
+    run: Run
+    directory: Path
+    scenario: str
+    sweep: tuple[list[str], list[SweepPoint]] | None
+
+
+class _RunClock:
+    """The batch's progress as `reproduce` needs it: each task's time, and a run's once all its points are done."""
+
+    def __init__(
+        self, owners: Sequence[int], planned: Sequence[_Planned], on_run: Callable[[Run, int, float], None]
+    ) -> None:
+        self._owners = owners
+        self._planned = planned
+        self._on_run = on_run
+        self._began: dict[int, float] = {}
+        self._left = [0] * len(planned)
+        for owner in owners:
+            self._left[owner] += 1
+        self.took = [0.0] * len(planned)
+
+    def started(self, index: int, label: str) -> None:
+        self._began[index] = time.perf_counter()
+
+    def advanced(self, index: int, fraction: float) -> None:
+        pass
+
+    def finished(self, index: int) -> None:
+        owner = self._owners[index]
+        self.took[owner] += time.perf_counter() - self._began.pop(index)
+        self._left[owner] -= 1
+        if self._left[owner] == 0:
+            run = self._planned[owner]
+            self._on_run(run.run, run.seed, self.took[owner])
+
+
+def _reproduce_in_batch(
+    experiments: Sequence[Experiment],
+    out: Path,
+    quick: bool,
+    jobs: int,
+    on_experiment: Callable[[Experiment, list[Row], float], None] | None,
+    on_run: Callable[[Run, int, float], None] | None,
+) -> dict[str, tuple[list[Row], float]]:
+    """`reproduce` with every run in one batch, `jobs` at a time; then each figure analysed from its directories."""
+    from ..batch import Finished, Task, run_batch
+
+    planned = []
+    for exp in experiments:
+        seeds = exp.seeds_for(quick)
+        for seed in seeds:
+            for run in exp.runs:
+                scenario = run.load(quick, None, seed)
+                name = run.key if seed == seeds[0] else f"{run.key}.seed{seed}"
+                sweep = prepare(scenario) if is_sweep(scenario) else None
+                planned.append(_Planned(exp, seed, run, out / exp.key / name, to_json(scenario), sweep))
+    tasks: list[Task] = []
+    owners: list[int] = []
+    for k, p in enumerate(planned):
+        label = f"{p.run.scenario}, seed {p.seed}"
+        if p.sweep is None:
+            tasks.append(Task(p.scenario, p.directory, label, csv=True))
+            owners.append(k)
+            continue
+        points = p.sweep[1]
+        for point in points:
+            tasks.append(Task(point.resolved, p.directory / point.directory, f"{label}, {point.named}", csv=True))
+            owners.append(k)
+    # A run that would not fit in a worker's share of the memory runs alone, after the others.
+    available = _core.available_memory()
+    share = None if available is None else available // jobs
+
+    def fits(task: Task) -> bool:
+        try:
+            _core.resolve(task.scenario, share)
+        except _core.ScenarioError:
+            return False
+        return True
+
+    fitting = [fits(task) for task in tasks]
+    shared = [i for i, fit in enumerate(fitting) if fit]
+    alone = [i for i, fit in enumerate(fitting) if not fit]
+    clock = _RunClock(owners, planned, on_run or (lambda run, seed, took: None))
+    errors: list[Exception] = []
+
+    def finished(index: int, how: Finished) -> None:
+        if how.error is not None:
+            errors.append(how.error)
+
+    for batch, at_once in ((shared, jobs), (alone, 1)):
+        if batch and not errors:
+            run_batch([tasks[i] for i in batch], jobs=at_once, on_finished=finished, progress=_Indexed(batch, clock))
+    if errors:
+        raise errors[0]
+    results: dict[str, tuple[list[Row], float]] = {}
+    for exp in experiments:
+        per_seed = []
+        took = 0.0
+        for seed in exp.seeds_for(quick):
+            outcomes: dict[str, Outcome] = {}
+            for k, p in enumerate(planned):
+                if p.exp is not exp or p.seed != seed:
+                    continue
+                outcomes[p.run.key] = _read_outcome(p)
+                took += clock.took[k]
+            per_seed.append((seed, exp.analyse(exp, outcomes, quick)))
+        rows = merge_seeds(per_seed)
+        write_summary(out / exp.key, exp, rows, quick, took)
+        results[exp.key] = (rows, took)
+        if on_experiment is not None:
+            on_experiment(exp, rows, took)
+    return results
+
+
+class _Indexed:
+    """A batch's progress over some of the tasks, told to the clock by the tasks' places in the whole list."""
+
+    def __init__(self, places: Sequence[int], clock: _RunClock) -> None:
+        self._places = places
+        self._clock = clock
+
+    def started(self, index: int, label: str) -> None:
+        self._clock.started(self._places[index], label)
+
+    def advanced(self, index: int, fraction: float) -> None:
+        pass
+
+    def finished(self, index: int) -> None:
+        self._clock.finished(self._places[index])
+
+
+def _read_outcome(p: _Planned) -> Outcome:
+    """A planned run's results as the batch wrote them; a sweep's index is written now."""
+    if p.sweep is None:
+        return Results.read(p.directory)
+    parameters, points = p.sweep
+    runs: list[Results | None] = [Results.read(p.directory / point.directory) for point in points]
+    sweep = SweepResults(parameters, points, runs)
+    sweep.seal(p.directory, csv=True)
+    return sweep
