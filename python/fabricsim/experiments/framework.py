@@ -419,11 +419,12 @@ def reproduce(
     results: dict[str, tuple[list[Row], float]] = {}
     if jobs > 1 and out is not None:
         results = _reproduce_in_batch(experiments, out, quick, jobs, on_experiment, on_run)
-    for exp in experiments if not results else ():
-        rows, wall = run_experiment(exp, out, quick, on_run)
-        results[exp.key] = (rows, wall)
-        if on_experiment is not None:
-            on_experiment(exp, rows, wall)
+    else:
+        for exp in experiments:
+            rows, wall = run_experiment(exp, out, quick, on_run)
+            results[exp.key] = (rows, wall)
+            if on_experiment is not None:
+                on_experiment(exp, rows, wall)
     if out is not None:
         sections = [summary_markdown(exp, results[exp.key][0], quick, results[exp.key][1]) for exp in experiments]
         total = sum(w for _, w in results.values())
