@@ -140,20 +140,24 @@ impl fmt::Display for UnitError {
     }
 }
 
-/// A decimal number with its unit, read exactly: `value = digits / 10^scale`.
+/// A decimal number with its unit, read exactly: `value = digits / 10^scale`
+/// (a negative scale multiplies).
 struct Decimal<'a> {
     digits: u128,
-    scale: u32,
+    scale: i32,
     unit: &'a str,
 }
 
-/// Splits `"1_500.25 ns"` into an exact decimal and its unit. At most 30
-/// significant digits are read (more cannot be meant); trailing zeros of a
-/// fraction do not count.
+/// Splits `"1_500.25 ns"` or `"2.5e9bps"` into an exact decimal and its
+/// unit. At most 30 significant digits are read (more cannot be meant);
+/// trailing zeros of a fraction do not count. An exponent has at most four
+/// digits: no quantity a scenario holds needs more. No unit starts with
+/// `e` or `E`, so an exponent cannot be taken for one.
 fn split_number(text: &str) -> Option<Decimal<'_>> {
     let text = text.trim();
     let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(text.len());
-    let (number, unit) = text.split_at(end);
+    let (number, rest) = text.split_at(end);
+    let (exponent, unit) = split_exponent(rest)?;
     let number = number.replace('_', "");
     let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
     let fraction = fraction.trim_end_matches('0');
@@ -165,7 +169,20 @@ fn split_number(text: &str) -> Option<Decimal<'_>> {
         return Some(Decimal { digits: u128::MAX, scale: 0, unit: unit.trim() });
     }
     let digits = format!("{whole}{fraction}").parse::<u128>().unwrap_or(0);
-    Some(Decimal { digits, scale: fraction.len() as u32, unit: unit.trim() })
+    Some(Decimal { digits, scale: fraction.len() as i32 - exponent, unit: unit.trim() })
+}
+
+/// The exponent at the start of `rest` (0 if there is none) and what
+/// follows it; None for an `e` with no digits or with more than four.
+fn split_exponent(rest: &str) -> Option<(i32, &str)> {
+    let Some(after) = rest.strip_prefix(['e', 'E']) else { return Some((0, rest)) };
+    let sign_len = usize::from(after.starts_with(['+', '-']));
+    let digits = after[sign_len..].find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len() - sign_len);
+    if digits == 0 || digits > 4 {
+        return None;
+    }
+    let (exponent, unit) = after.split_at(sign_len + digits);
+    Some((exponent.parse().ok()?, unit))
 }
 
 /// How a quantity's value in base units must come out.
@@ -197,15 +214,28 @@ fn parse_with(
         return Err(UnitError(format!("'{text}' has an unknown {kind} unit '{unit}': use one of {}", names(units))));
     };
     let too_large = || UnitError(format!("'{text}' is larger than the largest {kind} a scenario may hold, {}", max.1));
-    // digits × per_unit / 10^scale, exactly: scale ≤ 30 so 10^scale fits.
-    let numerator = digits.checked_mul(per_unit as u128).ok_or_else(too_large)?;
-    let denominator = 10u128.pow(scale);
+    let not_whole =
+        |base: &str| UnitError(format!("'{text}' is not a whole number of {base}, the finest the simulator models"));
+    // digits × per_unit / 10^scale, exactly, while 10^|scale| fits a u128.
+    let mut numerator = digits.checked_mul(per_unit as u128).ok_or_else(too_large)?;
+    if numerator == 0 {
+        return Ok(0);
+    }
+    if scale < 0 {
+        let multiplier = 10u128.checked_pow(scale.unsigned_abs()).ok_or_else(too_large)?;
+        numerator = numerator.checked_mul(multiplier).ok_or_else(too_large)?;
+    }
+    let Some(denominator) = 10u128.checked_pow(scale.max(0) as u32) else {
+        // Below one base unit: rounds to zero, and is never whole.
+        return match whole {
+            Whole::Exact(base) => Err(not_whole(base)),
+            Whole::Rounded => Ok(0),
+        };
+    };
     let (value, rest) = (numerator / denominator, numerator % denominator);
     let value = match whole {
         Whole::Exact(_) if rest == 0 => value,
-        Whole::Exact(base) => {
-            return Err(UnitError(format!("'{text}' is not a whole number of {base}, the finest the simulator models")))
-        }
+        Whole::Exact(base) => return Err(not_whole(base)),
         Whole::Rounded => value + u128::from(2 * rest >= denominator),
     };
     if value > max.0 as u128 {
@@ -345,14 +375,24 @@ macro_rules! unit_serde {
     };
 }
 
-unit_serde!(Time, "Time", "^[0-9._]+\\s*(ps|ns|us|µs|ms|s)$", "a time such as \"1us\", \"500ns\" or \"10ms\"");
+unit_serde!(
+    Time,
+    "Time",
+    "^[0-9._]+([eE][+-]?[0-9]{1,4})?\\s*(ps|ns|us|µs|ms|s)$",
+    "a time such as \"1us\", \"500ns\" or \"10ms\""
+);
 unit_serde!(
     Rate,
     "Rate",
-    "^[0-9._]+\\s*(bps|Kbps|Mbps|Gbps|Tbps|Mb/s|Gb/s|Tb/s)$",
+    "^[0-9._]+([eE][+-]?[0-9]{1,4})?\\s*(bps|Kbps|Mbps|Gbps|Tbps|Mb/s|Gb/s|Tb/s)$",
     "a rate such as \"100Gbps\" or \"400Gbps\""
 );
-unit_serde!(Bytes, "Bytes", "^[0-9._]+\\s*(B|KB|MB|GB|KiB|MiB|GiB)$", "a size such as \"4KiB\", \"2MB\" or \"4096B\"");
+unit_serde!(
+    Bytes,
+    "Bytes",
+    "^[0-9._]+([eE][+-]?[0-9]{1,4})?\\s*(B|KB|MB|GB|KiB|MiB|GiB)$",
+    "a size such as \"4KiB\", \"2MB\" or \"4096B\""
+);
 
 #[cfg(test)]
 mod tests {
@@ -394,6 +434,25 @@ mod tests {
         assert!(".us".parse::<Time>().is_err());
         assert_eq!("0us".parse::<Time>().unwrap(), Time::ZERO);
         assert_eq!(".5us".parse::<Time>().unwrap(), Time(500_000));
+    }
+
+    #[test]
+    fn reads_exponents_exactly() {
+        assert_eq!("2.5e9bps".parse::<Rate>().unwrap(), Rate(2_500_000_000));
+        assert_eq!("4E2Gbps".parse::<Rate>().unwrap(), Rate::from_gbps(400));
+        assert_eq!("1e-6s".parse::<Time>().unwrap(), Time::from_us(1));
+        assert_eq!("1.5e+3 ns".parse::<Time>().unwrap(), Time::from_us(1) + Time(500_000));
+        assert_eq!("2e6B".parse::<Bytes>().unwrap(), Bytes(2_000_000));
+        assert_eq!("0e9999s".parse::<Time>().unwrap(), Time::ZERO);
+        assert!("1e-13s".parse::<Time>().unwrap_err().0.contains("whole number of picoseconds"));
+        assert!("1e-9999s".parse::<Time>().unwrap_err().0.contains("whole number of picoseconds"));
+        assert!("1e-40Gbps".parse::<Rate>().is_err(), "rounds to no rate at all");
+        assert!("1e30Gbps".parse::<Rate>().unwrap_err().0.contains("larger than"));
+        assert!("1e9999B".parse::<Bytes>().unwrap_err().0.contains("larger than"));
+        assert!("1e99999B".parse::<Bytes>().unwrap_err().0.contains("not a size"));
+        assert!("1eGbps".parse::<Rate>().unwrap_err().0.contains("not a rate"));
+        assert!("1e+bps".parse::<Rate>().unwrap_err().0.contains("not a rate"));
+        assert!("1e3".parse::<Bytes>().unwrap_err().0.contains("no unit"));
     }
 
     #[test]
