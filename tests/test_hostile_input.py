@@ -216,6 +216,22 @@ def test_unhashable_key_names_file_and_line(tmp_path: Path) -> None:
     _refused(_write(tmp_path / "listkey.yaml", "name: x\n? [a]\n: 1\n"), "listkey.yaml", "line 2")
 
 
+def test_lone_surrogate_in_a_value_or_a_key_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # YAML's "\ud800" escape reads as a lone surrogate, which no UTF-8 (nor the core's JSON) can carry.
+    flow = 'traffic: [{kind: flow, src: "\\ud800", dst: 1, bytes: 1KB}]\n'
+    path = _write(tmp_path / "surrogate.yaml", TINY_YAML + flow)
+    with pytest.raises(ScenarioError, match=r"^traffic\.0\.src: '\\ud800' holds \\ud800, a lone UTF-16 surrogate"):
+        load_scenario(path)
+    key = _write(tmp_path / "surrogate_key.yaml", 'topology: {"a\\udc00": 1}\n')
+    with pytest.raises(ScenarioError, match=r"^topology: the key 'a\\udc00' holds \\udc00"):
+        load_scenario(key)
+    with pytest.raises(ScenarioError, match=r"^name: '\\udfff' holds"):
+        load_scenario({"name": "\udfff"})
+    code, _, err = fabricsim_cli(capsys, "run", path)
+    assert code == 2
+    _one_error_line(err, "traffic.0.src", "lone UTF-16 surrogate")
+
+
 def test_non_string_key_from_the_api_is_refused() -> None:
     with pytest.raises(ScenarioError, match=r"^topology: the key \('a',\) is not a string"):
         load_scenario({"topology": {("a",): 1}})

@@ -539,14 +539,26 @@ def _check_values(root: Any) -> None:
 
 def _check_key(path: list[Any]) -> None:
     key = path[-1]
+    field = _dotted(path[:-1]) or "scenario"
     if not isinstance(key, str):
-        field = _dotted(path[:-1]) or "scenario"
         kind = type(key).__name__
         raise ScenarioError(f"{field}: the key {_shorten(key)} is not a string ({kind}); keys are field names")
+    _check_text(field, f"the key {_shorten(key)}", key)
+
+
+def _check_text(name: str, what: str, text: str) -> None:
+    """Refuses a string that is not Unicode text: YAML's `"\\ud800"` escape writes a lone UTF-16 surrogate."""
+    if text.isascii():
+        return
+    lone = next((char for char in text if "\ud800" <= char <= "\udfff"), None)
+    if lone is not None:
+        raise ScenarioError(f"{name}: {what} holds \\u{ord(lone):04x}, a lone UTF-16 surrogate, not a character")
 
 
 def _check_scalar(path: list[Any], value: Any) -> None:
     name = _dotted(path) or "scenario"
+    if isinstance(value, str):
+        _check_text(name, _shorten(value), value)
     if isinstance(value, float) and not math.isfinite(value):
         spelled = ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
         raise ScenarioError(f"{name}: {spelled} is not a {'number' if math.isnan(value) else 'finite number'}")
