@@ -124,9 +124,11 @@ def test_include_cycle_is_an_error(tmp_path: Path) -> None:
         load_scenario(tmp_path / "a.yaml")
 
 
-def test_missing_include_names_the_file(tmp_path: Path) -> None:
+def test_missing_include_names_the_file_and_the_one_including_it(tmp_path: Path) -> None:
     main = _write(tmp_path / "main.yaml", "include: nowhere.yaml\n")
-    with pytest.raises(FileNotFoundError, match=r"nowhere\.yaml"):
+    with pytest.raises(
+        FileNotFoundError, match=r"^include: scenario file not found: .*nowhere\.yaml \(included by .*main\.yaml\)$"
+    ):
         load_scenario(main)
 
 

@@ -609,7 +609,11 @@ def _expand_includes(data: dict[str, Any], base_dir: Path, chain: tuple[Path, ..
         raise ScenarioError(f"include: expected a path or a list of paths, found {_shorten(include)}")
     merged: dict[str, Any] = {}
     for relative in paths:
-        merged = deep_merge(merged, _load_file(base_dir / relative, chain))
+        path = base_dir / relative
+        if not path.exists() and not path.is_symlink():
+            by = f" (included by {chain[-1]})" if chain else ""
+            raise FileNotFoundError(f"include: scenario file not found: {path}{by}")
+        merged = deep_merge(merged, _load_file(path, chain))
     return deep_merge(merged, own)
 
 
