@@ -374,6 +374,38 @@ def test_hostile_values_on_the_command_line_are_one_error_line(
     assert not Path("runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("include", "fragments"),
+    [
+        ('"a\\0b.yaml"', ["include: scenario file not found: ", "a\\x00b.yaml (included by "]),
+        ("x" * 5000 + ".yaml", ["include: scenario file not found: ", "xxx ...[", " characters]... xxx"]),
+        ("missing.yaml", ["include: scenario file not found: ", "missing.yaml (included by ", "main.yaml)"]),
+    ],
+    ids=["NUL", "too-long", "missing"],
+)
+def test_an_include_that_cannot_be_read_is_named_as_an_include(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, include: str, fragments: list[str]
+) -> None:
+    path = _write(tmp_path / "main.yaml", f"include: {include}\n")
+    code, _, err = fabricsim_cli(capsys, "run", path)
+    assert code == 2
+    _one_error_line(err, *fragments)
+
+
+def test_an_error_line_is_bounded_and_cannot_drive_the_terminal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A path quoted in the message holds a tab and an escape sequence that would clear the screen.
+    code, _, err = fabricsim_cli(capsys, "run", "a\tb\x1b[2J.yaml")
+    assert code == 2
+    _one_error_line(err, "scenario file not found: a\\tb\\x1b[2J.yaml")
+    assert "\x1b" not in err and "\t" not in err
+    code, _, err = fabricsim_cli(capsys, "run", "y" * 5000 + ".yaml")
+    assert code == 2
+    _one_error_line(err, "error: yyy", "characters]... yyy", "y.yaml: cannot read the file: File name too long")
+    assert len(err.strip()) <= cli.MAX_ERROR_CHARS + 40
+
+
 # --- the output directory ------------------------------------------------------------------------------------------
 
 

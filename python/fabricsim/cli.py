@@ -414,9 +414,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             _write_report(path)
 
     for warning in results.summary.get("warnings", []):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {_printable(warning)}", file=sys.stderr)
     for ignored in results.summary.get("flow_mode_ignores", []):
-        print(f"warning: the flow model runs without {ignored}", file=sys.stderr)
+        print(f"warning: the flow model runs without {_printable(ignored)}", file=sys.stderr)
     console = Console()
     console.print(_summary_table(name, results))
     if results.summary.get("jobs"):
@@ -543,7 +543,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     name = str(scenario.get("name", "scenario"))
     output = check_output_dir(args.output or Path("runs") / path_safe(f"compare_{name}"), args.overwrite)
     for design, why in left_out.items():
-        print(f"note: {design} left out: {why}", file=sys.stderr)
+        print(f"note: {design} left out: {_printable(why)}", file=sys.stderr)
     from .batch import Stopped
     from .progress import BatchProgress
 
@@ -848,10 +848,28 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+# Longest error line printed: the start names the field or file, the end the reason.
+MAX_ERROR_CHARS = 1000
+
+
 def _fail(message: str, code: int) -> int:
-    # One line, whatever the message holds: some errors of libraries span several.
-    print(f"error: {' '.join(message.splitlines())}", file=sys.stderr)
+    print(f"error: {_printable(message)}", file=sys.stderr)
     return code
+
+
+def _printable(message: str) -> str:
+    """`message` (an error, a warning, a note) as one bounded line that cannot drive the terminal.
+
+    Some errors of libraries span several lines; a path or a value quoted
+    from the input may hold a NUL, a tab or an escape sequence, and may be
+    thousands of characters long.
+    """
+    line = " ".join(message.splitlines())
+    line = "".join(char.encode("unicode_escape").decode("ascii") if not char.isprintable() else char for char in line)
+    if len(line) > MAX_ERROR_CHARS:
+        cut = len(line) - MAX_ERROR_CHARS
+        line = f"{line[: MAX_ERROR_CHARS * 2 // 3]} ...[{cut:,} characters]... {line[-(MAX_ERROR_CHARS // 3) :]}"
+    return line
 
 
 def _stdout_closed() -> int:

@@ -27,6 +27,7 @@ import codecs
 import copy
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -610,7 +611,8 @@ def _expand_includes(data: dict[str, Any], base_dir: Path, chain: tuple[Path, ..
     merged: dict[str, Any] = {}
     for relative in paths:
         path = base_dir / relative
-        if not path.exists() and not path.is_symlink():
+        # lexists: False, not an exception, for a name too long or holding a NUL.
+        if not os.path.lexists(path):
             by = f" (included by {chain[-1]})" if chain else ""
             raise FileNotFoundError(f"include: scenario file not found: {path}{by}")
         merged = deep_merge(merged, _load_file(path, chain))
