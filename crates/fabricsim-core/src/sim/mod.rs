@@ -371,7 +371,7 @@ impl Simulation {
             if next == self.instant.0 {
                 self.instant.1 += 1;
                 if self.instant.1 > self.limits.events_per_instant {
-                    return Some(StopReason::Livelock);
+                    return ended(self, StopReason::Livelock);
                 }
             } else {
                 self.instant = (next, 1);
