@@ -3,19 +3,24 @@
 //! Python, no files, no terminal, no wall clock.
 //!
 //! Modules, lowest layer first (a module only uses modules in lines before
-//! its own; docs/ARCHITECTURE.md has the whole map and a packet's journey):
+//! its own, except that `scenario` and `sim` take the flow model's settings
+//! and whole collectives from `fluid`; docs/ARCHITECTURE.md has the whole
+//! map and a packet's journey):
 //! - `units`, `error`, `ids`, `tagged`: time, rates and sizes; errors;
 //!   typed ids and arenas; `kind`-tagged enums.
 //! - `engine`: the event queue and random streams.
 //! - `topology`: the graph and its generators.
 //! - `net`, `cc`: packets and their pool, EVs, ports and queues, PFC, the
 //!   shared buffer, wire sizes, pcap frames; congestion controllers.
-//! - `transport`: the `Transport` interface; RoCEv2 and MRC.
+//! - `transport`: the `Transport` interface; RoCEv2 (with PRO's and
+//!   MP-RDMA's receive sides), MRC and Spectrum-X's.
 //! - `workload`, `metrics`, `faults`, `clustermapper`: flows, jobs and
 //!   collectives; telemetry and result tables; failure schedules; the
 //!   probe-based fault map.
 //! - `switch`, `nic`: a switch's decisions as verdicts (routes, ECMP, SRv6,
-//!   admission and trimming, ECN); a NIC's QP records and scheduling.
+//!   adaptive routing, DRILL, LetFlow, PRO's PathIDs, ConWeave, Tomahawk's
+//!   AR, admission and trimming, ECN); a NIC's QP records and scheduling,
+//!   PRO's orchestrator and RePaC's path selection.
 //! - `scenario`: the schema's root and the checks that need no topology.
 //! - `sim`: the `Simulation` that owns everything, runs the loop and routes
 //!   what each element decides.
