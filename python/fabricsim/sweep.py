@@ -347,13 +347,12 @@ class SweepResults:
             _mark_incomplete(path)
             for point, results in self.finished:
                 results.write(path / point.directory, overwrite=True, csv=csv)
-            self.write_index(path, csv=csv, plot=plot)
-            _remove_stale(path, {p.directory for p in self.points})
+            self.seal(path, csv=csv, plot=plot)
         return path
 
-    def seal(self, path: Path, csv: bool = False) -> None:
-        """Indexes a sweep directory whose runs a batch wrote in place, and removes run directories no point has."""
-        self.write_index(path, csv=csv)
+    def seal(self, path: Path, csv: bool = False, plot: bool = False) -> None:
+        """Indexes a sweep directory whose runs are written in place, and removes run directories no point has."""
+        self.write_index(path, csv=csv, plot=plot)
         _remove_stale(path, {p.directory for p in self.points})
 
     def write_index(self, path: Path, csv: bool = False, plot: bool = False) -> None:
