@@ -8,8 +8,9 @@
 //! protocols.md s2.2-s2.3. Frames are cut to `snaplen` bytes; the record keeps
 //! the original length. Addresses are made from node ids: MAC
 //! 02:00:00:xx:xx:xx of the sending and receiving node of the hop, IPv6
-//! fd00::<nic> (IPv4 10.x.y.z). The ICRC and FCS are not computed (their
-//! bytes are zero) since captures are normally cut before them.
+//! fd00::<nic> (IPv4 10.x.y.z). The ICRC (IBTA Annex A17.3.3), the IPv4
+//! header checksum, IPv6's UDP checksum and the Ethernet FCS are computed,
+//! so that a decoder checking them finds them right.
 
 use super::headers::IpVersion;
 use super::packet::{flag, Packet, PacketKind, CLASS_CONTROL};
