@@ -15,44 +15,90 @@ fn two_tier(radix: u32) -> serde_json::Value {
     json!({"kind": "clos", "tiers": 2, "radix": radix, "link_rate": "100Gbps", "link_delay": "1us"})
 }
 
-/// Closed form: all wire bytes serialized at the bottleneck, plus each hop's
-/// propagation and switch latency, plus the last packet's serialization at
-/// every hop but the bottleneck.
+/// Closed form of store-and-forward on equal links: every packet serialized
+/// once, the largest (the first, with its RETH) once more at every other
+/// hop, and each hop's propagation and switch latency.
 #[test]
 fn one_flow_on_an_idle_path_matches_the_closed_form() {
-    // A whole number of MTUs: every packet has the same size, so the
-    // pipeline is paced by the last packet as the closed form assumes.
-    let bytes: u64 = 1 << 20;
-    let mut topo = two_tier(4);
-    topo["switch_latency"] = json!("300ns");
-    let out = run(json!({
-        "topology": topo,
-        // nic0 is under ToR 0, nic2 under ToR 1: NIC, T0, T1, T0, NIC.
-        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "1MiB"}],
-    }));
-    let mtu = 4096u64;
-    let packets = bytes.div_ceil(mtu);
-    let last = bytes - (packets - 1) * mtu;
-    let wire: u64 = (0..packets)
-        .map(|i| {
-            let payload = if i + 1 == packets { last } else { mtu };
-            headers::data_wire(IpVersion::Ipv6, payload as u32, i == 0) as u64
-        })
-        .sum();
-    let rate = Rate::from_gbps(100);
-    let last_wire = headers::data_wire(IpVersion::Ipv6, last as u32, false) as u64;
-    let hops = 4;
-    let expected = rate.tx_time(wire)
-        + Time(rate.tx_time(last_wire).0 * (hops - 1))
-        + Time(Time::from_us(1).0 * hops)
-        + Time(Time::from_ns(300).0 * (hops - 1));
-    let fct = Time::from_secs_f64(floats(&out.flows, "fct_s")[0].unwrap());
-    let packet_time = rate.tx_time(headers::data_wire(IpVersion::Ipv6, mtu as u32, false) as u64);
-    let error = fct.0 as i64 - expected.0 as i64;
-    assert!(error.unsigned_abs() <= packet_time.0, "fct {fct} vs closed form {expected}");
-    // The simulator's own ideal FCT is the same closed form.
-    let ideal = Time::from_secs_f64(floats(&out.flows, "ideal_fct_s")[0].unwrap());
-    assert!((ideal.0 as i64 - expected.0 as i64).unsigned_abs() < 1000, "ideal {ideal} vs {expected}");
+    for bytes in [1u64 << 20, 4097, 100_000] {
+        let mut topo = two_tier(4);
+        topo["switch_latency"] = json!("300ns");
+        let out = run(json!({
+            "topology": topo,
+            // nic0 is under ToR 0, nic2 under ToR 1: NIC, T0, T1, T0, NIC.
+            "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": format!("{bytes}B")}],
+        }));
+        let mtu = 4096u64;
+        let packets = bytes.div_ceil(mtu);
+        let rate = Rate::from_gbps(100);
+        let serialization = |i: u64| {
+            let payload = if i + 1 == packets { bytes - (packets - 1) * mtu } else { mtu };
+            rate.tx_time(headers::data_wire(IpVersion::Ipv6, payload as u32, i == 0) as u64)
+        };
+        let hops = 4;
+        let expected = (0..packets).map(serialization).fold(Time::ZERO, |a, b| a + b)
+            + Time(serialization(0).0 * (hops - 1))
+            + Time(Time::from_us(1).0 * hops)
+            + Time(Time::from_ns(300).0 * (hops - 1));
+        // Both read back from seconds as f64: a picosecond either way.
+        let fct = Time::from_secs_f64(floats(&out.flows, "fct_s")[0].unwrap());
+        assert!(fct.0.abs_diff(expected.0) <= 1, "{bytes} B: fct {fct} vs closed form {expected}");
+        // The simulator's own ideal FCT is the same closed form.
+        let ideal = Time::from_secs_f64(floats(&out.flows, "ideal_fct_s")[0].unwrap());
+        assert!(ideal.0.abs_diff(expected.0) <= 1, "{bytes} B: ideal {ideal} vs {expected}");
+    }
+}
+
+/// A flow alone on an idle fabric is its own ideal under every design that
+/// keeps it on one path, and no design's spreading (nor pacing) beats the
+/// ideal: the best spreading is each hop's ports in turn, with packets
+/// queueing only where the paths meet.
+#[test]
+fn a_lone_flow_meets_its_ideal_and_nothing_beats_it() {
+    let one_path = [
+        json!({}),
+        json!({"switch": {"forwarding": "letflow"}}),
+        json!({"switch": {"forwarding": "conweave"}}),
+        json!({"nic": {"ip": "ipv4"}}),
+    ];
+    let spread = [
+        json!({"switch": {"forwarding": "srv6"}, "transport": {"kind": "mrc"}}),
+        json!({"switch": {"forwarding": "adaptive"}, "transport": {"kind": "spx"}}),
+        json!({"topology": {"planes": 2}, "switch": {"forwarding": "adaptive"}, "transport": {"kind": "spx"}}),
+        json!({"switch": {"forwarding": "drill"}, "transport": {"kind": "rocev2", "direct_placement": true}}),
+        json!({"switch": {"forwarding": "ar_tomahawk"}, "transport": {"kind": "rocev2", "direct_placement": true}}),
+        json!({"switch": {"forwarding": "path_id"}, "nic": {"path_selection": "orchestrated"},
+               "transport": {"kind": "rocev2", "direct_placement": true, "ooo_window": true}}),
+        json!({"traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "BYTES", "qps": 4}]}),
+        // Paced below line rate, by the NIC's rate limiter.
+        json!({"traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "BYTES", "rate": "10Gbps"}]}),
+        json!({"traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "BYTES", "rate": "99Gbps"}]}),
+    ];
+    for (designs, exact) in [(&one_path[..], true), (&spread[..], false)] {
+        for design in designs {
+            for bytes in ["1000B", "4097B", "9000B", "64KB", "1MB"] {
+                let mut scenario = json!({
+                    "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps", "link_delay": "1us"},
+                    "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": bytes}],
+                });
+                for (key, value) in design.as_object().unwrap() {
+                    match (scenario.get_mut(key), value) {
+                        (Some(serde_json::Value::Object(base)), serde_json::Value::Object(more)) => {
+                            base.extend(more.clone())
+                        }
+                        _ => scenario[key] = value.clone(),
+                    }
+                }
+                scenario["traffic"][0]["bytes"] = json!(bytes);
+                let slowdown = floats(&run(scenario).flows, "slowdown")[0].unwrap();
+                if exact {
+                    assert!((slowdown - 1.0).abs() < 1e-6, "{design} {bytes}: slowdown {slowdown}");
+                } else {
+                    assert!((1.0 - 1e-6..1.05).contains(&slowdown), "{design} {bytes}: slowdown {slowdown}");
+                }
+            }
+        }
+    }
 }
 
 fn jain(xs: &[f64]) -> f64 {

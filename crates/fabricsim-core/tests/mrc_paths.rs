@@ -202,9 +202,12 @@ fn a_dead_first_ev_does_not_keep_the_reverse_path_dead() {
             ],
         }));
         assert_eq!(summary_u64(&out, "flows_completed"), 1, "seed {seed}");
-        // Two of four 100G uplinks left: 200 Gb/s, a slowdown of 2.
+        // Two of four 100G uplinks left: 200 Gb/s, a slowdown of 2 over
+        // the pristine 400 Gb/s. Learning which EVs are dead costs up to
+        // 0.4 ms more (3.35 on seed 4); the stall this guards against cost
+        // 4 ms, a slowdown of 12.
         let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
-        assert!(slowdown < 2.6, "seed {seed}: slowdown {slowdown:.2}");
+        assert!(slowdown < 4.0, "seed {seed}: slowdown {slowdown:.2}");
     }
 }
 

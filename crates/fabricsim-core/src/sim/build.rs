@@ -614,11 +614,13 @@ pub(super) fn build(
     for nic in sim.topo.nics() {
         sim.note_ports_up(nic);
     }
+    // Flows of one size on paths alike (a permutation's) share one pipeline.
+    let mut pipelines = FastMap::default();
     for f in sim.flows.ids() {
         if f.0 as usize % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
             return Ok(None);
         }
-        sim.flows[f].ideal = sim.ideal_fct(f);
+        sim.flows[f].ideal = sim.ideal_fct(f, &mut pipelines);
     }
     for c in sim.jobs.program.collectives.ids() {
         sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
@@ -1037,17 +1039,24 @@ impl Simulation {
         self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO)
     }
 
-    /// Completion time of flow `f` alone on an idle fabric: its wire bytes
-    /// serialized at the bottleneck (times the number of parallel planes its
-    /// QPs use), plus every hop's propagation and forwarding latency, plus
-    /// the last packet's serialization at every other hop. The path follows
-    /// the first equal-cost next hop.
-    fn ideal_fct(&self, f: FlowId) -> Time {
+    /// Completion time of flow `f` alone on an idle fabric, its path
+    /// following the first equal-cost next hop: exact for a flow of one QP
+    /// whose packets all take that path (no spraying, a switch choosing per
+    /// flow or flowlet), a store-and-forward pipeline (`pipeline_time`).
+    /// Packets spread over paths (sprayed, adaptive, or several QPs) queue
+    /// one behind another only where every path crosses the same port
+    /// (`hop_widths`), and a stream over parallel planes takes its share
+    /// of the packets on each: a bound no spreading beats. A flow paced
+    /// below line rate takes no less, nor less than all but its last
+    /// packet's wire bytes at that rate, then the last packet's
+    /// serialization and latency at every hop.
+    fn ideal_fct(&self, f: FlowId, pipelines: &mut FastMap<(Vec<Hop>, Stream), Time>) -> Time {
         let flow = &self.flows[f];
         let mtu = self.scenario.nic.mtu.0 as u32;
         let ip = self.scenario.nic.ip;
-        let mut wire_total = 0u64;
-        let mut last_wire = 0u64;
+        let encap = self.framing.encap as u64;
+        let wire = |payload: u64, reth: bool| headers::data_wire(ip, payload as u32, reth) as u64 + encap;
+        let (mut wire_total, mut packets, mut first_wire, mut full_wire, mut last_wire) = (0, 0, 0, 0, 0);
         let mut planes = std::collections::BTreeSet::new();
         let conn = &self.connections[flow.conn].qps;
         for (&q, share) in conn.iter().zip(split_evenly(flow.bytes, conn.len() as u64)) {
@@ -1056,39 +1065,106 @@ impl Simulation {
                 continue;
             }
             planes.insert(qp.src_port);
-            let packets = share.div_ceil(mtu as u64);
-            let last = share - (packets - 1) * mtu as u64;
-            let encap = self.framing.encap as u64;
+            let qp_packets = share.div_ceil(mtu as u64);
+            let last = share - (qp_packets - 1) * mtu as u64;
             // Every sprayed packet carries a RETH (and PRO's); RoCE's first only.
             let addressed = qp.transport.addresses_every_packet();
-            let tail = headers::data_wire(ip, last as u32, packets == 1 || addressed) as u64 + encap;
-            let per_qp = (headers::data_wire(ip, mtu, addressed) as u64 + encap) * (packets - 1)
-                + tail
-                + if packets > 1 && !addressed { 16 } else { 0 };
-            wire_total += per_qp;
+            let tail = wire(last, qp_packets == 1 || addressed);
+            let full = wire(mtu as u64, addressed);
+            wire_total += full * (qp_packets - 1) + tail + if qp_packets > 1 && !addressed { 16 } else { 0 };
+            packets += qp_packets;
+            first_wire = first_wire.max(if qp_packets == 1 { tail } else { wire(mtu as u64, true) });
+            full_wire = full_wire.max(full);
             last_wire = last_wire.max(tail);
         }
         let Some(&first) = conn.first() else { return Time::ZERO };
         let hops = self.path(self.qps[first].src_port, flow.dst);
         let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
         let sprayed = self.qps[first].sprays;
-        let parallel = if sprayed { self.node_ports[flow.src.0 as usize].len() } else { planes.len().max(1) } as f64;
-        let mut rate = bottleneck.0 as f64 * parallel;
-        if let Some(limit) = flow.rate_limit {
-            rate = rate.min(limit.0 as f64);
+        let parallel = if sprayed { self.node_ports[flow.src.0 as usize].len() } else { planes.len().max(1) };
+        let rate = bottleneck.0 as f64 * parallel as f64;
+        let per_plane = packets.div_ceil(parallel as u64).max(1);
+        let stream = if conn.len() > 1 && per_plane <= FOLLOWED_PACKETS {
+            // Several QPs' packets of several sizes, the NIC taking the QPs
+            // in turn; a plane carries its share of them.
+            Stream::Listed(self.interleaved_wire(conn, flow.bytes).into_iter().step_by(parallel).collect())
+        } else {
+            Stream::Runs(match per_plane {
+                1 => Runs { first: first_wire, middle: 0, middles: 0, last: None },
+                n => Runs { first: first_wire, middle: full_wire, middles: n - 2, last: Some(last_wire) },
+            })
+        };
+        let one_path = matches!(
+            self.scenario.switch.forwarding,
+            Forwarding::Ecmp | Forwarding::Srv6 | Forwarding::Letflow | Forwarding::Conweave
+        );
+        let widths = if conn.len() == 1 && !sprayed && one_path {
+            vec![1; hops.len()]
+        } else {
+            self.hop_widths(&hops, flow.dst)
+        };
+        let path: Vec<Hop> = (hops.iter().zip(widths))
+            .map(|(p, ports)| Hop { rate: self.ports[p.0 as usize].rate, delay: self.ports[p.0 as usize].delay, ports })
+            .collect();
+        let key = (path, stream);
+        let unpaced = match pipelines.get(&key) {
+            Some(&t) => t,
+            None => {
+                let t = pipeline_time(&key.0, &key.1);
+                pipelines.insert(key, t);
+                t
+            }
+        };
+        match flow.rate_limit {
+            Some(limit) if (limit.0 as f64) < rate => {
+                // The last packet leaves the pacer after the rest's time.
+                let mut paced = Time::from_secs_f64((wire_total - last_wire) as f64 * 8.0 / limit.0 as f64);
+                for p in &hops {
+                    paced += self.ports[p.0 as usize].delay + self.ports[p.0 as usize].rate.tx_time(last_wire);
+                }
+                paced.max(unpaced)
+            }
+            _ => unpaced,
         }
-        let mut t = Time::from_secs_f64(wire_total as f64 * 8.0 / rate);
-        let mut skipped_bottleneck = false;
-        for p in &hops {
-            let port = &self.ports[p.0 as usize];
-            t += port.delay;
-            if port.rate == bottleneck && !skipped_bottleneck {
-                skipped_bottleneck = true;
-            } else {
-                t += port.rate.tx_time(last_wire);
+    }
+
+    /// The wire bytes of the packets of `bytes` split over `qps`, in the
+    /// order a NIC taking the QPs in turn sends them.
+    fn interleaved_wire(&self, qps: &[QpId], bytes: u64) -> Vec<u64> {
+        let (mtu, ip, encap) = (self.scenario.nic.mtu.0, self.scenario.nic.ip, self.framing.encap as u64);
+        let mut left: Vec<(u64, bool, bool)> = (qps.iter().zip(split_evenly(bytes, qps.len() as u64)))
+            .map(|(&q, share)| (share, true, self.qps[q].transport.addresses_every_packet()))
+            .collect();
+        let mut sizes = Vec::new();
+        while left.iter().any(|&(share, _, _)| share > 0) {
+            for (share, first, addressed) in left.iter_mut().filter(|(share, _, _)| *share > 0) {
+                let payload = (*share).min(mtu);
+                sizes.push(headers::data_wire(ip, payload as u32, *first || *addressed) as u64 + encap);
+                (*share, *first) = (*share - payload, false);
             }
         }
-        t
+        sizes
+    }
+
+    /// How many ports the equal-cost paths from `hops`' first port to
+    /// `dst` cross at each of its hops: one where packets spread over those
+    /// paths still queue one behind another (the first port, and the last
+    /// hops, where the paths meet again). Equal-cost paths are equally
+    /// long, so the paths' ports at a step are those of the nodes they
+    /// reach at the step before.
+    fn hop_widths(&self, hops: &[PortId], dst: NodeId) -> Vec<u32> {
+        let mut widths = vec![1];
+        let mut reached = vec![self.ports[hops[0].peer().0 as usize].node];
+        for _ in &hops[1..] {
+            let ports: Vec<PortId> = (reached.iter().filter(|&&v| !self.topo.is_nic(v)))
+                .flat_map(|&v| self.routes.next_hops(v, dst).iter().copied())
+                .collect();
+            widths.push(ports.len().max(1) as u32);
+            reached = ports.iter().map(|q| self.ports[q.peer().0 as usize].node).collect();
+            reached.sort_unstable();
+            reached.dedup();
+        }
+        widths
     }
 
     /// The ports a packet leaving by `from` crosses to reach `dst`, taking
@@ -1202,5 +1278,217 @@ impl Simulation {
         ports.sort_unstable_by_key(|p| p.0);
         ports.dedup();
         ports.iter().map(|p| self.ports[p.0 as usize].rate.0).sum()
+    }
+}
+
+/// The packets of a stream in the order they leave, as wire bytes.
+#[derive(PartialEq, Eq, Hash)]
+enum Stream {
+    Runs(Runs),
+    /// Every packet: a stream of several sizes (several QPs').
+    Listed(Vec<u64>),
+}
+
+/// A stream of one QP: the first packet (with its RETH), `middles` alike,
+/// then the last, if there is more than one.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Runs {
+    first: u64,
+    middle: u64,
+    middles: u64,
+    last: Option<u64>,
+}
+
+/// A hop of a stream's path, crossed over `ports` ports alike: with one,
+/// each packet there waits for the one before it to leave.
+#[derive(PartialEq, Eq, Hash)]
+struct Hop {
+    rate: Rate,
+    delay: Time,
+    ports: u32,
+}
+
+/// Streams of up to this many packets are followed packet by packet where
+/// their paths part (`spread_pipeline_time`).
+const FOLLOWED_PACKETS: u64 = 4096;
+
+/// When the last packet of `stream`, every packet ready at time zero,
+/// leaves the last of `path`'s hops, each storing a packet whole before
+/// forwarding it, and a hop of several ports taking packets in turn (the
+/// best any spreading does). Exact where every hop has one port, and for
+/// streams of up to `FOLLOWED_PACKETS` packets. Longer streams over paths
+/// that part are taken in order, no packet passing another, and no faster
+/// than the narrowest hop carries them: a smaller last packet can overtake
+/// larger ones where the paths part, so this errs long by at most that
+/// packet's serialization at the hops after (under 0.2% of such a
+/// stream's time).
+fn pipeline_time(path: &[Hop], stream: &Stream) -> Time {
+    let stream = match stream {
+        Stream::Listed(sizes) => return spread_pipeline_time(path, sizes),
+        Stream::Runs(runs) => runs,
+    };
+    let packets = stream.middles + 1 + u64::from(stream.last.is_some());
+    if path.iter().all(|hop| hop.ports == 1) {
+        in_order_pipeline_time(path, stream)
+    } else if packets <= FOLLOWED_PACKETS {
+        let mut sizes = vec![stream.first];
+        sizes.extend(std::iter::repeat_n(stream.middle, stream.middles as usize));
+        sizes.extend(stream.last);
+        spread_pipeline_time(path, &sizes)
+    } else {
+        let bytes = stream.first + stream.middle * stream.middles + stream.last.unwrap_or(0);
+        let delays = path.iter().fold(Time::ZERO, |a, hop| a + hop.delay);
+        let narrowest = path
+            .iter()
+            .map(|hop| Rate(hop.rate.0.saturating_mul(u64::from(hop.ports))))
+            .min()
+            .expect("a path has a hop");
+        in_order_pipeline_time(path, stream).max(narrowest.tx_time(bytes) + delays)
+    }
+}
+
+/// `pipeline_time` packet by packet: each hop takes packets in the order
+/// they reach it, each to the next of its ports in turn.
+fn spread_pipeline_time(path: &[Hop], sizes: &[u64]) -> Time {
+    let mut packets: Vec<(Time, u64)> = sizes.iter().map(|&bytes| (Time::ZERO, bytes)).collect();
+    for hop in path {
+        // Stable: packets ready together keep the stream's order.
+        packets.sort_by_key(|&(ready, _)| ready);
+        let ports = hop.ports.clamp(1, packets.len() as u32) as usize;
+        let mut free = vec![Time::ZERO; ports];
+        for (k, (ready, bytes)) in packets.iter_mut().enumerate() {
+            let port = &mut free[k % ports];
+            *port = (*port).max(*ready) + hop.rate.tx_time(*bytes);
+            *ready = *port + hop.delay;
+        }
+    }
+    packets.iter().map(|&(ready, _)| ready).max().unwrap_or(Time::ZERO)
+}
+
+/// `pipeline_time` with packets kept in the stream's order: the longest
+/// monotone path through the (hop, packet) grid of serialization times (a
+/// tandem queue's departure recursion, unrolled), plus every delay; where
+/// a hop has several ports, the grid path cannot move to the next packet
+/// there. Middle packets are alike, so the longest grid path holds all of
+/// them but one per hop at the slowest one-port hop it crosses while among
+/// them; the search is over the hop `a` where it leaves the first packet
+/// and the hop `b` where it reaches the last.
+fn in_order_pipeline_time(path: &[Hop], stream: &Runs) -> Time {
+    let sum = |cells: &[Time]| cells.iter().fold(Time::ZERO, |a, &b| a + b);
+    let delays = path.iter().fold(Time::ZERO, |a, hop| a + hop.delay);
+    let cells = |bytes: u64| -> Vec<Time> { path.iter().map(|hop| hop.rate.tx_time(bytes)).collect() };
+    let first = cells(stream.first);
+    let Some(last_bytes) = stream.last else { return delays + sum(&first) };
+    let (middle, last) = (cells(stream.middle), cells(last_bytes));
+    let mut longest = Time::ZERO;
+    for a in (0..path.len()).filter(|&a| path[a].ports == 1) {
+        let head = sum(&first[..=a]);
+        if stream.middles == 0 {
+            longest = longest.max(head + sum(&last[a..]));
+            continue;
+        }
+        let (mut run, mut slowest) = (Time::ZERO, Time::ZERO);
+        for b in a..path.len() {
+            run += middle[b];
+            if path[b].ports == 1 {
+                slowest = slowest.max(middle[b]);
+                let rest = Time(slowest.0.saturating_mul(stream.middles - 1));
+                longest = longest.max(head + run + rest + sum(&last[b..]));
+            }
+        }
+    }
+    delays + longest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipeline_matches_the_departure_recursion() {
+        // The recursion itself, packet by packet, over paths whose slowest
+        // hop is first, in the middle, last, or twice; each with every hop
+        // of one port (one path) and with only its first and last of one
+        // port (packets spread over 64 paths between).
+        let (gbps, us) = (Rate::from_gbps, Time::from_ns(1000));
+        let paths = [
+            vec![(gbps(100), us); 4],
+            vec![(gbps(400), us), (gbps(100), us), (gbps(200), us), (gbps(400), us)],
+            vec![(gbps(200), us), (gbps(400), us), (gbps(100), Time::from_ns(300))],
+            vec![(gbps(100), us), (gbps(400), us), (gbps(100), us)],
+            vec![(gbps(400), us), (gbps(100), us), (gbps(100), us), (gbps(400), us), (gbps(100), us)],
+        ];
+        let streams = [
+            Runs { first: 1_078, middle: 0, middles: 0, last: None },
+            Runs { first: 4_174, middle: 0, middles: 0, last: Some(100) },
+            Runs { first: 4_174, middle: 4_158, middles: 1, last: Some(700) },
+            Runs { first: 4_174, middle: 4_158, middles: 30, last: Some(4_000) },
+        ];
+        for hops in &paths {
+            for spread in [false, true] {
+                let path: Vec<Hop> = (hops.iter().enumerate())
+                    .map(|(h, &(rate, delay))| Hop {
+                        rate,
+                        delay,
+                        ports: if spread && h > 0 && h < hops.len() - 1 { 64 } else { 1 },
+                    })
+                    .collect();
+                for stream in &streams {
+                    let mut sizes = vec![stream.first];
+                    sizes.extend(std::iter::repeat_n(stream.middle, stream.middles as usize));
+                    sizes.extend(stream.last);
+                    // done[i]: when packet i leaves the hop last looked at.
+                    let mut done = vec![Time::ZERO; sizes.len()];
+                    for (h, hop) in path.iter().enumerate() {
+                        let mut free = Time::ZERO;
+                        for (i, &bytes) in sizes.iter().enumerate() {
+                            let ready = if h == 0 { Time::ZERO } else { done[i] + path[h - 1].delay };
+                            let start = if hop.ports == 1 { free.max(ready) } else { ready };
+                            free = start + hop.rate.tx_time(bytes);
+                            done[i] = free;
+                        }
+                    }
+                    let expected = *done.last().unwrap() + path.last().unwrap().delay;
+                    let got = in_order_pipeline_time(&path, stream);
+                    assert_eq!(got, expected, "{hops:?}, spread {spread}, {} packets", sizes.len());
+                    if !spread {
+                        assert_eq!(pipeline_time(&path, &Stream::Runs(stream.clone())), expected);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_last_packet_overtakes_where_the_paths_part() {
+        // Two packets over four hops of 100G, the middle two on paths of
+        // their own: the small last packet reaches the last hop first, so
+        // the stream ends when the large one has crossed every hop.
+        let hop = |ports| Hop { rate: Rate::from_gbps(100), delay: Time::from_ns(1000), ports };
+        let path = [hop(1), hop(4), hop(4), hop(1)];
+        let stream = Runs { first: 4_174, middle: 0, middles: 0, last: Some(100) };
+        let large = Rate::from_gbps(100).tx_time(4_174);
+        assert_eq!(pipeline_time(&path, &Stream::Runs(stream.clone())), Time(4 * (large.0 + 1_000_000)));
+        // Kept in order, the small one would wait for it at the last hop.
+        assert_eq!(
+            in_order_pipeline_time(&path, &stream),
+            Time(4 * (large.0 + 1_000_000)) + Rate::from_gbps(100).tx_time(100)
+        );
+    }
+    #[test]
+    fn a_stream_spread_over_few_ports_goes_no_faster_than_they_carry() {
+        // A 400G NIC spreading 100 packets over two 100G paths: 200 Gb/s.
+        let (fast, slow, us) = (Rate::from_gbps(400), Rate::from_gbps(100), Time::from_ns(1000));
+        let path = [
+            Hop { rate: fast, delay: us, ports: 1 },
+            Hop { rate: slow, delay: us, ports: 2 },
+            Hop { rate: slow, delay: us, ports: 2 },
+            Hop { rate: fast, delay: us, ports: 1 },
+        ];
+        let stream = Runs { first: 4_174, middle: 4_174, middles: 98, last: Some(4_174) };
+        let t = pipeline_time(&path, &Stream::Runs(stream));
+        let bound = Rate::from_gbps(200).tx_time(100 * 4_174) + Time(4 * us.0);
+        let packet = slow.tx_time(4_174);
+        assert!(t >= bound && t <= bound + Time(3 * packet.0), "{t} against {bound}");
     }
 }
