@@ -89,7 +89,7 @@ FIG16 = Experiment(
                 "below 1 (MRC 1 QP beats 16 QPs)",
                 "roce_16qp",
                 "mrc_1qp",
-                "largest",
+                "every",
                 (None, 1.0),
             ),
             (
