@@ -440,11 +440,28 @@ def test_a_collective_claim_at_every_size(
     assert merged.verdict == verdict
 
 
+def test_a_claim_at_large_sizes_is_judged_from_its_size_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(analysis, "busbw_by_size", lambda sweep: sweep.busbw)
+    analyse = collective_analysis([("MRC / RoCE", "about 1 at large sizes", "mrc", "roce", "from 16MiB", (0.9, None))])
+    exp = Experiment("x", "Fig 0", "x", (Run("mrc", "MRC", "m.yaml"), Run("roce", "RoCE", "r.yaml")), analyse)
+    roce = _sweep({"1MiB": 10.0, "16MiB": 40.0, "64MiB": 40.0})
+    # 1 MiB is out of range but not judged; 16 MiB in, 64 MiB out: partly.
+    (row,) = [
+        r
+        for r in analyse(exp, {"mrc": _sweep({"1MiB": 1.0, "16MiB": 40.0, "64MiB": 30.0}), "roce": roce}, False)
+        if r.metric.startswith("MRC / RoCE")
+    ]
+    assert (row.metric, row.verdict, row.reason) == ("MRC / RoCE @ 16MiB and up", PARTLY, "in range at 1 of 2 sizes")
+    assert row.ours == "16MiB: 1.00, 64MiB: 0.75" and row.value == 0.75
+
+
 def test_a_claim_at_every_size_needs_its_range() -> None:
     with pytest.raises(ValueError, match="needs its range"):
         collective_analysis([("a / b", "above 1", "a", "b", "every")])
     with pytest.raises(ValueError, match="size rule 'middle'"):
         collective_analysis([("a / b", "above 1", "a", "b", "middle", (1.0, None))])
+    with pytest.raises(ValueError, match="needs its range"):
+        collective_analysis([("a / b", "above 1", "a", "b", "from 16MiB")])
 
 
 def _fake_fig4_run(packets: list[tuple[float, int, int, float, str]], retired: list[tuple[float, int, int]]) -> Results:

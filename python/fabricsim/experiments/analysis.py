@@ -50,12 +50,14 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
     with the paper when in `expect`. `every` is for a claim about every size:
     ours lists each size, the value is the one with the least margin to
     `expect` (which it needs), and the verdict is `matches` when every size
-    is in range, `contradicts` when none is, `partly` otherwise.
+    is in range, `contradicts` when none is, `partly` otherwise. `from
+    <size>` is the same over the sizes from that one up (a claim "at large
+    sizes").
     """
     for claim in claims:
-        if claim[4] not in ("largest", "smallest", "every"):
-            raise ValueError(f"{claim[0]}: size rule {claim[4]!r} is none of largest, smallest, every")
-        if claim[4] == "every" and _expect_of(claim) is None:
+        if claim[4] not in ("largest", "smallest", "every") and not _from_size(claim[4]):
+            raise ValueError(f"{claim[0]}: size rule {claim[4]!r} is none of largest, smallest, every, from <size>")
+        if (claim[4] == "every" or _from_size(claim[4])) and _expect_of(claim) is None:
             raise ValueError(f"{claim[0]}: a claim about every size needs its range")
 
     def analyse(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bool) -> list[Row]:
@@ -75,14 +77,16 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
                 size: va / table[b][size] if b else va for size, va in table[a].items() if not b or table[b].get(size)
             }
             unit = "" if b else f" {GB_S}"
-            if which == "every" and ours and expect is not None:
-                ordered = sorted(ours, key=size_bytes)
+            smallest = _from_size(which)
+            if (which == "every" or smallest) and ours and expect is not None:
+                ordered = [s for s in sorted(ours, key=size_bytes) if not smallest or size_bytes(s) >= smallest]
                 inside = [s for s in ordered if in_range(ours[s], expect)]
                 worst = min(ordered, key=lambda s: _margin(ours[s], expect))
                 verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
                 text = ", ".join(f"{s}: {ours[s]:.2f}" for s in ordered)
                 reason = f"in range at {len(inside)} of {len(ordered)} sizes"
-                rows.append(Row(f"{metric} @ every size", paper, text + unit, ours[worst], expect, verdict, reason))
+                at = f"{which.removeprefix('from ')} and up" if smallest else "every size"
+                rows.append(Row(f"{metric} @ {at}", paper, text + unit, ours[worst], expect, verdict, reason))
                 continue
             size = _pick_size(list(table[a]), which)
             if size in ours:
@@ -109,6 +113,16 @@ def size_bytes(label: str) -> float:
         if label.endswith(unit):
             return float(label[: -len(unit)]) * scale
     return float(label)
+
+
+def _from_size(rule: str) -> float:
+    """The bytes of size rule `from <size>`, else 0."""
+    if not rule.startswith("from "):
+        return 0
+    try:
+        return size_bytes(rule.removeprefix("from "))
+    except ValueError:
+        return 0
 
 
 def _pick_size(sizes: list[str], which: str) -> str:

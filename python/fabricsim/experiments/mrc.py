@@ -97,7 +97,7 @@ FIG16 = Experiment(
                 "close to 1 at large sizes",
                 "mrc_1qp_loss0.1pct",
                 "mrc_1qp",
-                "largest",
+                "from 64MiB",
                 (0.9, None),
             ),
             ("MRC 1% loss / no loss", "about 0.33", "mrc_1qp_loss1pct", "mrc_1qp", "largest", (0.25, 0.42)),
