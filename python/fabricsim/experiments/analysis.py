@@ -77,15 +77,15 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
                 size: va / table[b][size] if b else va for size, va in table[a].items() if not b or table[b].get(size)
             }
             unit = "" if b else f" {GB_S}"
-            smallest = _from_size(which)
-            if (which == "every" or smallest) and ours and expect is not None:
-                ordered = [s for s in sorted(ours, key=size_bytes) if not smallest or size_bytes(s) >= smallest]
+            lowest = _from_size(which)
+            if (which == "every" or lowest) and ours and expect is not None:
+                ordered = [s for s in sorted(ours, key=size_bytes) if size_bytes(s) >= lowest]
                 inside = [s for s in ordered if in_range(ours[s], expect)]
                 worst = min(ordered, key=lambda s: _margin(ours[s], expect))
                 verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
                 text = ", ".join(f"{s}: {ours[s]:.2f}" for s in ordered)
                 reason = f"in range at {len(inside)} of {len(ordered)} sizes"
-                at = f"{which.removeprefix('from ')} and up" if smallest else "every size"
+                at = f"{which.removeprefix('from ')} and up" if lowest else "every size"
                 rows.append(Row(f"{metric} @ {at}", paper, text + unit, ours[worst], expect, verdict, reason))
                 continue
             size = _pick_size(list(table[a]), which)

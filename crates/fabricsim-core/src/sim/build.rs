@@ -1071,9 +1071,10 @@ impl Simulation {
             let addressed = qp.transport.addresses_every_packet();
             let tail = wire(last, qp_packets == 1 || addressed);
             let full = wire(mtu as u64, addressed);
-            wire_total += full * (qp_packets - 1) + tail + if qp_packets > 1 && !addressed { 16 } else { 0 };
+            let first = if qp_packets == 1 { tail } else { wire(mtu as u64, true) };
+            wire_total += if qp_packets == 1 { tail } else { first + full * (qp_packets - 2) + tail };
             packets += qp_packets;
-            first_wire = first_wire.max(if qp_packets == 1 { tail } else { wire(mtu as u64, true) });
+            first_wire = first_wire.max(first);
             full_wire = full_wire.max(full);
             last_wire = last_wire.max(tail);
         }
