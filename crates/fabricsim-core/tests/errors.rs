@@ -500,6 +500,15 @@ fn spectrum_x_settings_are_checked() {
     for (transport, field) in [
         (json!({"kind": "spx", "probe_interval": "0ns"}), "transport.probe_interval"),
         (json!({"kind": "spx", "failure_probes": 0}), "transport.failure_probes"),
+        (json!({"kind": "spx", "failure_backoff": 0.5}), "transport.failure_backoff"),
+        (
+            json!({"kind": "spx", "failure_backoff": 2.0, "failure_probes": 4_000_000_000u32}),
+            "transport.failure_probes",
+        ),
+        (
+            json!({"kind": "spx", "failure_probes": 4_000_000_000u32, "probe_interval": "1ms"}),
+            "transport.failure_probes",
+        ),
         (json!({"kind": "spx", "cc": {"gamma": 1.5}}), "transport.cc.gamma"),
         (json!({"kind": "spx", "plane_lb": "per_path"}), "transport"),
     ] {

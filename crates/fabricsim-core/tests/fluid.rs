@@ -789,14 +789,23 @@ fn a_ring_is_held_until_its_own_probes_find_a_dead_plane() {
 /// quarter of every go-back into the dead plane, and ends 9.86 ms late; the
 /// flow model's, held (`partial_loss: stall`), 10.01 ms. Before each sender
 /// had its own probes, the flow model's ring was not held at all (1.7us).
+/// With probes every 20us whose timeouts double (`failure_backoff: 2`,
+/// 620us to drop a plane) and the flow model's detection left to follow
+/// them, the two agree as well.
 #[test]
 fn a_ring_after_a_remote_plane_died_costs_the_flow_model_what_it_costs_the_packet_model() {
-    for (probe_interval, detection) in [("100us", "500us"), ("2ms", "10ms")] {
+    for (probe_interval, backoff, detection) in
+        [("100us", 1.0, Some("500us")), ("2ms", 1.0, Some("10ms")), ("20us", 2.0, None)]
+    {
         let late = |run: &dyn Fn(Value) -> RunOutput, pipelined: bool| {
             let with_probes = |at| {
                 let mut scenario = ring_beside_a_dead_plane(at, pipelined);
                 scenario["transport"]["probe_interval"] = json!(probe_interval);
-                scenario["flow_mode"]["detection"] = json!(detection);
+                scenario["transport"]["failure_backoff"] = json!(backoff);
+                match detection {
+                    Some(d) => scenario["flow_mode"]["detection"] = json!(d),
+                    None => _ = scenario["flow_mode"].as_object_mut().unwrap().remove("detection"),
+                }
                 cct(&run(scenario))
             };
             with_probes(Some("0us")) - with_probes(None)

@@ -86,19 +86,50 @@ fn stopped_at(out: &RunOutput) -> f64 {
 fn a_remote_plane_failure_is_found_after_the_configured_missed_probes() {
     // 1MB takes 20us on four planes: what was lost on plane 1 when it
     // failed at 10us is all that is left to send when the probes give up.
-    let failing =
-        |probes: u32| plane_failure_of("1MB", "10us", json!({"probe_interval": "10us", "failure_probes": probes}), 4);
-    let (three, six) = (failing(3), failing(6));
-    for out in [&three, &six] {
+    let failing = |probes: u32, backoff: f64| {
+        let transport = json!({"probe_interval": "10us", "failure_probes": probes, "failure_backoff": backoff});
+        plane_failure_of("1MB", "10us", transport, 4)
+    };
+    let runs = [failing(3, 1.0), failing(6, 1.0), failing(3, 2.0), failing(6, 2.0)];
+    for out in &runs {
         assert_eq!(summary_u64(out, "flows_completed"), 1);
         assert_eq!(summary_u64(out, "plane_failovers"), 1);
         assert!(summary_u64(out, "retransmitted_packets") > 0);
         assert_eq!(summary_u64(out, "timeouts"), 0, "found by probes, not by the retransmission timer");
     }
-    // Probes every 10us: three rounds of silence or six, 30us apart.
-    let fct = |o: &RunOutput| o.summary["fct_max_us"].as_f64().unwrap();
-    let (t3, t6) = (fct(&three), fct(&six));
-    assert!((20.0..=45.0).contains(&(t6 - t3)), "three probes {t3}us, six {t6}us");
+    let fct: Vec<f64> = runs.iter().map(|o| o.summary["fct_max_us"].as_f64().unwrap()).collect();
+    // Probes every 10us, timing out at a fixed 10us: three timeouts or six,
+    // 30us apart.
+    assert!((20.0..=45.0).contains(&(fct[1] - fct[0])), "fixed: three {}us, six {}us", fct[0], fct[1]);
+    // Backing off: 10 + 20 + 40 = 70us of silence, or 630us.
+    assert!((540.0..=580.0).contains(&(fct[3] - fct[2])), "backing off: three {}us, six {}us", fct[2], fct[3]);
+}
+
+/// Fifteen NICs write to nic0 with congestion control off, so that their
+/// windows (250KB per plane each) queue about 300us at nic0's leaf; nic15
+/// joins at 60us, and its first answers come back only after that queue.
+fn late_into_a_deep_queue(transport: Value) -> RunOutput {
+    let mut traffic: Vec<Value> =
+        (1..15).map(|k| json!({"kind": "flow", "src": k, "dst": 0, "bytes": "4MB"})).collect();
+    traffic.push(json!({"kind": "flow", "src": 15, "dst": 0, "bytes": "1MB", "start": "60us"}));
+    let mut t = json!({"cc": {"enabled": false}});
+    t.as_object_mut().unwrap().extend(transport.as_object().unwrap().clone());
+    run(spx(t, json!(traffic), json!([])))
+}
+
+#[test]
+fn a_plane_whose_answers_wait_behind_a_deep_queue_is_not_taken_for_dead() {
+    // Probes timing out every 20us without backing off give up after 100us
+    // of silence: the late sender takes its planes for dead and resends.
+    let fixed = late_into_a_deep_queue(json!({"failure_backoff": 1.0}));
+    assert!(summary_u64(&fixed, "plane_failovers") > 0, "{}", fixed.summary);
+    // Doubling each timeout, it waits 620us before it gives up on a plane.
+    let backing_off = late_into_a_deep_queue(json!({"failure_backoff": 2.0}));
+    for out in [&fixed, &backing_off] {
+        assert_eq!(summary_u64(out, "flows_completed"), 15);
+    }
+    assert_eq!(summary_u64(&backing_off, "plane_failovers"), 0, "{}", backing_off.summary);
+    assert_eq!(summary_u64(&backing_off, "retransmitted_packets"), 0);
 }
 
 #[test]
@@ -131,26 +162,11 @@ fn software_load_balancing_takes_out_a_plane_whose_own_port_died() {
 fn software_load_balancing_waits_for_the_retransmission_timeout() {
     // Exponent 10: a 4.2ms timeout. Equal shares per plane stall the whole
     // transfer behind the dead plane until then.
-    let mut sc = spx(
+    let sw = run(spx(
         json!({"plane_lb": "sw_lb", "timeout_exponent": 10}),
         json!([{"kind": "flow", "src": 0, "dst": 4, "bytes": "8MB"}]),
         json!([{"kind": "nic_port_down", "at": "30us", "nic": 4, "port": 1}]),
-    );
-    sc["telemetry"] = json!({"sample_interval": "2us", "ports": ["t0.p0.1:0", "nic0:0"]});
-    let sw = run(sc);
-    let (t, e, m, v) = (
-        common::floats(&sw.timeseries, "time_s"),
-        texts(&sw.timeseries, "entity"),
-        texts(&sw.timeseries, "metric"),
-        common::floats(&sw.timeseries, "value"),
-    );
-    let mut shown = 0;
-    for i in 0..t.len() {
-        if v[i].unwrap() > 0.0 && shown < 60 && t[i].unwrap() > 0.004 {
-            shown += 1;
-            eprintln!("ts {:.6} {} {} {:.0}", t[i].unwrap(), e[i], m[i], v[i].unwrap());
-        }
-    }
+    ));
     let hw = plane_failure(json!({"timeout_exponent": 10}), 4);
     assert_eq!(summary_u64(&sw, "flows_completed"), 1);
     assert_eq!(summary_u64(&sw, "plane_failovers"), 1);

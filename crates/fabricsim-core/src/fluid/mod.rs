@@ -97,10 +97,12 @@ pub struct FlowModeConfig {
     /// sending into one. Unset, the packet model's: MRC retires an EV once
     /// a later SACK shows its packet lost (`transport.reorder_window`);
     /// Spectrum-X's NIC drops a plane after `transport.failure_probes`
-    /// probes time out (`failure_probes x probe_interval`), counted for each
-    /// QP from when it starts sending to that destination (a collective
-    /// that starts beside a long-dead plane pays it in full), and takes it
-    /// back a probe after its link is up (this time / `failure_probes`).
+    /// probes time out in a row (100us with the defaults; longer if their
+    /// timeouts back off, `transport.failure_backoff`), counted for each QP from when it
+    /// starts sending to that destination (a collective that starts beside
+    /// a long-dead plane pays it in full), and takes it back a probe
+    /// interval after its link is up (with this set, the interval of the
+    /// probing that would take this long).
     /// RoCE has none: it waits for the control plane
     /// (`switch.reconvergence_delay`).
     #[serde(default)]
@@ -2044,8 +2046,9 @@ fn reactions_of(scenario: &Scenario) -> Reactions {
         TransportSpec::Spx(c) => {
             // A plane is back once one probe gets through: with `detection`
             // set, a probe interval of the probing that takes that long.
-            let detection = detection.unwrap_or(c.probe_interval.times(u64::from(c.failure_probes)));
-            Some((detection, Scope::NicLinks { recovery: Time(detection.0 / u64::from(c.failure_probes)) }))
+            let interval = detection
+                .map_or(c.probe_interval, |d| Time((d.0 as f64 / c.remote_failure_intervals()).round() as u64));
+            Some((detection.unwrap_or(c.remote_failure_detection()), Scope::NicLinks { recovery: interval }))
         }
     };
     let mrc = matches!(scenario.transport, TransportSpec::Mrc(_));

@@ -3,8 +3,9 @@
 //!
 //! The packet model's NIC keeps one context per plane for every QP and
 //! probes the planes while the QP has data outstanding; a plane toward the
-//! QP's destination is dropped after `failure_probes` rounds in a row that
-//! heard nothing back, and taken back at the first reply
+//! QP's destination is dropped after `failure_probes` probe timeouts in a
+//! row (backing off) that heard nothing back, and taken back at the first
+//! reply
 //! (`transport/spx.rs`). So a sender that starts sending to a NIC whose
 //! plane died long ago finds it dead only its own detection time later, and
 //! so does a QP that was idle when the link failed: each new destination

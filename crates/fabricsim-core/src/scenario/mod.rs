@@ -318,6 +318,20 @@ impl Scenario {
                     return invalid(field("esr_evs"), format!("{}: at most 2048 per plane", c.esr_evs));
                 }
                 at_least_one(&field("failure_probes"), c.failure_probes.into(), "a plane fails after a missed probe")?;
+                if !(1.0..=16.0).contains(&c.failure_backoff) {
+                    return invalid(field("failure_backoff"), format!("{}: must be in [1, 16]", c.failure_backoff));
+                }
+                let silence = c.remote_failure_intervals() * c.probe_interval.0 as f64;
+                if silence > Time::from_ms(60_000).0 as f64 {
+                    return invalid(
+                        field("failure_probes"),
+                        format!(
+                            "{} (backoff {}): a remote plane failure would be found only after more than 60s of \
+                             silence",
+                            c.failure_probes, c.failure_backoff
+                        ),
+                    );
+                }
                 let cc = &c.cc;
                 nic_timer(&field("cc.increase_interval"), cc.increase_interval)?;
                 fraction(&field("cc.gamma"), cc.gamma)?;

@@ -71,13 +71,23 @@ pub struct SpxConfig {
     /// outstanding. Default 20us: the paper publishes no value; a few round
     /// trips of a two-tier fabric (s4.4.1: detection "within a few RTTs").
     pub probe_interval: Time,
-    /// A plane is taken out of use after this many probe rounds in a row in
-    /// which nothing at all (probe reply, ACK, CNP) came back on it.
-    /// Default 5: 100us of silence, far above the fabric's round trips and
-    /// its queueing under adaptive routing (the paper's p99 latency is
-    /// 8-9us), so that a congested or paused plane is not taken for a dead
-    /// one, and far below the paper's 3ms recovery (Fig 12).
+    /// A plane is taken out of use after this many probes in a row time out:
+    /// nothing at all (probe reply, ACK, CNP) came back on it while they
+    /// were out (the paper: "consecutive RTT probe timeouts", no number).
+    /// Default 5: 100us of silence, about ten round trips of a two-tier
+    /// fabric (the paper: detection "within a few RTTs"), and far above
+    /// the queueing SPX CC is to keep (the paper's p99 latency is 8-9us).
+    /// Queues that drain slower than that make planes look dead: Fig 15d's
+    /// all-to-all at 256MB builds 3.4MB queues (136us at 200G) and its
+    /// NICs drop planes 67 times with no fault; `failure_backoff` 2 stops it.
     pub failure_probes: u32,
+    /// Each timeout in a row multiplies the next probe's timeout (the first
+    /// is `probe_interval`) by this, as TCP backs off its retransmission
+    /// timer (RFC 6298 s5.5), so that a plane whose answers wait behind
+    /// deep queues or PFC pauses is not taken for a dead one. Default 1:
+    /// fixed timeouts, fast detection as the paper has it. At 2 a dead
+    /// plane is found after 20 + 40 + 80 + 160 + 320 = 620us of silence.
+    pub failure_backoff: f64,
     /// The responder sends at most one CNP per plane per interval. Default
     /// 4us, NVIDIA NICs' default (protocols.md s3.6).
     pub cnp_interval: Time,
@@ -114,6 +124,7 @@ impl Default for SpxConfig {
             esr_avoid: Time::from_us(10),
             probe_interval: Time::from_us(20),
             failure_probes: 5,
+            failure_backoff: 1.0,
             cnp_interval: Time::from_us(4),
             loss_timeout: Time::from_ms(1),
             window: None,
@@ -123,6 +134,28 @@ impl Default for SpxConfig {
 }
 
 impl SpxConfig {
+    /// How long a probe may go unanswered after `missed` timeouts in a row.
+    fn probe_timeout(&self, missed: u32) -> Time {
+        let missed = missed.min(self.failure_probes.saturating_sub(1));
+        Time((self.probe_interval.0 as f64 * self.failure_backoff.powi(missed as i32)).round() as u64)
+    }
+
+    /// The silence after which a plane whose fault is remote is taken out,
+    /// in probe intervals: `failure_probes` probe timeouts in a row.
+    pub fn remote_failure_intervals(&self) -> f64 {
+        let (b, n) = (self.failure_backoff, f64::from(self.failure_probes));
+        if b == 1.0 {
+            n
+        } else {
+            (b.powf(n) - 1.0) / (b - 1.0)
+        }
+    }
+
+    /// That silence as a time.
+    pub fn remote_failure_detection(&self) -> Time {
+        Time((self.probe_interval.0 as f64 * self.remote_failure_intervals()).round() as u64)
+    }
+
     /// The retransmission timeout of a job's QP (`job`) or a flow's.
     pub fn retransmit_timeout(&self, job: bool) -> Time {
         let roce = RoceConfig { timeout_exponent: self.timeout_exponent, ..RoceConfig::default() };
@@ -163,8 +196,10 @@ struct Plane {
     /// Taken out of use: probes went unanswered (or, under `sw_lb`, the
     /// retransmission timer fired while it was silent).
     failed: bool,
-    /// When this round's probe left, until the next round looks at it.
+    /// When the probe still out left, until a round finds it answered or
+    /// timed out.
     probe_sent: Option<Time>,
+    /// Its probes that timed out in a row.
     missed: u32,
     /// `esr`: its entropy values, each with the time until which it is
     /// avoided, and the one to take next.
@@ -305,14 +340,14 @@ impl SpxQp {
         self.planes.iter_mut().for_each(|p| p.in_flight = 0);
     }
 
-    /// Sends an RTT probe on every plane whose port is up, in the data
-    /// class so that it waits behind data as data does. It carries its
-    /// send time (in ns, 32 bits, as a probe's timestamp field would), which
-    /// the reply echoes.
+    /// Sends an RTT probe on every plane whose port is up and that has none
+    /// out, in the data class so that it waits behind data as data does. It
+    /// carries its send time (in ns, 32 bits, as a probe's timestamp field
+    /// would), which the reply echoes.
     fn send_probes(&mut self, now: Time, out: &mut Vec<Action>) {
         let stamp = (now.0 / PS_PER_NS) as u32;
         for (k, plane) in self.planes.iter_mut().enumerate() {
-            if !plane.port_up {
+            if !plane.port_up || plane.probe_sent.is_some() {
                 continue;
             }
             plane.probe_sent = Some(now);
@@ -332,22 +367,32 @@ impl SpxQp {
         out.push(Action::Arm { timer: Timer::Probe, at: now });
     }
 
-    /// A probe round: a plane from which nothing at all (probe reply, ACK,
-    /// CNP) came back since the last round's probe missed it; after
-    /// `failure_probes` misses in a row it fails. Anything heard counts, so
-    /// a plane whose probes wait behind a long queue is slow, not dead.
+    /// A probe round, every `probe_interval`. A plane's probe is answered
+    /// once anything at all (probe reply, ACK, CNP) came back on the plane
+    /// after it left, so a plane whose probes wait behind a long queue is
+    /// slow, not dead; it times out when nothing did within its timeout,
+    /// which grows with each timeout in a row (`failure_backoff`); after
+    /// `failure_probes` in a row the plane fails, and from then on it is
+    /// probed every round, to be back as soon as one gets through.
     fn on_probe_timer(&mut self, now: Time, out: &mut Vec<Action>) {
         let limit = self.cfg.failure_probes;
         for k in 0..self.planes.len() {
             let plane = &mut self.planes[k];
-            let Some(sent) = plane.probe_sent.take() else { continue };
+            let Some(sent) = plane.probe_sent else { continue };
             if !plane.port_up {
+                plane.probe_sent = None;
                 continue;
             }
             if plane.heard >= sent {
+                plane.probe_sent = None;
                 plane.missed = 0;
                 continue;
             }
+            let timeout = if plane.failed { self.cfg.probe_interval } else { self.cfg.probe_timeout(plane.missed) };
+            if now < sent + timeout {
+                continue;
+            }
+            plane.probe_sent = None;
             plane.missed += 1;
             if plane.missed >= limit && !plane.failed {
                 self.fail_plane(k, out);
