@@ -22,6 +22,7 @@ __all__ = [
     "busbw_by_size",
     "collective_analysis",
     "host_throughput",
+    "judged_over_sizes",
     "phase_analysis",
     "recovery_ms",
     "size_bytes",
@@ -79,14 +80,9 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
             unit = "" if b else f" {GB_S}"
             lowest = _from_size(which)
             if (which == "every" or lowest) and ours and expect is not None:
-                ordered = [s for s in sorted(ours, key=size_bytes) if size_bytes(s) >= lowest]
-                inside = [s for s in ordered if in_range(ours[s], expect)]
-                worst = min(ordered, key=lambda s: _margin(ours[s], expect))
-                verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
-                text = ", ".join(f"{s}: {ours[s]:.2f}" for s in ordered)
-                reason = f"in range at {len(inside)} of {len(ordered)} sizes"
                 at = f"{which.removeprefix('from ')} and up" if lowest else "every size"
-                rows.append(Row(f"{metric} @ {at}", paper, text + unit, ours[worst], expect, verdict, reason))
+                over = {s: v for s, v in ours.items() if size_bytes(s) >= lowest}
+                rows.append(judged_over_sizes(f"{metric} @ {at}", paper, over, expect, unit))
                 continue
             size = _pick_size(list(table[a]), which)
             if size in ours:
@@ -94,6 +90,22 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
         return rows
 
     return analyse
+
+
+def judged_over_sizes(metric: str, paper: str, ours: Mapping[str, float], expect: Expect, unit: str = "") -> Row:
+    """A claim about several sizes (`ours`: size label -> value, not empty), judged at each.
+
+    Ours lists each size; the value is the one with the least margin to
+    `expect`; the verdict is `matches` when every size is in range,
+    `contradicts` when none is, `partly` otherwise.
+    """
+    ordered = sorted(ours, key=size_bytes)
+    inside = [s for s in ordered if in_range(ours[s], expect)]
+    worst = min(ordered, key=lambda s: _margin(ours[s], expect))
+    verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
+    text = ", ".join(f"{s}: {ours[s]:.2f}" for s in ordered)
+    reason = f"in range at {len(inside)} of {len(ordered)} sizes"
+    return Row(metric, paper, text + unit, ours[worst], expect, verdict, reason)
 
 
 def _expect_of(claim: Claim) -> Expect | None:
