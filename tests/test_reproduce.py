@@ -499,6 +499,35 @@ def test_spectrum_x_fig9_judges_spx_over_eth_at_every_size_above_the_smallest(
     assert over.ours == "4MiB: 1.23, 32MiB: 2.63"
 
 
+def test_mrc_fig15_judges_every_large_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabricsim.experiments import mrc_more
+
+    scenario = load_scenario(scenarios_dir() / "mrc/fig15_sendrecv_scale.yaml")
+    scenario.pop("sweep", None)
+    sizes = ("1MiB", "16MiB", "64MiB")
+    runs = []
+    for _ in sizes:
+        run = Results.__new__(Results)
+        run.scenario, run.summary = scenario, {"packet_hops": 1000}
+        runs.append(run)
+    key = "jobs.0.phases.0.collective.bytes"
+    sweep = SweepResults([key], [SweepPoint(i, {key: size}, {}) for i, size in enumerate(sizes)], runs)
+    (exp,) = [e for e in paper_experiments("mrc") if e.key == "fig15"]
+
+    def large_row(busbw: dict[str, float]) -> Row:
+        monkeypatch.setattr(mrc_more, "busbw_by_size", lambda _: busbw)
+        return {r.metric: r for r in exp.analyse(exp, {"sendrecv": sweep}, False)}[
+            "per-NIC bandwidth at large sizes (1024 ranks)"
+        ]
+
+    # 1 MiB is latency-bound and not judged; 16 and 64 MiB near 92 GB/s.
+    row = large_row({"1MiB": 60.0, "16MiB": 90.5, "64MiB": 92.4})
+    assert (row.verdict, row.value) == (MATCHES, 90.5)
+    # Reaching 92 at the largest size alone is not "at large sizes".
+    row = large_row({"1MiB": 60.0, "16MiB": 70.0, "64MiB": 92.4})
+    assert (row.verdict, row.reason) == (PARTLY, "in range at 1 of 2 sizes")
+
+
 def test_a_claim_at_every_size_needs_its_range() -> None:
     with pytest.raises(ValueError, match="needs its range"):
         collective_analysis([("a / b", "above 1", "a", "b", "every")])
