@@ -528,6 +528,31 @@ def test_mrc_fig15_judges_every_large_size(monkeypatch: pytest.MonkeyPatch) -> N
     assert (row.verdict, row.reason) == (PARTLY, "in range at 1 of 2 sizes")
 
 
+def test_spectrum_x_fig14a_judges_the_flaps_impact_at_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabricsim.experiments import scale
+
+    def run(p99: float) -> Results:
+        out = Results.__new__(Results)
+        out.p99 = p99  # type: ignore[attr-defined]
+        return out
+
+    monkeypatch.setattr(scale, "_p99_normalized", lambda out: out.p99)
+    (exp,) = [e for e in paper_experiments("scale") if e.key == "spx_fig14a"]
+    # Flaps cost nothing at 16 MB and 256 MB; at 1 GB each link down costs 1%.
+    outcomes: dict[str, Outcome] = {
+        f"{size}_down_{k}": run(1.0 + (0.01 * k if size == "1GB" else 0.0))
+        for size in ("16MB", "256MB", "1GB")
+        for k in range(11)
+    }
+    rows = {r.metric: r for r in exp.analyse(exp, outcomes, False)}
+    impact = rows["expected P99 CCT / ideal with flaps, over pristine"]
+    # The Poisson mean is 10/60 x 10 = 1.67 links down: 1 GB's expected impact is 1.0167.
+    assert impact.verdict == PARTLY and impact.reason == "in range at 2 of 3 sizes"
+    assert impact.value == pytest.approx(1 + 0.01 * 10 / 6, abs=1e-4)
+    assert impact.ours.startswith("16MB: 1.00000, 256MB: 1.00000, 1GB: 1.01667")
+    assert rows["P99 CCT / ideal @ 1GB, by links down"].ours.startswith("0: 1.0000, 1: 1.0100")
+
+
 def test_a_claim_at_every_size_needs_its_range() -> None:
     with pytest.raises(ValueError, match="needs its range"):
         collective_analysis([("a / b", "above 1", "a", "b", "every")])

@@ -92,10 +92,12 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
     return analyse
 
 
-def judged_over_sizes(metric: str, paper: str, ours: Mapping[str, float], expect: Expect, unit: str = "") -> Row:
+def judged_over_sizes(
+    metric: str, paper: str, ours: Mapping[str, float], expect: Expect, unit: str = "", digits: int = 2
+) -> Row:
     """A claim about several sizes (`ours`: size label -> value, not empty), judged at each.
 
-    Ours lists each size; the value is the one with the least margin to
+    Ours lists each size (to `digits` decimals); the value is the one with the least margin to
     `expect`; the verdict is `matches` when every size is in range,
     `contradicts` when none is, `partly` otherwise.
     """
@@ -103,7 +105,7 @@ def judged_over_sizes(metric: str, paper: str, ours: Mapping[str, float], expect
     inside = [s for s in ordered if in_range(ours[s], expect)]
     worst = min(ordered, key=lambda s: _margin(ours[s], expect))
     verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
-    text = ", ".join(f"{s}: {ours[s]:.2f}" for s in ordered)
+    text = ", ".join(f"{s}: {ours[s]:.{digits}f}" for s in ordered)
     reason = f"in range at {len(inside)} of {len(ordered)} sizes"
     return Row(metric, paper, text + unit, ours[worst], expect, verdict, reason)
 
