@@ -553,6 +553,40 @@ def test_spectrum_x_fig14a_judges_the_flaps_impact_at_every_size(monkeypatch: py
     assert rows["P99 CCT / ideal @ 1GB, by links down"].ours.startswith("0: 1.0000, 1: 1.0100")
 
 
+def test_mrc_256_paths_runs_on_a_fabric_with_256_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fabricsim.experiments import mrc_more
+
+    (exp,) = [e for e in paper_experiments("mrc") if e.key == "fig16_256evs"]
+    scenarios = {run.key: run.load() for run in exp.runs}
+    # Until 2026-11-29 the 256 EVs sprayed over Fig 16's 32 paths, as the 128 did.
+    for key in ("mrc_256evs", "mrc_128evs"):
+        topo = scenarios[key]["topology"]
+        assert mrc_more._uplinks(scenarios[key]) * topo["planes"] == 256, key
+    assert scenarios["mrc_256evs"]["transport"]["evs"] == 256
+    assert scenarios["roce_16qp"]["transport"]["qps"] == 16
+    # Every rank's ring neighbour is under the other T0, and both T0s are full.
+    for scenario in scenarios.values():
+        assert scenario["jobs"][0]["ranks"] == scenario["topology"]["nics"] == 128
+        assert scenario["jobs"][0]["placement"] == "cross_t1"
+
+    def sweep(key: str) -> SweepResults:
+        run = Results.__new__(Results)
+        run.scenario = scenarios[key]
+        return SweepResults(["bytes"], [], [run])
+
+    busbw = {
+        "mrc_256evs": {"64KiB": 0.24, "16MiB": 30.0, "256MiB": 45.0},
+        "mrc_128evs": {"64KiB": 0.24, "16MiB": 30.0, "256MiB": 46.0},
+        "roce_16qp": {"64KiB": 0.25, "16MiB": 25.0, "256MiB": 30.0},
+    }
+    outcomes = {key: sweep(key) for key in busbw}
+    monkeypatch.setattr(mrc_more, "busbw_by_size", lambda o: busbw[next(k for k, v in outcomes.items() if v is o)])
+    rows = {r.metric: r for r in exp.analyse(exp, outcomes, False)}
+    assert rows["distinct paths between two T0s (uplinks per T0 x planes)"].value == 256
+    assert rows["MRC 256 EVs / RoCE 16 QPs @ largest size"].value == pytest.approx(1.5)
+    assert rows["MRC 256 EVs / RoCE 16 QPs @ smallest size"].value == pytest.approx(0.96)
+
+
 def test_a_claim_at_every_size_needs_its_range() -> None:
     with pytest.raises(ValueError, match="needs its range"):
         collective_analysis([("a / b", "above 1", "a", "b", "every")])
@@ -861,6 +895,20 @@ def test_pro_fig8_counts_conweave_in_the_reductions() -> None:
     assert cut.ours.startswith("4MB: 66.7%, 16MB: 75.0%")
     assert rows["largest reduction over designs and sizes"].value == pytest.approx(1 - 1 / 6)
     assert "ConWeave" not in {r.metric for r in rows.values()}  # the old `not run` row is gone
+
+
+def test_pro_fig11a_runs_on_the_papers_tree_traffic_too() -> None:
+    """Fig 11(a) is the paper's tree pattern: it is run there, not left `not run` beside the two-ToR case."""
+    (tree,) = [e for e in PRO if e.key == "fig11a_tree"]
+    scenarios = {run.key: run.load() for run in tree.runs}
+    for scenario in scenarios.values():
+        assert [t["kind"] for t in scenario["traffic"]] == ["double_binary_tree"]
+    assert scenarios["unaware"]["nic"]["orchestration"]["destination_aware"] is False
+    assert scenarios["pro"]["nic"].get("orchestration", {}).get("destination_aware", True) is True
+    not_run = next(e for e in PRO if e.key == "not_run")
+    assert [r.metric for r in not_run.analyse(not_run, {}, False)] == [
+        "Fig 7: testbed JCT slowdown (MoE, NCCL all-to-all)"
+    ]
 
 
 def test_pro_fig13_reads_the_cut_against_mprdmas_bitmap() -> None:
