@@ -180,6 +180,16 @@ pub enum Forwarding {
     Conweave,
 }
 
+impl Forwarding {
+    /// Whether the switches keep a lone flow's packets on one path: by hash
+    /// (ECMP), by its source route (SRv6), or per flowlet or flow (LetFlow,
+    /// ConWeave), which a flow alone on an idle fabric never leaves. The
+    /// others choose per packet.
+    pub fn keeps_a_lone_flow_on_one_path(self) -> bool {
+        matches!(self, Forwarding::Ecmp | Forwarding::Srv6 | Forwarding::Letflow | Forwarding::Conweave)
+    }
+}
+
 /// ConWeave (Song et al., SIGCOMM 2023), as its authors' ns-3 model runs it
 /// (conweave-ns3, conweave-routing.cc; protocols.md s6.5). Defaults are the
 /// model's leaf-spine settings (run.py); its 3-tier lossless settings are

@@ -1095,10 +1095,7 @@ impl Simulation {
                 n => Runs { first: first_wire, middle: full_wire, middles: n - 2, last: Some(last_wire) },
             })
         };
-        let one_path = matches!(
-            self.scenario.switch.forwarding,
-            Forwarding::Ecmp | Forwarding::Srv6 | Forwarding::Letflow | Forwarding::Conweave
-        );
+        let one_path = self.scenario.switch.forwarding.keeps_a_lone_flow_on_one_path();
         let widths = if conn.len() == 1 && !sprayed && one_path {
             vec![1; hops.len()]
         } else {
@@ -1107,15 +1104,7 @@ impl Simulation {
         let path: Vec<Hop> = (hops.iter().zip(widths))
             .map(|(p, ports)| Hop { rate: self.ports[p.0 as usize].rate, delay: self.ports[p.0 as usize].delay, ports })
             .collect();
-        let key = (path, stream);
-        let unpaced = match pipelines.get(&key) {
-            Some(&t) => t,
-            None => {
-                let t = pipeline_time(&key.0, &key.1);
-                pipelines.insert(key, t);
-                t
-            }
-        };
+        let unpaced = *pipelines.entry((path, stream)).or_insert_with_key(|(path, stream)| pipeline_time(path, stream));
         match flow.rate_limit {
             Some(limit) if (limit.0 as f64) < rate => {
                 // The last packet leaves the pacer after the rest's time.
@@ -1476,6 +1465,7 @@ mod tests {
             Time(4 * (large.0 + 1_000_000)) + Rate::from_gbps(100).tx_time(100)
         );
     }
+
     #[test]
     fn a_stream_spread_over_few_ports_goes_no_faster_than_they_carry() {
         // A 400G NIC spreading 100 packets over two 100G paths: 200 Gb/s.
