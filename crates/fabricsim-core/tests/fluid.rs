@@ -5,6 +5,7 @@
 mod common;
 
 use common::{floats, ints, summary_u64, texts};
+use fabricsim_core::metrics::StopReason;
 use fabricsim_core::net::headers::data_wire;
 use fabricsim_core::net::IpVersion;
 use fabricsim_core::{FluidSimulation, RunOutput, Scenario, Setup};
@@ -1373,4 +1374,69 @@ fn software_load_balancing_waits_for_the_timeout_in_both_models() {
         assert!(flow > 4.194e-3, "{end}: the flow model ended at {flow} s, before the timeout");
         assert!((flow / packet - 1.0).abs() < 0.03, "{end}: flow {flow} against packet {packet}");
     }
+}
+
+/// The flow model refuses what would not fit, as the packet model does: a
+/// flow over 100 million QPs (a stream each), a collective whose QPs
+/// alone would not fit, and sampling every picosecond over the expected
+/// run, each naming what takes the memory. A run that lasts longer than
+/// expected (seven flows into one NIC, each expected to take its ideal
+/// alone) stops sampling where its memory ends and says so.
+#[test]
+fn the_flow_model_refuses_what_would_not_fit_and_stops_sampling_at_its_memory() {
+    let base = |extra: Value| {
+        let mut s = json!({
+            "mode": "flow",
+            "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
+            "transport": {"kind": "rocev2"},
+            "limits": {"memory": "1GB"},
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            s[k] = v.clone();
+        }
+        Scenario::from_json(&s.to_string()).expect("valid scenario")
+    };
+    let refusal = |extra: Value| {
+        let mut setup = Setup { available_memory: None, keep_going: None };
+        match FluidSimulation::new_within(base(extra), &mut setup) {
+            Err(e) => e.message,
+            Ok(_) => panic!("built"),
+        }
+    };
+    let many_qps =
+        refusal(json!({"traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "64KB", "qps": 100_000_000}]}));
+    assert!(many_qps.contains("100000000 streams of flows"), "{many_qps}");
+    let collective = refusal(json!({"jobs": [{"name": "j", "ranks": 4, "phases": [{"name": "ar",
+        "collective": {"op": "all_reduce", "bytes": "64KB", "qps": 50_000_000}}]}]}));
+    assert!(collective.contains("QPs"), "{collective}");
+    let sampling = refusal(json!({"traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "64KB"}],
+        "telemetry": {"sample_interval": "1ps", "hosts": [2]}}));
+    assert!(sampling.contains("time-series rows"), "{sampling}");
+
+    let incast = |memory: u64| {
+        let mut s = json!({"traffic": [{"kind": "incast", "receiver": 0, "count": 7, "bytes": "1MB"}],
+            "telemetry": {"sample_interval": "100ns", "hosts": [0]}});
+        s["limits"] = json!({"memory": format!("{memory}B")});
+        let mut setup = Setup { available_memory: None, keep_going: None };
+        match FluidSimulation::new_within(base(s), &mut setup) {
+            Ok(sim) => sim,
+            Err(e) if e.message.contains("time-series rows") => None,
+            Err(e) => panic!("{}", e.message),
+        }
+    };
+    // The smallest budget it builds with has room for the expected rows only.
+    let (mut lo, mut hi) = (0u64, 1 << 40);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if incast(mid).is_some() {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let out = incast(hi).expect("builds").run(&mut |_| true);
+    assert_eq!(out.stop, StopReason::MemoryLimit);
+    assert!(!out.complete);
+    let out = incast(1 << 30).expect("builds").run(&mut |_| true);
+    assert_eq!(out.stop, StopReason::Completed);
 }

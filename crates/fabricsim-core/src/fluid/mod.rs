@@ -582,6 +582,10 @@ pub struct FluidSimulation {
     events: EventQueue<Event>,
     work_left: usize,
     end: Time,
+    /// Time-series rows the memory left after the build has room for.
+    sample_rows: u64,
+    /// Why the run must stop now, where an event decided it.
+    halt: Option<StopReason>,
     recomputes: u64,
     rate_updates: u64,
     posted_streams: u64,
@@ -602,6 +606,7 @@ impl FluidSimulation {
         let Some(mut sim) = FluidSimulation::build(scenario, setup)? else { return Ok(None) };
         sim.set_ideals();
         sim.end = sim.run_end();
+        sim.check_recording(setup)?;
         Ok(Some(sim))
     }
 
@@ -827,6 +832,8 @@ impl FluidSimulation {
             faults,
             events,
             end: Time::MAX,
+            sample_rows: u64::MAX,
+            halt: None,
             recomputes: 0,
             rate_updates: 0,
             posted_streams: 0,
@@ -916,6 +923,9 @@ impl FluidSimulation {
                 self.reroute_touching();
             }
             self.recompute();
+            if let Some(stop) = self.halt {
+                return stop;
+            }
             instants += 1;
             if instants.is_multiple_of(256) && !hook(self.progress()) {
                 return StopReason::Interrupted;
@@ -2158,6 +2168,27 @@ fn count_independent_channels(runs: &mut [PipelineRun]) {
 fn check_memory(scenario: &Scenario, topo: &Topology, setup: &Setup<'_>) -> Result<(), ScenarioError> {
     let (budget, source) = setup.memory_budget(scenario);
     crate::sim::footprint::of_flow_model(scenario, topo)?.check(budget, source)
+}
+
+impl FluidSimulation {
+    /// Refuses a run whose time series would not fit over its expected
+    /// length (as the packet model: twice the ideal end after the last
+    /// fault), and bounds the rows of one that lasts longer: it stops
+    /// sampling where the memory ends (`StopReason::MemoryLimit`).
+    fn check_recording(&mut self, setup: &Setup<'_>) -> Result<(), ScenarioError> {
+        use crate::sim::footprint;
+        let (budget, source) = setup.memory_budget(&self.scenario);
+        let last_fault = self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
+        let expected_end = self.scenario.duration.unwrap_or((self.ideal_end() + last_fault).times(2).min(self.end));
+        let built = footprint::of_flow_model(&self.scenario, &self.topo)?;
+        let mut whole = built.clone();
+        whole.parts.extend(footprint::of_recording(&self.scenario, expected_end, self.qps.len() as u64).parts);
+        whole.check(budget, source)?;
+        if let Some(budget) = budget {
+            self.sample_rows = budget.saturating_sub(built.total()) / footprint::SAMPLE_ROW;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,11 @@ impl FluidSimulation {
             self.samples.push(now, self.topo.name(nic), "rx_goodput_bps", rate);
         }
         self.samples.last_time = now;
+        if self.samples.series.len() as u64 > self.sample_rows {
+            // Sampling on would outgrow the memory the run may take.
+            self.halt = Some(StopReason::MemoryLimit);
+            return;
+        }
         if self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d) {
             let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
             // While nothing moves (every stream stalled, waiting for its

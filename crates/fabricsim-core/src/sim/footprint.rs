@@ -31,9 +31,11 @@ pub struct Footprint {
 /// A heap allocation's bookkeeping beyond the bytes asked for.
 const ALLOC_OVERHEAD: u64 = 16;
 /// One time-series row: a time, two strings (with their heap) and a value
-/// in the core, then its JSON and its Python objects (the peak RSS of a run
-/// sampling 1.86 M rows was 1.56 GB: about 850 B a row).
-pub(super) const SAMPLE_ROW: u64 = 850;
+/// in the core, then its JSON and its Python objects. The peak RSS of
+/// `fabricsim run` grows by 2.07 KB a row in the packet model and 1.12 KB
+/// in the flow model (one host sampled every 10ns for 1 and 4 ms, 100,000
+/// to 400,000 rows; 2026-11-29); the larger serves both.
+pub(crate) const SAMPLE_ROW: u64 = 2_100;
 /// A transfer's state in the run besides its record: its connection,
 /// dependents, counters and times (`sim::jobs::Jobs`), the intra-host
 /// due time among them.
@@ -118,6 +120,8 @@ pub(super) fn of_fabric(scenario: &Scenario) -> Result<Footprint, ScenarioError>
 struct Counts {
     flows: u64,
     qps: u64,
+    /// The QPs of flows, each with a share of its flow's bytes.
+    flow_qps: u64,
     /// Packets of the flows' messages.
     packets: u64,
     phases: u64,
@@ -157,6 +161,7 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
         packets = packets.saturating_add(count.saturating_mul(bytes.0.div_ceil(mtu)));
         qps = qps.saturating_add(count.saturating_mul(per_flow.map_or(default_qps, u64::from)));
     }
+    let flow_qps = qps;
     let (mut transfers, mut phases, mut posted) = (0u64, 0u64, 0u64);
     let whole = crate::fluid::whole_collectives(scenario);
     let mut per_host = crate::engine::FastMap::<u32, u64>::default();
@@ -198,7 +203,7 @@ fn count_workload(scenario: &Scenario, topo: &Topology) -> Result<Counts, Scenar
         }
         transfers = transfers.saturating_add(per_iteration.saturating_mul(iterations));
     }
-    Ok(Counts { flows, qps, packets, phases, transfers, posted })
+    Ok(Counts { flows, qps, flow_qps, packets, phases, transfers, posted })
 }
 
 /// What the scenario's routes, flows, QPs and jobs will take, counted
@@ -207,7 +212,7 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
     let mut footprint = Footprint::default();
     footprint.add("route entries", Routes::table_entries(topo), 8);
     let qp_bytes = qp_size(scenario, topo);
-    let Counts { flows, qps, packets, phases, transfers, posted } = count_workload(scenario, topo)?;
+    let Counts { flows, qps, packets, phases, transfers, posted, .. } = count_workload(scenario, topo)?;
     footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
     if scenario.transport.sprays() {
         // MRC posts a flow's whole message at its start: a slot and a
@@ -233,9 +238,9 @@ fn transfer_size(scenario: &Scenario) -> u64 {
 }
 
 /// What the flow model of a scenario takes: the fabric (a port's state, its
-/// bundle and its row of the ports table), flows, QPs, and for every
-/// collective transfer its plan, state and stream (the stream's route
-/// crosses a few bundles per plane).
+/// bundle and its row of the ports table), flows, QPs, a stream for every
+/// QP of a flow, and for every collective transfer its plan, state and
+/// stream (the stream's route crosses a few bundles per plane).
 pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
     let mut footprint = Footprint::default();
     let links = topo.links.len() as u64;
@@ -244,18 +249,24 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     // model's fifteen: `bench --case flow-mode` peaks at 4.7 GiB all told
     // with 4.2 million ports, 1.2 KB per port.
     footprint.add("ports", links * 2, 64 + FLOW_PORT_REPORT);
-    let Counts { flows, qps, phases, transfers, .. } = count_workload(scenario, topo)?;
-    const STREAM: u64 = 160;
-    footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE + STREAM);
+    let Counts { flows, qps, flow_qps, phases, transfers, .. } = count_workload(scenario, topo)?;
+    // A QP's record, queue of messages and probe state, and a stream with
+    // its route: the peak RSS of `fabricsim run --mode flow` grows by 68 B
+    // a QP of a flow too small to give each QP a message, and by 737 B a
+    // QP that has one (one flow of 0.2 to 8 million QPs; 2026-11-29).
+    const QP: u64 = 72;
+    const STREAM: u64 = 672;
+    footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
+    footprint.add("streams of flows", flow_qps, STREAM);
     footprint.add("job phases", phases, PHASE);
     footprint.add("collective transfers", transfers, transfer_size(scenario) + STREAM);
-    footprint.add("QPs", qps, 16);
+    footprint.add("QPs", qps, QP);
     Ok(footprint)
 }
 
 /// What recording takes over a run that ends by `end`: samples and the
 /// capture.
-pub(super) fn of_recording(scenario: &Scenario, end: Time, qps: u64) -> Footprint {
+pub(crate) fn of_recording(scenario: &Scenario, end: Time, qps: u64) -> Footprint {
     let mut footprint = Footprint::default();
     let telemetry = &scenario.telemetry;
     if let Some(interval) = telemetry.sample_interval {
