@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+import yaml
 
 import fabricsim
 from fabricsim import ScenarioError, _core, cli, load_scenario, scenario
@@ -151,7 +152,7 @@ def test_deep_override_values_are_refused() -> None:
 def test_a_dict_that_contains_itself_is_refused() -> None:
     looped: dict[str, Any] = {"traffic": []}
     looped["traffic"].append(looped)
-    with pytest.raises(ScenarioError, match=r"^traffic\.0\.traffic: contains itself"):
+    with pytest.raises(ScenarioError, match=r"^traffic\[0\]\.traffic: contains itself"):
         load_scenario(looped)
 
 
@@ -180,7 +181,7 @@ def test_aliases_within_the_limits_still_work(tmp_path: Path) -> None:
 
 
 def test_recursive_alias_is_refused(tmp_path: Path) -> None:
-    _refused(_write(tmp_path / "loop.yaml", "traffic: &t [*t]\n"), "loop.yaml", "traffic.0: contains itself")
+    _refused(_write(tmp_path / "loop.yaml", "traffic: &t [*t]\n"), "loop.yaml", "traffic[0]: contains itself")
 
 
 def test_aliases_that_nest_too_deep_are_refused(tmp_path: Path) -> None:
@@ -220,7 +221,7 @@ def test_lone_surrogate_in_a_value_or_a_key_names_the_field(tmp_path: Path, caps
     # YAML's "\ud800" escape reads as a lone surrogate, which no UTF-8 (nor the core's JSON) can carry.
     flow = 'traffic: [{kind: flow, src: "\\ud800", dst: 1, bytes: 1KB}]\n'
     path = _write(tmp_path / "surrogate.yaml", TINY_YAML + flow)
-    with pytest.raises(ScenarioError, match=r"^traffic\.0\.src: '\\ud800' holds \\ud800, a lone UTF-16 surrogate"):
+    with pytest.raises(ScenarioError, match=r"^traffic\[0\]\.src: '\\ud800' holds \\ud800, a lone UTF-16 surrogate"):
         load_scenario(path)
     key = _write(tmp_path / "surrogate_key.yaml", 'topology: {"a\\udc00": 1}\n')
     with pytest.raises(ScenarioError, match=r"^topology: the key 'a\\udc00' holds \\udc00"):
@@ -229,7 +230,7 @@ def test_lone_surrogate_in_a_value_or_a_key_names_the_field(tmp_path: Path, caps
         load_scenario({"name": "\udfff"})
     code, _, err = fabricsim_cli(capsys, "run", path)
     assert code == 2
-    _one_error_line(err, "traffic.0.src", "lone UTF-16 surrogate")
+    _one_error_line(err, "traffic[0].src", "lone UTF-16 surrogate")
 
 
 def test_non_string_key_from_the_api_is_refused() -> None:
@@ -246,22 +247,23 @@ def test_non_string_key_from_the_api_is_refused() -> None:
 )
 def test_non_finite_number_in_a_file_names_the_field(tmp_path: Path, spelled: str, message: str) -> None:
     path = _write(tmp_path / "nan.yaml", f"traffic: [{{kind: permutation, bytes: {spelled}}}]\n")
-    with pytest.raises(ScenarioError, match=rf"^traffic\.0\.bytes: {message}"):
+    with pytest.raises(ScenarioError, match=rf"^traffic\[0\]\.bytes: {message}"):
         load_scenario(path)
 
 
 def test_non_finite_number_from_overrides_or_a_dict_names_the_field(tiny_scenario: dict[str, Any]) -> None:
-    with pytest.raises(ScenarioError, match=r"^traffic\.0\.bytes: \.nan is not a number$"):
+    with pytest.raises(ScenarioError, match=r"^traffic\[0\]\.bytes: \.nan is not a number$"):
         load_scenario(tiny_scenario, ["traffic.0.bytes=.nan"])
     with pytest.raises(ScenarioError, match=r"^faults\.loss: \.inf is not a finite number$"):
         load_scenario(tiny_scenario, {"faults.loss": float("inf")})
     tiny_scenario["traffic"][0]["bytes"] = float("nan")
-    with pytest.raises(ScenarioError, match=r"^traffic\.0\.bytes: \.nan is not a number$"):
+    # Named as the core names fields (`traffic[0].bytes`), not with the index dotted.
+    with pytest.raises(ScenarioError, match=r"^traffic\[0\]\.bytes: \.nan is not a number$"):
         load_scenario(tiny_scenario)
 
 
 def test_to_json_refuses_what_json_cannot_carry() -> None:
-    with pytest.raises(ScenarioError, match=r"^x\.0: \.nan"):
+    with pytest.raises(ScenarioError, match=r"^x\[0\]: \.nan"):
         to_json({"x": [float("nan")]})
     with pytest.raises(ScenarioError, match=r"^seed: 18446744073709551616 is out of range"):
         to_json({"seed": 2**64})
@@ -338,7 +340,7 @@ def test_values_pyyaml_cannot_build_are_one_clean_error(tmp_path: Path, text: st
         ("deep.yaml", "seed: " + "[" * 100_000, "nested deeper than 64 levels"),
         ("laughs.yaml", _billion_laughs(), "more than 1,000,000 values"),
         ("twice.yaml", TINY_YAML + "seed: 2\n", "duplicate key 'seed'"),
-        ("nan.yaml", TINY_YAML + "traffic: [{kind: permutation, bytes: .nan}]\n", "traffic.0.bytes: .nan is not"),
+        ("nan.yaml", TINY_YAML + "traffic: [{kind: permutation, bytes: .nan}]\n", "traffic[0].bytes: .nan is not"),
         ("big_seed.yaml", TINY_YAML.replace("seed: 1", "seed: 18446744073709551616"), "seed: 18446744073709551616"),
         ("date.yaml", TINY_YAML + "duration: 2024-02-30\n", "day is out of range"),
         # The core names the key as it is, newline included.
@@ -358,7 +360,7 @@ def test_hostile_file_is_one_error_line_and_exit_2(
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["-s", "traffic.0.bytes=.nan"], ["traffic.0.bytes: .nan is not a number"]),
+        (["-s", "traffic.0.bytes=.nan"], ["traffic[0].bytes: .nan is not a number"]),
         (["--seed", str(2**64)], ["seed: 18446744073709551616 is out of range"]),
         (["-s", "seed=18446744073709551616"], ["seed: 18446744073709551616 is out of range"]),
         (["-s", "traffic=[{kind: flow, src: 0, dst: -1, bytes: 1KB}]"], ["traffic", "dst"]),
@@ -545,3 +547,92 @@ def test_schema_into_a_closed_pipe_exits_quietly() -> None:
         os.close(write_end)
     assert proc.returncode in (0, 141), proc.stderr
     assert proc.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["compare", "{scenario}", "--designs", "", "-o", "{tmp}/out"], ["--designs: '' is not a design"]),
+        (["compare", "{scenario}", "--seeds", "1000000000", "-o", "{tmp}/out"], ["--seeds: 1,000,000,000 seeds"]),
+        (["examples", "copy", "baseline/link_failure", "{tmp}/file"], ["examples copy: ", "file is not a directory"]),
+        (["reproduce", "hpn", "--quick", "--out", "{tmp}/file"], ["--out: ", "file is not a directory"]),
+        (["report", "{tmp}/bogus"], ["cannot be read as a sweep directory", "sweep.json has no list of runs"]),
+        (["run", "{sweep}", "--ray", "256.0.0.1:1", "-o", "{tmp}/out"], ["--ray: '256.0.0.1:1': ", "not an IP"]),
+        (["run", "{sweep}", "--ray", "head", "-o", "{tmp}/out"], ["--ray: 'head': no port"]),
+    ],
+    ids=["no-design", "a-billion-seeds", "copy-into-a-file", "out-is-a-file", "bogus-sweep", "bad-ip", "no-port"],
+)
+def test_command_options_that_cannot_be_are_one_error_line_and_write_nothing(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    tiny_scenario: dict[str, Any],
+    tiny_scenario_file: Path,
+    args: list[str],
+    fragments: list[str],
+) -> None:
+    """What the hostile-input probe found on 2026-11-29: each was accepted, hung, or printed an OS error's repr."""
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "bogus").mkdir()
+    (tmp_path / "bogus" / "sweep.json").write_text('{"points": 5}')
+    sweep = _write(
+        tmp_path / "sweep.yaml",
+        yaml.safe_dump({**tiny_scenario, "sweep": {"parameter": "seed", "values": [1, 2]}}),
+    )
+    filled = [a.format(scenario=tiny_scenario_file, sweep=sweep, tmp=tmp_path) for a in args]
+    code, _, err = fabricsim_cli(capsys, *filled)
+    assert code == 2
+    _one_error_line(err, *fragments)
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "bogus" / "report.html").exists()
+
+
+def test_an_empty_output_path_is_refused(capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path) -> None:
+    # argparse's own refusal (usage, then the error): an empty path would be the current directory.
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", str(tiny_scenario_file), "-o", ""])
+    assert exit_info.value.code == 2
+    assert "argument -o/--output: an empty path" in capsys.readouterr().err
+
+
+def test_running_out_of_memory_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path
+) -> None:
+    def exhausted(args: Any) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "_cmd_topo", exhausted)
+    code, _, err = fabricsim_cli(capsys, "topo", tiny_scenario_file)
+    assert code == 3
+    _one_error_line(err, "out of memory")
+
+
+def test_an_os_error_is_named_by_its_path_not_its_errno(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tiny_scenario_file: Path
+) -> None:
+    def unreadable(args: Any) -> int:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "/gone/x.yaml")
+
+    monkeypatch.setattr(cli, "_cmd_topo", unreadable)
+    code, _, err = fabricsim_cli(capsys, "topo", tiny_scenario_file)
+    assert code == 2
+    _one_error_line(err, "/gone/x.yaml: No such file or directory")
+    assert "Errno" not in err
+
+
+def test_a_process_address_limit_bounds_the_memory_a_run_may_take(tmp_path: Path) -> None:
+    """Under `ulimit -v` the run's budget is what the limit leaves, not the machine's memory: sampling every
+    nanosecond over a stalled job's 34 s stops at `memory_limit` (exit 5) instead of dying in an allocation."""
+    if sys.platform != "linux" or not Path("/proc/self/limits").exists():
+        pytest.skip("the address-space limit is read from /proc (Linux)")
+    scenario = _write(
+        tmp_path / "stalled.yaml",
+        "topology: {kind: clos, tiers: 2, radix: 4, link_rate: 100Gbps}\n"
+        "jobs: [{name: j, ranks: 4, phases: [{name: ar, collective: {op: all_reduce, bytes: 64KB}}]}]\n"
+        "faults: [{kind: nic_port_down, at: 5us, nic: 0, port: 0}]\n"
+        "telemetry: {sample_interval: 10us, hosts: [0], ports: ['t0.p0.0:2']}\n",
+    )
+    command = f"ulimit -v 4000000; exec {sys.executable} -m fabricsim run {scenario} -o {tmp_path / 'out'}"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 5, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "memory_limit" in done.stderr

@@ -27,7 +27,9 @@ it measured. No further run starts after a stop or a failed run.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import multiprocessing
+import re
 import signal
 import tempfile
 import threading
@@ -111,6 +113,33 @@ def check_backend(jobs: int, ray: str | None) -> None:
         raise _core.ScenarioError(f"--jobs: {jobs}: at least one run at a time")
     if ray is not None and not ray.strip():
         raise _core.ScenarioError("--ray: expected an ADDRESS (host:port), `auto` or `local`, found nothing")
+    if ray is not None and ray not in ("auto", "local"):
+        problem = _address_problem(ray)
+        if problem:
+            raise _core.ScenarioError(f"--ray: {ray!r}: {problem}; expected host:port, `auto` or `local`")
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+
+
+def _address_problem(address: str) -> str | None:
+    """Why `address` cannot name a Ray cluster (`[ray://]host:port`), or None; Ray itself retries for minutes."""
+    rest = address.removeprefix("ray://")
+    host, colon, port = rest.rpartition(":")
+    if not colon or not host:
+        return "no port"
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"port {port!r} is not 1-65535"
+    host = host.removeprefix("[").removesuffix("]")
+    if re.fullmatch(r"[0-9.]+", host) or ":" in host:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return f"{host!r} is not an IP address"
+    elif not _HOSTNAME.match(host):
+        return f"{host!r} is not a host name"
+    return None
 
 
 def _run(

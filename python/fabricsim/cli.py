@@ -13,7 +13,7 @@ Exit codes:
 
 - 0: done;
 - 2: bad input;
-- 3: an internal simulator error (in a sweep, at the point named);
+- 3: an internal simulator error (in a sweep, at the point named), or the process ran out of memory;
 - 4: the results could not be written (a full disk, an I/O error), named with the system's reason;
 - 5: a run ended short of its end by itself: its summary's `stop_reason` is `time_limit`, `livelock`,
   `stalled` or `memory_limit`;
@@ -112,10 +112,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stdout_closed()
     except _Exit as exc:
         return _fail(str(exc), exc.code)
-    except (_core.ScenarioError, OSError) as exc:
+    except _core.ScenarioError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
+    except OSError as exc:
+        # `path: reason`, not Python's `[Errno 20] ...`.
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return _fail(f"{where}{exc.strerror or exc}", EXIT_BAD_INPUT)
     except _core.SimulationError as exc:
         return _fail(f"internal simulator error: {exc}", EXIT_SIMULATOR)
+    except MemoryError:
+        # The estimate before the run let it grow past what this process may
+        # take (a tighter `ulimit -v` than the machine's memory, say).
+        return _fail("out of memory: the run's results outgrew this process; set limits.memory lower", EXIT_SIMULATOR)
     except KeyboardInterrupt:
         return _fail("terminated by SIGTERM" if _STOP.received == signal.SIGTERM else "interrupted", _STOP.exit_code)
     return code
@@ -257,8 +265,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run a scenario (each value of its sweep, if it has one) and write its results directory"
     )
-    run.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in default)")
-    run.add_argument("-o", "--output", type=Path, help="output directory (default: runs/<scenario name>)")
+    run.add_argument("scenario", nargs="?", type=_path, help="scenario YAML file (default: the built-in default)")
+    run.add_argument("-o", "--output", type=_path, help="output directory (default: runs/<scenario name>)")
     run.add_argument("--seed", type=int, help="master random seed (same as -s seed=N)")
     run.add_argument(
         "--mode",
@@ -283,7 +291,7 @@ def _parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare", help="run one scenario under every design (RoCE, MRC, Spectrum-X, PRO, HPN, SHIFT) side by side"
     )
-    compare.add_argument("scenario", nargs="?", type=Path, help="scenario YAML file (default: the built-in default)")
+    compare.add_argument("scenario", nargs="?", type=_path, help="scenario YAML file (default: the built-in default)")
     compare.add_argument(
         "--designs", help=f"comma-separated designs (default: every one that can run it): {','.join(_core.designs())}"
     )
@@ -294,7 +302,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="run on the Ray cluster at ADDRESS (`auto`, or `local` to start one here); needs fabricsim[ray]",
     )
-    compare.add_argument("-o", "--output", type=Path, help="output directory (default: runs/compare_<scenario name>)")
+    compare.add_argument("-o", "--output", type=_path, help="output directory (default: runs/compare_<scenario name>)")
     _add_overrides(compare)
     compare.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     compare.add_argument("--plot", action="store_true", help="also draw fct_cdf.png and throughput.png")
@@ -304,24 +312,24 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser(
         "report", help="write report.html: a self-contained page of a run, sweep or comparison directory's figures"
     )
-    report.add_argument("directory", type=Path, help="a run, sweep or comparison directory")
+    report.add_argument("directory", type=_path, help="a run, sweep or comparison directory")
     report.set_defaults(command=_cmd_report)
 
     examples = commands.add_parser("examples", help="list the scenarios shipped with fabricsim, or copy one to edit")
     examples.add_argument("action", nargs="?", choices=("list", "copy"), default="list", help="list (default) or copy")
     examples.add_argument("name", nargs="?", help="copy: the example's name as listed (e.g. mrc/fig16_ecmp)")
-    examples.add_argument("directory", nargs="?", type=Path, default=Path(), help="copy: where to (default: .)")
+    examples.add_argument("directory", nargs="?", type=_path, default=Path(), help="copy: where to (default: .)")
     examples.set_defaults(command=_cmd_examples)
 
     topo = commands.add_parser("topo", help="count the switches, links and optics of a scenario's topology")
-    topo.add_argument("scenario", type=Path, help="scenario YAML file")
+    topo.add_argument("scenario", type=_path, help="scenario YAML file")
     _add_overrides(topo)
     topo.add_argument("--json", action="store_true", help="print the report as JSON")
     topo.set_defaults(command=_cmd_topo)
 
     bench = commands.add_parser("bench", help="measure simulator speed and memory on the reference scenarios")
     bench.add_argument(
-        "scenario", nargs="?", type=Path, help="measure this scenario file instead of the built-in cases"
+        "scenario", nargs="?", type=_path, help="measure this scenario file instead of the built-in cases"
     )
     bench.add_argument(
         "--case",
@@ -352,7 +360,7 @@ def _parser() -> argparse.ArgumentParser:
     reproduce.add_argument("paper", choices=tuple(PAPERS), help=f"which paper: {papers}")
     reproduce.add_argument("--quick", action="store_true", help="the quick version of every experiment")
     reproduce.add_argument(
-        "--out", type=Path, default=Path("reproduce-out"), help="output directory (default: reproduce-out)"
+        "--out", type=_path, default=Path("reproduce-out"), help="output directory (default: reproduce-out)"
     )
     reproduce.add_argument(
         "--only", action="append", default=[], metavar="KEY", help="run only this experiment (e.g. fig16); repeatable"
@@ -534,7 +542,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     scenario = load_scenario(source, args.overrides)
     if args.scenario is not None:
         scenario.setdefault("name", args.scenario.stem)
-    designs = [d.strip() for d in args.designs.split(",")] if args.designs else None
+    designs = [d.strip() for d in args.designs.split(",")] if args.designs is not None else None
     runs, left_out = compare.plan(scenario, designs, args.seeds)
     jobs = _jobs(args.jobs)
     from .batch import check_backend
@@ -652,6 +660,8 @@ def _cmd_examples(args: argparse.Namespace) -> int:
     if args.name not in found:
         raise _core.ScenarioError(f"examples copy: no example named {args.name!r} (fabricsim examples list names them)")
     source = found[args.name]
+    if args.directory.exists() and not args.directory.is_dir():
+        raise _core.ScenarioError(f"examples copy: {args.directory} is not a directory")
     target = args.directory / f"{source.stem}.yaml"
     if target.exists():
         raise _core.ScenarioError(f"examples copy: {target} exists; copy into another directory")
@@ -838,6 +848,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         if exp.note:
             console.print(f"note: {exp.note}", markup=False)
 
+    if args.out.exists() and not args.out.is_dir():
+        raise _core.ScenarioError(f"--out: {args.out} is not a directory")
     with _write_failures_exit():
         results = reproduce(
             args.paper, args.out, args.quick, args.only, on_experiment=done, on_run=ran, jobs=_jobs(args.jobs)
@@ -850,6 +862,13 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 # Longest error line printed: the start names the field or file, the end the reason.
 MAX_ERROR_CHARS = 1000
+
+
+def _path(text: str) -> Path:
+    """A path argument; an empty one is refused (it would mean the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(text)
 
 
 def _fail(message: str, code: int) -> int:

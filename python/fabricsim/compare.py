@@ -31,6 +31,7 @@ run stopped early.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from . import _core
 from ._core import ScenarioError
 from .scenario import is_sweep, to_json
+from .sweep import MAX_POINTS
 
 if TYPE_CHECKING:
     from .batch import Finished, Progress
@@ -99,6 +101,14 @@ def plan(
         raise ScenarioError(f"--seeds: {seeds}: at least one seed")
     known = _core.designs()
     asked = list(designs) if designs is not None else known
+    if not asked:
+        raise ScenarioError("--designs: names no design: one or more of " + ", ".join(known))
+    # As many runs as a sweep may have, counted before any is resolved.
+    if seeds * len(asked) > MAX_POINTS:
+        raise ScenarioError(
+            f"--seeds: {seeds:,} seeds under {len(asked)} designs are {seeds * len(asked):,} runs; "
+            f"a comparison has at most {MAX_POINTS:,}"
+        )
     for name in asked:
         if name not in known:
             raise ScenarioError(f"--designs: '{name}' is not a design: one of {', '.join(known)}")
@@ -227,6 +237,11 @@ def run_all(
         run = runs[index]
         if how.error is not None:
             errors.append(how.error)
+            # Nothing half-written: a run that died leaves no empty directory
+            # (its own, then its design's).
+            for empty in (output / run.directory, (output / run.directory).parent):
+                with contextlib.suppress(OSError):
+                    empty.rmdir()
             return
         rows[index] = {"design": run.design, "seed": run.seed, **metrics(Results.read(output / run.directory))}
         if done is not None:
@@ -234,6 +249,8 @@ def run_all(
 
     run_batch(tasks, jobs=jobs, ray=ray, on_finished=finished, progress=progress)
     if errors:
+        with contextlib.suppress(OSError):
+            output.rmdir()
         raise errors[0]
     return [row for row in rows if row is not None]
 

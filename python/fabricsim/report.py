@@ -448,7 +448,9 @@ def _overlaid_cdf(page: _Page, runs: Mapping[str, Path], table: str, column: str
 
 def _sweep_page(path: Path) -> _Page:
     description = _json(path / "sweep.json")
-    runs = description.get("runs") or []
+    runs = description.get("runs") if isinstance(description, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise ValueError("sweep.json has no list of runs")
     parameters = description.get("parameters") or list(
         dict.fromkeys(k for run in runs for k in run.get("values") or {})
     )

@@ -579,7 +579,14 @@ def _children(container: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def _dotted(path: list[Any]) -> str:
-    return ".".join(_one_line(str(part)) for part in path)
+    """A field's path as errors name it everywhere: `faults[0].rate` (a list's index in brackets)."""
+    named = ""
+    for part in path:
+        if isinstance(part, int) and not isinstance(part, bool):
+            named += f"[{part}]"
+        else:
+            named += ("." if named else "") + _one_line(str(part))
+    return named
 
 
 def _one_line(text: str) -> str:

@@ -5,14 +5,10 @@
 use std::fs;
 
 /// Bytes available now: the kernel's `MemAvailable`, lowered to what the
-/// cgroup's limit leaves, where one applies. None where neither is known.
+/// cgroup's limit leaves and to what the process's own address-space limit
+/// (`ulimit -v`) leaves, where either applies. None where nothing is known.
 pub fn available_memory() -> Option<u64> {
-    let system = meminfo_available();
-    let cgroup = cgroup_headroom();
-    match (system, cgroup) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    [meminfo_available(), cgroup_headroom(), address_space_headroom()].into_iter().flatten().min()
 }
 
 fn meminfo_available() -> Option<u64> {
@@ -33,4 +29,17 @@ fn cgroup_headroom() -> Option<u64> {
         }
     };
     Some(limit.saturating_sub(usage))
+}
+
+/// The address-space limit (`RLIMIT_AS`, soft) less the process's virtual
+/// size now; None when it is unlimited. Past it every allocation fails,
+/// however much memory the machine has.
+fn address_space_headroom() -> Option<u64> {
+    let limits = fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find_map(|l| l.strip_prefix("Max address space"))?;
+    let limit: u64 = line.split_whitespace().next()?.parse().ok()?;
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let size = status.lines().find_map(|l| l.strip_prefix("VmSize:"))?;
+    let kib: u64 = size.split_whitespace().next()?.parse().ok()?;
+    Some(limit.saturating_sub(kib.saturating_mul(1024)))
 }
