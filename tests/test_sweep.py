@@ -11,10 +11,18 @@ from typing import Any
 import polars as pl
 import pytest
 
-from fabricsim import ScenarioError, SimulationError, runner
+from fabricsim import ScenarioError, SimulationError, _core, runner
 from fabricsim.plots import plot_busbw, size_label
 from fabricsim.results import INCOMPLETE_MARKER, Results, nccl_tests_table
-from fabricsim.sweep import SweepFailure, SweepPoint, SweepResults, expand, run_points, value_label
+from fabricsim.sweep import (
+    SWEEP_FORMS,
+    SweepFailure,
+    SweepPoint,
+    SweepResults,
+    expand,
+    run_points,
+    value_label,
+)
 
 PARAMETER = "jobs.0.phases.0.collective.bytes"
 
@@ -348,3 +356,11 @@ def test_plot_of_a_sweep_of_another_field(tmp_path: Path) -> None:
     name = plot_busbw(sweep.collectives, tmp_path / "busbw.png", parameter="transport.qps")
     assert name == "busbw.png"
     assert (tmp_path / "busbw.png").stat().st_size > 1000
+
+
+def test_the_schema_names_every_sweep_form_and_include() -> None:
+    """`fabricsim schema` describes what a scenario file may hold, the Python face's sections too: an editor
+    validating a file against it must not flag a grid sweep or an include (it did until 2026-11-29)."""
+    schema = json.loads(_core.schema())
+    assert set(schema["$defs"]["SweepSpec"]["properties"]) == set(SWEEP_FORMS)
+    assert "include" in schema["properties"]

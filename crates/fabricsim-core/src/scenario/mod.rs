@@ -76,10 +76,24 @@ pub struct Scenario {
     /// that would not fit in memory.
     #[serde(default)]
     pub limits: Limits,
-    /// Runs this scenario once per value of one field. Expanded by
-    /// `fabricsim run` (the Python face), not by the core, which ignores it.
+    /// Runs this scenario once per point: of one field's values, a grid
+    /// or zip of several fields, over seeds. Expanded by `fabricsim run`
+    /// (the Python face), not by the core, which ignores it.
     #[serde(default)]
     pub sweep: Option<SweepSpec>,
+    /// Scenario files only: a path, or a list of paths relative to this
+    /// file, loaded first and merged under its keys (mappings key by key,
+    /// anything else replaced). Expanded by the Python face, as `sweep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include: Option<Include>,
+}
+
+/// `include`: one scenario file or several, in order.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Include {
+    One(String),
+    Several(Vec<String>),
 }
 
 /// Bounds on a run. Each is unset by default and then derived from the
@@ -105,13 +119,37 @@ pub struct Limits {
     pub memory: Option<Bytes>,
 }
 
+/// A sweep's points: `parameter` with `values`, `grid`, `zip` (with
+/// `grid`, the zipped tuples are the grid's last axis), and `seeds` as the
+/// innermost axis; at most 10,000 points.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpec {
     /// Dotted path of the field to vary, e.g. `jobs.0.phases.0.collective.bytes`.
-    pub parameter: String,
-    /// The values it takes, one run each.
-    pub values: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub parameter: Option<String>,
+    /// The values `parameter` takes, one point each.
+    #[serde(default)]
+    pub values: Option<Vec<serde_json::Value>>,
+    /// Dotted paths and their values: every combination, the first field
+    /// varying slowest.
+    #[serde(default)]
+    pub grid: Option<std::collections::BTreeMap<String, Vec<serde_json::Value>>>,
+    /// Dotted paths and lists of one length, taken together.
+    #[serde(default)]
+    pub zip: Option<std::collections::BTreeMap<String, Vec<serde_json::Value>>>,
+    /// Every point once per seed: a count (the scenario's seed and the ones
+    /// after it) or a list of seeds.
+    #[serde(default)]
+    pub seeds: Option<SweepSeeds>,
+}
+
+/// `sweep.seeds`: how many, or which.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SweepSeeds {
+    Count(u32),
+    List(Vec<u64>),
 }
 
 /// The scenario with its design's preset laid under it.
