@@ -631,7 +631,7 @@ pub(super) fn build(
     // of the expected length, known only now, and a run that lasts longer
     // stops sampling where the memory ends (`StopReason::MemoryLimit`).
     let (budget, source) = setup.memory_budget(&sim.scenario);
-    let expected_end = sim.scenario.duration.unwrap_or((ideal_end + last_fault).times(2).min(sim.limits.end));
+    let expected_end = footprint::expected_end(&sim.scenario, ideal_end, last_fault, sim.limits.end);
     let recording = footprint::of_recording(&sim.scenario, expected_end, sim.qps.len() as u64);
     let mut whole = footprint.clone();
     whole.parts.extend(recording.parts);

@@ -264,6 +264,13 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     Ok(footprint)
 }
 
+/// How long a run is expected to last, for what its recording will take:
+/// its duration, else twice its ideal end after its last fault, at most
+/// its time limit `end`.
+pub(crate) fn expected_end(scenario: &Scenario, ideal_end: Time, last_fault: Time, end: Time) -> Time {
+    scenario.duration.unwrap_or((ideal_end + last_fault).times(2).min(end))
+}
+
 /// What recording takes over a run that ends by `end`: samples and the
 /// capture.
 pub(crate) fn of_recording(scenario: &Scenario, end: Time, qps: u64) -> Footprint {
