@@ -636,3 +636,14 @@ def test_a_process_address_limit_bounds_the_memory_a_run_may_take(tmp_path: Path
     assert done.returncode == 5, done.stderr
     assert "Traceback" not in done.stderr
     assert "memory_limit" in done.stderr
+
+
+def test_topo_refuses_a_scenario_run_would_refuse(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_scenario: dict[str, Any]
+) -> None:
+    """`topo` builds only the topology, but a bad reference elsewhere is still bad input (it printed the topology)."""
+    bad = _write(tmp_path / "bad.yaml", yaml.safe_dump({**tiny_scenario, "telemetry": {"ports": ["nic99999:7"]}}))
+    code, out, err = fabricsim_cli(capsys, "topo", bad)
+    assert code == 2
+    _one_error_line(err, "telemetry.ports[0]", "nic99999")
+    assert out == ""

@@ -70,6 +70,8 @@ __all__ = ["deferred_signals", "main"]
 # Runs `fabricsim bench --repeat` takes at most: a bound on a typo's cost.
 MAX_BENCH_REPEAT = 1000
 
+# What `topo` tells the check as the memory available: no bound (the largest u64).
+_NO_MEMORY_BOUND = 2**64 - 1
 EXIT_BAD_INPUT = 2
 EXIT_SIMULATOR = 3
 EXIT_WRITE_FAILED = 4
@@ -688,6 +690,9 @@ def _leading(source: Path) -> list[str]:
 
 def _cmd_topo(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
+    # The whole scenario is checked, as `run` checks it (a bad reference is bad input whatever the command), but
+    # not against the machine's memory: only the topology is built.
+    _core.resolve(to_json(scenario), _NO_MEMORY_BOUND)
     report = json.loads(_core.topology_report(to_json(scenario)))
     if args.json:
         print(json.dumps(report, indent=2))
