@@ -1440,3 +1440,20 @@ fn the_flow_model_refuses_what_would_not_fit_and_stops_sampling_at_its_memory() 
     let out = incast(1 << 30).expect("builds").run(&mut |_| true);
     assert_eq!(out.stop, StopReason::Completed);
 }
+
+/// LACP's move of a QP to its NIC's other port is not modelled by the flow
+/// model: it is refused by its field, not run as if the NIC had none (a
+/// flow then failed where the packet model's moved).
+#[test]
+fn the_flow_model_refuses_lacp_failover() {
+    let scenario = json!({
+        "mode": "flow",
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "nic_ports": 2, "tor_stack": true},
+        "nic": {"port_failover": "lacp"},
+        "traffic": [{"kind": "flow", "src": 0, "dst": 5, "bytes": "64KB"}],
+    });
+    let scenario = Scenario::from_json(&scenario.to_string()).expect("valid scenario");
+    let mut setup = Setup { available_memory: None, keep_going: None };
+    let Err(e) = FluidSimulation::new_within(scenario, &mut setup) else { panic!("built") };
+    assert_eq!(e.field, "nic.port_failover", "{}", e.message);
+}

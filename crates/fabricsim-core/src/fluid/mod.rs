@@ -2087,6 +2087,9 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
     if s.nic.path_selection == crate::nic::PathSelection::Disjoint {
         return no("nic.path_selection", "disjoint (RePaC) path selection");
     }
+    if s.nic.port_failover == crate::nic::PortFailover::Lacp {
+        return no("nic.port_failover", "LACP's move of a QP to its NIC's other port");
+    }
     let t = &s.telemetry;
     for (set, field) in [
         (t.pcap.is_some(), "telemetry.pcap"),
