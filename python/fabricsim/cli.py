@@ -72,6 +72,7 @@ MAX_BENCH_REPEAT = 1000
 
 # What `topo` tells the check as the memory available: no bound (the largest u64).
 _NO_MEMORY_BOUND = 2**64 - 1
+
 EXIT_BAD_INPUT = 2
 EXIT_SIMULATOR = 3
 EXIT_WRITE_FAILED = 4
