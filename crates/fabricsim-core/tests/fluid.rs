@@ -1103,10 +1103,11 @@ fn a_roce_flow_that_lost_part_waits_for_its_timeout_in_both_models() {
 /// (perftest's 67.1 ms), and its resend loses a quarter again: the
 /// responder, which keeps what it placed, still misses a quarter of the
 /// holes at the next timeout, and so on until none is left. The packet
-/// model's slowest flows take 5-6 timeouts (p99 335.6, 402.7, 402.7 ms in
-/// seeds 1-3); the flow model, which ends when fewer than a packet's worth
-/// of holes is expected, 4 (268.4 ms). Going back once, it ended them at
-/// the first timeout, 67.3 ms.
+/// model's slowest flows take 4-8 timeouts (p99 268-537 ms over seeds
+/// 1-10, 402.7 ms in seed 1: a tail of draws); the flow model, which ends
+/// when fewer than a packet's worth of holes is expected, 4 (268.4 ms), at
+/// the low end. Going back once, it ended them at the first timeout,
+/// 67.3 ms.
 #[test]
 fn a_roce_resend_that_loses_again_waits_for_another_timeout() {
     let p99 = |flow: bool, seed: u64| {
@@ -1124,14 +1125,14 @@ fn a_roce_resend_that_loses_again_waits_for_another_timeout() {
     let flow = p99(true, 1);
     assert!(flow > 3.0 * 67_108.0, "the flow model's p99 {flow}us: one timeout only");
     let packet = p99(false, 1);
-    assert!((0.7..1.05).contains(&(flow / packet)), "flow {flow}us against packet {packet}us");
+    assert!((0.6..1.05).contains(&(flow / packet)), "flow {flow}us against packet {packet}us");
 }
 
 /// `a_roce_resend_that_loses_again_waits_for_another_timeout`'s fabric,
 /// every NIC's port down from 1 ms to 100 ms: the flows that lost
 /// packets find their requester's timeout (67.1 ms) with the fabric
 /// still cut, and go back at the next one after it heals, round after
-/// round: 335.6 ms, the packet model's 335.6, 469.8 and 402.8 ms (seeds
+/// round: 335.6 ms, the packet model's 402.7, 604.0 and 402.7 ms (seeds
 /// 1-3). Before a stall's end set a timer for a message waiting on one,
 /// those messages waited for good.
 #[test]

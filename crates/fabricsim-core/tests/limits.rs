@@ -263,3 +263,23 @@ fn a_build_can_be_stopped() {
     assert!(Simulation::new_within(many, &mut setup).unwrap().is_none());
     assert_eq!(asked, 1);
 }
+
+/// A QP whose rate limiter holds its next packet back longer than its
+/// retransmission timeout has nothing in flight meanwhile: its timer does
+/// not run, and it neither times out nor fails. At 100 Kb/s a 4 KB packet
+/// leaves every 0.33 s against perftest's 67 ms timeout; before, the timer
+/// ran between packets (75 timeouts, none resending anything), and at
+/// 1 Kb/s the QP failed after its retries.
+#[test]
+fn a_qp_held_back_by_its_rate_limiter_does_not_time_out() {
+    for transport in ["rocev2", "spx"] {
+        let out = run(json!({
+            "transport": {"kind": transport},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "64KB", "rate": "100Kbps"}],
+        }));
+        assert_eq!(out.stop, StopReason::Completed, "{transport}");
+        assert_eq!(summary_u64(&out, "flows_completed"), 1, "{transport}");
+        assert_eq!(summary_u64(&out, "timeouts"), 0, "{transport}");
+        assert_eq!(summary_u64(&out, "qp_errors"), 0, "{transport}");
+    }
+}

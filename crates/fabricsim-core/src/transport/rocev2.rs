@@ -282,6 +282,14 @@ impl RoceSender {
         !self.failed && self.snd_una < self.writes.end()
     }
 
+    /// Packets are sent and not yet acknowledged: what the retransmission
+    /// timer watches (the local ACK timeout of IBTA's RC transport). A
+    /// message held back by its rate limiter or its congestion control has
+    /// none out, and its timer does not run.
+    pub fn in_flight(&self) -> bool {
+        self.outstanding() && !self.all_acknowledged()
+    }
+
     /// Everything sent so far is acknowledged.
     pub fn all_acknowledged(&self) -> bool {
         self.snd_una == self.snd_nxt
@@ -836,7 +844,7 @@ impl Transport for RoceQp {
                 };
                 if progressed {
                     // The timer restarts lazily: its wake-up finds the later deadline.
-                    self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.timeout);
+                    self.sender.rto_deadline = self.sender.in_flight().then_some(now + self.timeout);
                 }
                 if pkt.kind == PacketKind::Nak {
                     out.push(Action::Ready);

@@ -612,7 +612,7 @@ impl Transport for SpxQp {
                     self.sender.on_ack(pkt.psn)
                 };
                 if progressed {
-                    self.sender.rto_deadline = self.sender.outstanding().then_some(now + self.timeout);
+                    self.sender.rto_deadline = self.sender.in_flight().then_some(now + self.timeout);
                     if self.sender.all_acknowledged() {
                         // The estimates start over from what is known.
                         self.planes.iter_mut().for_each(|p| p.in_flight = 0);
