@@ -2181,8 +2181,7 @@ impl FluidSimulation {
     fn check_recording(&mut self, setup: &Setup<'_>) -> Result<(), ScenarioError> {
         use crate::sim::footprint;
         let (budget, source) = setup.memory_budget(&self.scenario);
-        let last_fault = self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
-        let expected_end = footprint::expected_end(&self.scenario, self.ideal_end(), last_fault, self.end);
+        let expected_end = footprint::expected_end(&self.scenario, self.ideal_end(), self.last_fault(), self.end);
         let built = footprint::of_flow_model(&self.scenario, &self.topo)?;
         let mut whole = built.clone();
         whole.parts.extend(footprint::of_recording(&self.scenario, expected_end, self.qps.len() as u64).parts);

@@ -252,6 +252,11 @@ impl FluidSimulation {
         latency.max(Time::from_secs_f64(busiest))
     }
 
+    /// When the last of the scenario's faults acts (zero without any).
+    pub(super) fn last_fault(&self) -> Time {
+        self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO)
+    }
+
     pub(super) fn ideal_end(&self) -> Time {
         let flows = self.flows.iter().map(|f| f.spec.start + f.ideal);
         let jobs = self.jobs.program.jobs.ids().map(|j| self.jobs.program.jobs[j].start + self.jobs.ideal_jct(j));
@@ -265,9 +270,8 @@ impl FluidSimulation {
         if let Some(d) = self.scenario.duration {
             return d;
         }
-        let last_fault = self.faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
         let derived = self.ideal_end().times(100)
-            + last_fault
+            + self.last_fault()
             + self.scenario.transport.longest_give_up_time().times(2)
             + Time::from_ms(10);
         self.scenario.limits.sim_time.unwrap_or(derived.min(Time::HORIZON))
