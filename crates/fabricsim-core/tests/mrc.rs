@@ -127,6 +127,28 @@ fn a_dead_remote_port_is_left_one_rtt_after_a_sack_says_so() {
     assert!(rate.iter().filter(|&&(t, _)| t > 50e-6).all(|&(_, r)| r == 0.0), "{rate:?}");
 }
 
+/// Two ranks exchange 1 byte over two planes: each rank's message splits
+/// into a 1-byte and a zero-length write with immediate. Rank 0's port on
+/// plane 1 is dead from the start, so rank 1's zero-length write can go
+/// into it before any SACK says so. Nothing but the retransmission timer
+/// finds it; the timer once counted bytes in flight, not packets, and the
+/// collective never ended.
+#[test]
+fn a_lost_zero_length_write_is_resent_at_the_timeout() {
+    let out = run(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps", "planes": 2},
+        "switch": mrc_switch(),
+        "transport": {"kind": "mrc"},
+        "jobs": [{"name": "j", "ranks": 2, "phases": [{"name": "x", "collective":
+            {"op": "all_to_allv", "matrix": [["0B", "1B"], ["1B", "0B"]]}}]}],
+        "faults": [{"kind": "nic_port_down", "at": "0s", "nic": 0, "port": 1}],
+    }));
+    assert_eq!(out.summary["stop_reason"], "completed");
+    assert!(summary_u64(&out, "data_drops") > 0, "a write went into the dead port");
+    assert!(summary_u64(&out, "timeouts") > 0);
+    assert_eq!(summary_u64(&out, "imm_completions"), 4);
+}
+
 #[test]
 fn a_port_wakes_once_per_packet_it_sends() {
     // Switches forwarding into ports whose wake-up is due at that instant

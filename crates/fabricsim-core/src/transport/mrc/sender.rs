@@ -209,7 +209,10 @@ pub(super) struct MrcSender {
     /// PSNs to resend, oldest first.
     resend: VecDeque<u32>,
     next_seq: u32,
+    /// Payload and packets (copies, counted each time sent) in flight: a
+    /// zero-length write is a packet in flight with no bytes.
     in_flight_bytes: u64,
+    in_flight_packets: u32,
     cc: Nscc,
     mtu: u32,
     /// Deadline of the retransmission timer.
@@ -285,6 +288,7 @@ impl MrcSender {
             resend: VecDeque::new(),
             next_seq: 0,
             in_flight_bytes: 0,
+            in_flight_packets: 0,
             cc: Nscc::new(&cfg.cc, mtu, max_window),
             mtu,
             rto_deadline: None,
@@ -362,7 +366,7 @@ impl MrcSender {
     /// shortened to RFC 6298's SRTT + 4 RTTVAR once RTTs have been measured
     /// (never below two of the smallest RTT seen); else the high one.
     pub(super) fn rto(&self) -> Time {
-        if self.in_flight_bytes > 3 * self.mtu as u64 {
+        if self.in_flight_packets > 3 {
             return self.rto;
         }
         match self.rtt {
@@ -372,6 +376,13 @@ impl MrcSender {
             }
             None => self.rto_low,
         }
+    }
+
+    /// A copy of `payload` bytes left the network: acknowledged, known
+    /// lost, or superseded.
+    fn landed(&mut self, payload: u32) {
+        self.in_flight_bytes -= payload as u64;
+        self.in_flight_packets -= 1;
     }
 
     pub(super) fn outstanding(&self) -> bool {
@@ -385,7 +396,7 @@ impl MrcSender {
     /// scheduler had not yet served (Fig 17: 126,886 timeouts at 128MiB
     /// with nothing in flight to resend).
     pub(super) fn waiting(&self) -> bool {
-        self.in_flight_bytes > 0 || (!self.can_send_somewhere() && self.outstanding())
+        self.in_flight_packets > 0 || (!self.can_send_somewhere() && self.outstanding())
     }
 
     /// Whether some plane is up at both ends and has an EV to send on.
@@ -440,6 +451,7 @@ impl MrcSender {
         };
         self.sent.push_back((seq, psn, now));
         self.in_flight_bytes += packet.payload as u64;
+        self.in_flight_packets += 1;
         if retransmission {
             self.retransmitted_packets += 1;
         }
@@ -489,7 +501,7 @@ impl MrcSender {
             Some(Slot::InFlight { ev, suspect, .. }) if echo != ev && echo == suspect => {
                 // The first copy arrived; the resend is now a duplicate.
                 let payload = self.payload_of(psn);
-                self.in_flight_bytes -= payload as u64;
+                self.landed(payload);
                 self.acked_spuriously(psn, suspect);
                 return true;
             }
@@ -521,7 +533,7 @@ impl MrcSender {
         self.timer_scale = (self.timer_scale * (1.0 - 1.0 / 64.0)).max(1.0);
         *self.slot(psn).expect("slot") = Slot::Acked;
         let payload = self.payload_of(psn);
-        self.in_flight_bytes -= payload as u64;
+        self.landed(payload);
         self.cc.on_ack(payload, sent, now, ecn);
         self.measure_rtt(rtt);
         let on = &mut self.planes[plane].active[slot];
@@ -603,7 +615,7 @@ impl MrcSender {
             // first (one copy earlier) or the echo names it.
             Some(Slot::InFlight { copies, suspect, .. }) => {
                 let payload = self.payload_of(psn);
-                self.in_flight_bytes -= payload as u64;
+                self.landed(payload);
                 if copies <= 2 || echo == suspect {
                     suspect
                 } else {
@@ -800,7 +812,7 @@ impl MrcSender {
             match front {
                 Slot::InFlight { .. } => {
                     let payload = self.payload_of(self.base);
-                    self.in_flight_bytes -= payload as u64;
+                    self.landed(payload);
                 }
                 // Declared lost, not resent yet, and covered: one of its
                 // copies arrived; if it had only one, its EV is acquitted.
@@ -868,7 +880,7 @@ impl MrcSender {
     fn requeue(&mut self, psn: u32, blame: bool) -> Option<(usize, usize, Ev)> {
         let Some(&mut Slot::InFlight { plane, copies, slot, ev, .. }) = self.slot(psn) else { return None };
         let payload = self.payload_of(psn);
-        self.in_flight_bytes -= payload as u64;
+        self.landed(payload);
         let suspect = if blame { ev } else { NO_EV };
         *self.slot(psn).expect("slot") = Slot::Pending { copies, suspect };
         self.resend.push_front(psn);
@@ -1296,6 +1308,19 @@ mod tests {
         s.retire(0, 0, Time::ZERO);
         assert!(s.next_packet(0, Time::ZERO).is_none());
         assert!(s.waiting(), "no EV left: only the error timeout can end this");
+    }
+
+    /// A zero-length write is a packet in flight with no payload: lost, it
+    /// can only be found by the timer, so the timer must run for it.
+    #[test]
+    fn a_zero_length_write_in_flight_keeps_the_timer_running() {
+        let mut s = sender(1);
+        s.post(0, Verb::WriteImm);
+        s.next_packet(0, Time::ZERO).unwrap();
+        assert!(s.waiting(), "nothing but the timer can find this packet lost");
+        s.on_timeout();
+        assert!(s.next_packet(0, Time::ZERO).is_some(), "resent");
+        assert!(s.waiting());
     }
 
     /// A plane that goes down takes back everything in flight on it, also
