@@ -45,6 +45,12 @@ def test_set_dotted_creates_mappings_and_indexes_lists() -> None:
     assert scenario == {"traffic": [{"kind": "permutation", "bytes": "1MB"}], "topology": {"radix": 8}}
 
 
+def test_set_dotted_takes_list_indices_as_errors_write_them() -> None:
+    scenario: dict[str, Any] = {"jobs": [{"phases": [{"compute": "1us"}, {"compute": "2us"}]}]}
+    set_dotted(scenario, "jobs[0].phases[1].compute", "5us")
+    assert scenario["jobs"][0]["phases"][1] == {"compute": "5us"}
+
+
 @pytest.mark.parametrize(
     ("key", "message"),
     [

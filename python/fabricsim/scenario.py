@@ -7,7 +7,8 @@ fills defaults); this module only assembles the dict that is handed to it:
    to the including file) is loaded first, in order, and the file's own keys
    are merged on top (mappings merge key by key, everything else is replaced);
 2. overrides are applied last, each a dotted path into the merged dict, with
-   integer segments indexing lists (`traffic.0.bytes=1MB`).
+   integer segments indexing lists (`traffic.0.bytes=1MB`, or
+   `traffic[0].bytes=1MB` as errors write it).
 
 A scenario with a `sweep` section stands for several runs; `fabricsim.sweep`
 expands it, and a single run refuses it.
@@ -172,8 +173,9 @@ def check_tree(scenario: Any) -> None:
 
 
 def set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
-    """Sets `scenario[a][b][0][c] = value` for the key `a.b.0.c`, creating missing mappings."""
-    parts = key.split(".")
+    """Sets `scenario[a][b][0][c] = value` for the key `a.b.0.c` (or `a.b[0].c`), creating missing mappings."""
+    # Errors name list items `traffic[0].bytes`; the same form is accepted.
+    parts = re.sub(r"\[(\d+)\]", r".\1", key).split(".")
     if any(not p for p in parts):
         raise ScenarioError(f"{_one_line(key)}: empty segment in the override key")
     node: Any = scenario
