@@ -76,6 +76,44 @@ fn rates_are_max_min_fair_to_the_byte() {
     assert!((tx[across_link] as f64 - 6e6 / payload_per_wire).abs() < 2.0, "{}", tx[across_link]);
 }
 
+/// A message no larger than a packet goes whole over one port: sprayed
+/// over two or four planes it takes as long as over one plane of the same
+/// rate, not half or a quarter of a packet's serialization (the fluid rate
+/// of every plane together once gave it that, and the flow model beat its
+/// own ideal); and a packet's headers count in full, not at a full
+/// packet's average. Every flow ends at or after its ideal, and a
+/// latency-bound ring over two planes (64 KB over 16 ranks: one 2 KB
+/// packet a step) ends after its alpha-beta bound.
+#[test]
+fn a_message_of_one_packet_is_not_served_faster_than_its_serialization() {
+    let fct = |planes: u32, bytes: &str| {
+        let out = run_flow(json!({
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "planes": planes, "link_rate": "200Gbps"},
+            "switch": {"forwarding": "adaptive"},
+            "transport": {"kind": "spx"},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 9, "bytes": bytes}],
+        }));
+        let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
+        assert!(slowdown >= 1.0, "{planes} planes, {bytes}: slowdown {slowdown}");
+        fcts(&out)[0]
+    };
+    for bytes in ["64B", "2000B", "4096B"] {
+        let one = fct(1, bytes);
+        for planes in [2, 4] {
+            assert!((fct(planes, bytes) - one).abs() < 1e-12, "{bytes} over {planes} planes against one");
+        }
+    }
+    let ring = run_flow(json!({
+        "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "planes": 2, "link_rate": "200Gbps"},
+        "switch": {"forwarding": "adaptive"},
+        "transport": {"kind": "spx"},
+        "jobs": [{"name": "ring", "ranks": 16, "placement": "cross_t1", "phases": [{"name": "ar",
+            "collective": {"op": "all_reduce", "algorithm": "ring", "bytes": "64KB", "channels": 2}}]}],
+    }));
+    let slowdown = floats(&ring.collectives, "slowdown")[0].unwrap();
+    assert!((1.0..1.01).contains(&slowdown), "ring at {slowdown} of its ideal");
+}
+
 fn permutation(seed: u64) -> Value {
     json!({
         "seed": seed,

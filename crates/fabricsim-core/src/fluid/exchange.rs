@@ -140,7 +140,9 @@ impl FluidSimulation {
         let (nics, hosts, bound) = (run.nics.clone(), run.hosts.clone(), run.port_shares.clone());
         let intra = run.intra_cap.is_finite();
         // A pair's message is split over its connection's QPs.
-        let packet = self.packet_payload(run.pair_bytes.div_ceil(u64::from(self.scenario.transport.qps().max(1))));
+        let qps = self.scenario.transport.qps().max(1);
+        let piece = run.pair_bytes.div_ceil(u64::from(qps));
+        let packet = self.packet_payload(piece);
         let groups = self.groups_of(&nics, &hosts, run.started);
         let group_of: Vec<u32> = {
             let mut of = vec![0u32; nics.len()];
@@ -190,7 +192,10 @@ impl FluidSimulation {
                 add_scaled(&mut up_sum[g], &up, to.members.len() as f64);
                 add_scaled(&mut down_sum[h], &down, from.members.len() as f64);
                 delivered = delivered.min(route.delivered);
-                let pair_latency = self.latency(&route.path, packet);
+                // Each of the pair's QPs moves its share of the pair's rate.
+                let qp_rate = self.rate_alone(&route, f64::INFINITY) / qps as f64;
+                let pair_latency =
+                    self.latency(&route.path, packet) + self.first_packet_wait(&route, piece as f64, packet, qp_rate);
                 if pair_latency > latency || path.is_empty() {
                     latency = latency.max(pair_latency);
                     path = route.path;

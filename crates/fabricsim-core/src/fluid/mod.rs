@@ -406,8 +406,9 @@ struct Stream {
     moving: f64,
     /// Bumped whenever its rate changes: older finish events are stale.
     epoch: u32,
-    /// Its QP has sent every message posted before it.
+    /// Its QP has sent every message posted before it (since `began`).
     started: bool,
+    began: Time,
     /// In the rate computation (not stalled, not waiting, not done).
     flowing: bool,
     done: bool,
@@ -1226,7 +1227,8 @@ impl FluidSimulation {
             let count = self.connections[conn as usize].len();
             // A slice is split over the hop's QPs, as its transfers are.
             let pipeline = &self.pipelines[r as usize];
-            let packet = self.packet_payload(pipeline.slice.min(pipeline.segment).div_ceil(count as u64));
+            let piece = pipeline.slice.min(pipeline.segment).div_ceil(count as u64);
+            let packet = self.packet_payload(piece);
             let mut hop_slowest = Time::ZERO;
             for k in 0..count {
                 let route = self.qp_route(self.connections[conn as usize][k]);
@@ -1234,7 +1236,7 @@ impl FluidSimulation {
                     *uses.entry(b).or_default() += share / count as f64;
                 }
                 delivered = delivered.min(route.delivered);
-                let latency = self.latency(&route.path, packet);
+                let latency = self.message_latency(&route, piece as f64, packet);
                 hop_slowest = hop_slowest.max(latency);
                 if latency > slowest || path.is_empty() {
                     slowest = slowest.max(latency);
@@ -1433,6 +1435,7 @@ impl FluidSimulation {
             moving: 0.0,
             epoch: 0,
             started: false,
+            began: now,
             flowing: false,
             done: false,
             stalled_since: None,
@@ -1473,6 +1476,7 @@ impl FluidSimulation {
             self.note_sending(self.streams[s as usize].qp);
         }
         self.streams[s as usize].started = true;
+        self.streams[s as usize].began = self.now();
         self.streams[s as usize].updated = self.now();
         self.streams[s as usize].resume_at = self.now();
         let route = self.route_of(s);
@@ -1876,9 +1880,35 @@ impl FluidSimulation {
             return;
         }
         let stream = &self.streams[s as usize];
-        let latency = self.latency(&stream.route.path, stream.packet);
+        // Its first packet went whole over one port: the message ends no
+        // sooner than that packet's serialization after it began, even when
+        // sprayed over planes or smaller than a packet (`first_packet_wait`).
+        let first = stream.route.path.first().map_or(Time::ZERO, |&p| self.serialization(p, stream.packet));
+        let latency = self.latency(&stream.route.path, stream.packet) + (stream.began + first).saturating_sub(now);
         self.events.schedule_in(latency, Event::Arrived(s));
         self.next_on_qp(s);
+    }
+
+    /// A message's last data's way after a stream alone on `route` sent
+    /// its `bytes`: the path's latency and what its one packet waits beyond
+    /// the fluid rate (`first_packet_wait`).
+    pub(super) fn message_latency(&self, route: &Route, bytes: f64, packet: u32) -> Time {
+        let rate = self.rate_alone(route, f64::INFINITY);
+        self.latency(&route.path, packet) + self.first_packet_wait(route, bytes, packet, rate)
+    }
+
+    /// What a message of `bytes` takes beyond its fluid time at `rate`
+    /// payload bytes a second: a packet goes whole over one port, so a
+    /// message no larger than a packet is not served faster than one
+    /// packet's serialization (the alpha of the ideal's alpha-beta bound,
+    /// `report.rs`), also when it is sprayed over several planes, or when
+    /// the rate counts headers at the average of full packets. For the
+    /// collectives run whole, whose streams stand for many messages, at
+    /// their rate alone.
+    pub(super) fn first_packet_wait(&self, route: &Route, bytes: f64, packet: u32, rate: f64) -> Time {
+        let Some(&first) = route.path.first() else { return Time::ZERO };
+        let fluid = Time::from_secs_f64(bytes / rate);
+        self.serialization(first, packet).saturating_sub(fluid)
     }
 
     /// The payload of the largest packet of a message of `bytes`.
@@ -1894,7 +1924,8 @@ impl FluidSimulation {
 
     /// One packet of `payload` bytes' way along `path`: each hop's
     /// propagation and the next node's latency, and its serialization at
-    /// every hop but the first (which the stream's rate already counts).
+    /// every hop but the first (which the stream's rate counts, bar
+    /// `first_packet_wait`).
     fn latency(&self, path: &[PortId], payload: u32) -> Time {
         path.iter().enumerate().fold(Time::ZERO, |t, (i, &p)| {
             let serialize = if i == 0 { Time::ZERO } else { self.serialization(p, payload) };

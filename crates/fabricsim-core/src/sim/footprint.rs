@@ -253,9 +253,10 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     // A QP's record, queue of messages and probe state, and a stream with
     // its route: the peak RSS of `fabricsim run --mode flow` grows by 68 B
     // a QP of a flow too small to give each QP a message, and by 737 B a
-    // QP that has one (one flow of 0.2 to 8 million QPs; 2026-11-29).
+    // QP that has one (one flow of 0.2 to 8 million QPs; 2026-11-29), to
+    // which a stream's start time has since added 8 B.
     const QP: u64 = 72;
-    const STREAM: u64 = 672;
+    const STREAM: u64 = 680;
     footprint.add("flows", flows, size_of::<FlowSpec>() as u64 + FLOW_STATE);
     footprint.add("streams of flows", flow_qps, STREAM);
     footprint.add("job phases", phases, PHASE);
