@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ._core import version
@@ -402,10 +403,23 @@ class _ParquetTables(dict):  # type: ignore[type-arg]
 _DTYPES = {"int": pl.UInt64, "float": pl.Float64, "str": pl.String}
 
 
-def _frame(columns: Mapping[str, list[Any]], dtypes: Mapping[str, str]) -> pl.DataFrame:
+def _frame(columns: Mapping[str, Any], dtypes: Mapping[str, str]) -> pl.DataFrame:
+    """A table from the core's buffers (`_series`), or from lists of values."""
+    if columns and all(name in dtypes and not isinstance(data, list) for name, data in columns.items()):
+        return pl.DataFrame([_series(name, dtypes[name], data) for name, data in columns.items()])
     # The core names each column's type, so an empty table keeps its schema.
     schema = {name: _DTYPES[dtypes[name]] for name in columns if name in dtypes}
     return pl.DataFrame(dict(columns), schema=schema or None, strict=False, infer_schema_length=None)
+
+
+def _series(name: str, dtype: str, data: Any) -> pl.Series:
+    """A column as the core hands it over (crates/fabricsim-py/src/tables.rs): no Python object per value."""
+    if dtype == "int":
+        return pl.Series(name, np.frombuffer(data, dtype="<u8"))
+    if dtype == "float":
+        return pl.Series(name, np.frombuffer(data, dtype="<f8")).fill_nan(None)
+    words, codes = data
+    return pl.Series(name, words, dtype=pl.String).gather(np.frombuffer(codes, dtype="<u4")).alias(name)
 
 
 def _known_outputs(frames: Mapping[str, pl.DataFrame]) -> set[str]:

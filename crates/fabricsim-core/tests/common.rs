@@ -31,6 +31,7 @@ pub fn ints(table: &fabricsim_core::metrics::Table, name: &str) -> Vec<u64> {
 pub fn texts(table: &fabricsim_core::metrics::Table, name: &str) -> Vec<String> {
     match column(table, name) {
         fabricsim_core::metrics::Column::Text(v) => v.clone(),
+        fabricsim_core::metrics::Column::Coded(c) => c.iter().map(str::to_string).collect(),
         _ => panic!("{name} is not a text column"),
     }
 }

@@ -27,11 +27,7 @@ fn pinned(out: &RunOutput) -> Value {
     let json = out.to_json();
     let mut tables = Map::new();
     for (name, table) in out.tables() {
-        let rows = table.columns.first().map_or(0, |(_, c)| match c {
-            fabricsim_core::metrics::Column::Int(v) => v.len(),
-            fabricsim_core::metrics::Column::Float(v) => v.len(),
-            fabricsim_core::metrics::Column::Text(v) => v.len(),
-        });
+        let rows = table.columns.first().map_or(0, |(_, c)| c.len());
         let text = json["tables"][name].to_string();
         tables.insert(
             name.to_string(),

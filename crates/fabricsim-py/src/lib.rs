@@ -1,7 +1,8 @@
 //! `fabricsim._core`: the Python binding of fabricsim-core.
 //!
 //! Scenarios cross the boundary once, as JSON text; results come back as
-//! one JSON document of columns that Python turns into frames. The core
+//! a JSON document of the summary and a buffer per table column
+//! (`tables.rs`), which Python turns into frames. The core
 //! runs with the GIL released; every few thousand events it reports
 //! progress, and the binding takes the GIL about five times a second to
 //! forward it and to notice Ctrl-C, which stops the run and returns what
@@ -9,6 +10,7 @@
 //! `SimulationError`; an invalid scenario becomes `ScenarioError`.
 
 mod machine;
+mod tables;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
@@ -224,20 +226,24 @@ fn run(
                     true
                 })
             };
-            let out = sim.run_to_end(&mut hook);
-            Ok((serde_json::to_string(&out.to_json()).expect("output serializes"), out.pcap))
+            // The simulation is dropped here, before Python's copy is made.
+            Ok(sim.run_to_end(&mut hook))
         })
     })?;
     if let Some(e) = callback_error {
         return Err(e);
     }
-    let (output, pcap) = output;
-    let result = json_loads(py, &output)?;
-    result.bind(py).set_item("resolved", resolved)?;
-    if let Some(bytes) = pcap {
-        result.bind(py).set_item("pcap", pyo3::types::PyBytes::new(py, &bytes))?;
+    let dtypes: serde_json::Map<String, serde_json::Value> =
+        output.tables().iter().map(|(name, table)| (name.to_string(), table.dtypes())).collect();
+    let head = serde_json::json!({"complete": output.complete, "summary": output.summary, "dtypes": dtypes});
+    let result = json_loads(py, &head.to_string())?;
+    let result = result.bind(py);
+    result.set_item("tables", guarded(|| tables::to_py(py, &output.tables()))?)?;
+    result.set_item("resolved", resolved)?;
+    if let Some(bytes) = &output.pcap {
+        result.set_item("pcap", pyo3::types::PyBytes::new(py, bytes))?;
     }
-    Ok(result)
+    Ok(result.clone().unbind())
 }
 
 /// Panics inside the core's guard, so tests can check that a panic reaches

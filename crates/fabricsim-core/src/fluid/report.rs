@@ -27,7 +27,7 @@ impl Samples {
         }
     }
 
-    fn push(&mut self, t: Time, entity: String, metric: &str, value: f64) {
+    fn push(&mut self, t: Time, entity: &str, metric: &str, value: f64) {
         self.series.push(t.as_secs_f64(), entity, metric, value);
     }
 }
@@ -59,15 +59,15 @@ impl FluidSimulation {
             let rate = per_second(tx - self.samples.last_port_tx[i]);
             self.samples.last_port_tx[i] = tx;
             let name = self.port_name(port);
-            self.samples.push(now, name.clone(), "queue_bytes", 0.0);
-            self.samples.push(now, name, "tx_bps", rate);
+            self.samples.push(now, &name, "queue_bytes", 0.0);
+            self.samples.push(now, &name, "tx_bps", rate);
         }
         for i in 0..self.telemetry_hosts.len() {
             let nic = self.telemetry_hosts[i];
             let rx = self.nic_rx[nic.0 as usize];
             let rate = per_second(rx - self.samples.last_host_rx[i]);
             self.samples.last_host_rx[i] = rx;
-            self.samples.push(now, self.topo.name(nic), "rx_goodput_bps", rate);
+            self.samples.push(now, &self.topo.name(nic), "rx_goodput_bps", rate);
         }
         self.samples.last_time = now;
         if self.samples.series.len() as u64 > self.sample_rows {

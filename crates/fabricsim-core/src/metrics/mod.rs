@@ -14,7 +14,7 @@ use crate::units::{Bytes, Time};
 
 pub use histogram::BandwidthHistograms;
 pub use imbalance::{Imbalance, PortGroup};
-pub use output::{percentile, Column, RunOutput, Series, StopReason, Table};
+pub use output::{percentile, Coded, Column, RunOutput, Series, StopReason, Table};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]

@@ -1,14 +1,80 @@
 //! Result tables as named columns, ready for a data-frame library.
 
+use std::collections::HashMap;
+
+use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Column {
     Int(Vec<u64>),
     Float(Vec<Option<f64>>),
     Text(Vec<String>),
+    /// Text as a code per row into its distinct values: a time series
+    /// names the same few ports and metrics in millions of rows.
+    Coded(Coded),
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::Int(v) => v.len(),
+            Column::Float(v) => v.len(),
+            Column::Text(v) => v.len(),
+            Column::Coded(c) => c.codes.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// As JSON every text column is a list of strings.
+impl Serialize for Column {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Column::Int(v) => v.serialize(serializer),
+            Column::Float(v) => v.serialize(serializer),
+            Column::Text(v) => v.serialize(serializer),
+            Column::Coded(c) => {
+                let mut seq = serializer.serialize_seq(Some(c.codes.len()))?;
+                for text in c.iter() {
+                    seq.serialize_element(text)?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+/// Distinct strings, and a row's code into them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Coded {
+    pub words: Vec<String>,
+    pub codes: Vec<u32>,
+    index: HashMap<String, u32>,
+}
+
+impl Coded {
+    pub fn push(&mut self, text: &str) {
+        let code = match self.index.get(text) {
+            Some(&code) => code,
+            None => {
+                let code = self.words.len() as u32;
+                self.words.push(text.to_string());
+                self.index.insert(text.to_string(), code);
+                code
+            }
+        };
+        self.codes.push(code);
+    }
+
+    /// The rows' strings, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.codes.iter().map(|&c| self.words[c as usize].as_str())
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -37,7 +103,7 @@ impl Table {
             let dtype = match col {
                 Column::Int(_) => "int",
                 Column::Float(_) => "float",
-                Column::Text(_) => "str",
+                Column::Text(_) | Column::Coded(_) => "str",
             };
             map.insert(name.clone(), Value::from(dtype));
         }
@@ -50,16 +116,16 @@ impl Table {
 #[derive(Clone, Debug, Default)]
 pub struct Series {
     time: Vec<Option<f64>>,
-    entity: Vec<String>,
-    metric: Vec<String>,
+    entity: Coded,
+    metric: Coded,
     value: Vec<Option<f64>>,
 }
 
 impl Series {
-    pub fn push(&mut self, time_s: f64, entity: String, metric: &str, value: f64) {
+    pub fn push(&mut self, time_s: f64, entity: &str, metric: &str, value: f64) {
         self.time.push(Some(time_s));
         self.entity.push(entity);
-        self.metric.push(metric.to_string());
+        self.metric.push(metric);
         self.value.push(Some(value));
     }
 
@@ -74,8 +140,8 @@ impl Series {
     pub fn into_table(self) -> Table {
         let mut table = Table::default();
         table.push("time_s", Column::Float(self.time));
-        table.push("entity", Column::Text(self.entity));
-        table.push("metric", Column::Text(self.metric));
+        table.push("entity", Column::Coded(self.entity));
+        table.push("metric", Column::Coded(self.metric));
         table.push("value", Column::Float(self.value));
         table
     }

@@ -31,29 +31,32 @@ pub struct Footprint {
 /// A heap allocation's bookkeeping beyond the bytes asked for.
 const ALLOC_OVERHEAD: u64 = 16;
 /// One time-series row: a time, two strings (with their heap) and a value
-/// in the core, then its JSON and its Python objects. The peak RSS of
-/// `fabricsim run` grows by 2.07 KB a row in the packet model and 1.12 KB
-/// in the flow model (one host sampled every 10ns for 1 and 4 ms, 100,000
-/// to 400,000 rows; 2026-11-29); the larger serves both.
-pub(crate) const SAMPLE_ROW: u64 = 2_100;
+/// in the core, then its buffers in Python and the frame. The peak RSS of
+/// `fabricsim run` grows by 214 B a row in the packet model and 225 B in
+/// the flow model (one host sampled every 10ns for 1 and 4 ms, 200,000 to
+/// 800,000 rows; 2026-11-29; 1.04 and 1.09 KB while rows crossed as JSON).
+pub(crate) const SAMPLE_ROW: u64 = 240;
 /// A transfer's state in the run besides its record: its connection,
 /// dependents, counters and times (`sim::jobs::Jobs`), the intra-host
 /// due time among them.
 const TRANSFER_STATE: u64 = 8 + 8 + 4 + 4 + 3 * 16 + 8;
 /// A flow's records besides its spec: the flow, its connection's QP list
 /// and its message, and its row of the flows table as it crosses into
-/// Python (about 2.3 KB: the peak RSS of `fabricsim run` grows by 3.45 KB
-/// per one-QP RoCE flow, measured from 50,000 to 200,000 flows).
-const FLOW_STATE: u64 = 64 + 24 + ALLOC_OVERHEAD + 16 + 2_300;
+/// Python (about 300 B: the peak RSS of `fabricsim run` grows by 1.6 KB
+/// per one-QP RoCE flow with its QP, from 50,000 to 200,000 flows of
+/// `uniform_random`; 4.6 KB while tables crossed as JSON; 2026-11-29).
+const FLOW_STATE: u64 = 64 + 24 + ALLOC_OVERHEAD + 16 + 300;
 /// A phase of a job's iteration: its record and name, its state in the
 /// run, its share of the steps table.
 const PHASE: u64 = 96 + 24 + ALLOC_OVERHEAD + 64 + 80;
 /// A link in the graph and its adjacency entries (with a node's share).
 const LINK: u64 = 24 + 2 * 8 + 40;
-/// A port's row of the ports table as it crosses into Python (the peak RSS
-/// grows by 3.4 KB per port, measured from 1,024 to 4,096 planes).
-const PORT_REPORT: u64 = 2_900;
-const FLOW_PORT_REPORT: u64 = 1_100;
+/// A port's row of the ports table as it crosses into Python: the peak RSS
+/// grows by 0.98 KB per port all told in the packet model and 0.44 KB in
+/// the flow model (one RoCE flow on 1,024 and 4,096 planes; 3.7 and 1.3 KB
+/// while tables crossed as JSON; 2026-11-29).
+const PORT_REPORT: u64 = 700;
+const FLOW_PORT_REPORT: u64 = 400;
 
 impl Footprint {
     pub fn total(&self) -> u64 {
@@ -231,9 +234,10 @@ pub(super) fn of_workload(scenario: &Scenario, topo: &Topology) -> Result<Footpr
 /// A collective transfer's plan and run-time state, and its row of the
 /// transfers table when asked for.
 fn transfer_size(scenario: &Scenario) -> u64 {
-    // A row of the transfers table, through JSON into Python: the peak RSS
-    // of 480,000 rows was 1.14 GB above the same run without them.
-    let transfer_row = if scenario.telemetry.transfers { 2_400 } else { 0 };
+    // A row of the transfers table into Python: the peak RSS of 161,280
+    // rows is 57 MB above the same run without them, 353 B a row (2.83 KB
+    // while tables crossed as JSON; 2026-11-29).
+    let transfer_row = if scenario.telemetry.transfers { 400 } else { 0 };
     size_of::<Transfer>() as u64 + 2 * 4 + ALLOC_OVERHEAD + TRANSFER_STATE + transfer_row
 }
 
@@ -246,8 +250,8 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     let links = topo.links.len() as u64;
     footprint.add("links", links, LINK);
     // The flow model's ports table has five columns, not the packet
-    // model's fifteen: `bench --case flow-mode` peaks at 4.7 GiB all told
-    // with 4.2 million ports, 1.2 KB per port.
+    // model's fifteen: `bench --case flow-mode` peaks at 1.43 GiB all told
+    // with 4.2 million ports (5.65 GiB while tables crossed as JSON).
     footprint.add("ports", links * 2, 64 + FLOW_PORT_REPORT);
     let Counts { flows, qps, flow_qps, phases, transfers, .. } = count_workload(scenario, topo)?;
     // A QP's record, queue of messages and probe state, and a stream with

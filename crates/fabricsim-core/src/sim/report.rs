@@ -35,7 +35,7 @@ impl Samples {
     }
 
     fn push(&mut self, t: Time, entity: &str, metric: &str, value: f64) {
-        self.series.push(t.as_secs_f64(), entity.to_string(), metric, value);
+        self.series.push(t.as_secs_f64(), entity, metric, value);
     }
 }
 
