@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{floats, ints, summary_u64, texts};
+use common::{floats, ints, run, summary_u64, texts};
 use fabricsim_core::metrics::StopReason;
 use fabricsim_core::net::headers::data_wire;
 use fabricsim_core::net::IpVersion;
@@ -112,6 +112,28 @@ fn a_message_of_one_packet_is_not_served_faster_than_its_serialization() {
     }));
     let slowdown = floats(&ring.collectives, "slowdown")[0].unwrap();
     assert!((1.0..1.01).contains(&slowdown), "ring at {slowdown} of its ideal");
+}
+
+/// A collective too small to give every rank a byte still crosses the
+/// network: its empty messages take a packet's way, as in the packet model
+/// (it once ended at 0 s, its transfers of no bytes done when posted).
+#[test]
+fn a_collective_of_no_bytes_takes_its_messages_way() {
+    let ring = |bytes: &str, mode: &str| {
+        let mut scenario = json!({
+            "mode": mode,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "link_rate": "100Gbps", "link_delay": "1us"},
+            "jobs": [{"name": "t", "ranks": 8, "phases": [{"name": "c",
+                "collective": {"op": "all_gather", "bytes": bytes, "channels": 1}}]}],
+        });
+        let out = if mode == "flow" { run_flow(scenario.take()) } else { run(scenario.take()) };
+        cct(&out)
+    };
+    for bytes in ["0B", "1B", "7B"] {
+        let (flow, packet) = (ring(bytes, "flow"), ring(bytes, "packet"));
+        assert!(flow > 7.0 * 2e-6, "{bytes}: seven steps of two 1us links, not {flow}");
+        assert!((flow / packet - 1.0).abs() < 0.01, "{bytes}: flow {flow} against packet {packet}");
+    }
 }
 
 fn permutation(seed: u64) -> Value {

@@ -45,7 +45,9 @@ fn every_collective_reaches_its_bus_bandwidth_without_contention() {
         // matrix makes the busiest rank the bottleneck. A tree's interior
         // rank moves 2S where a ring rank moves 2(n-1)/n S, and two children
         // sending to one parent are a 2:1 incast that DCQCN slows down (about
-        // 20%: with ECN off the same tree runs at 1.05 of its ideal).
+        // 20%: with ECN off the same tree runs at 1.05 of its ideal). Its
+        // ideal counts no pipeline fill on the busiest rank since that was
+        // shown not to bound a tree of several channels: 1.40 (1.33 before).
         let tree = collective["algorithm"] == "tree";
         let floor = if tree {
             0.6
@@ -54,12 +56,33 @@ fn every_collective_reaches_its_bus_bandwidth_without_contention() {
         } else {
             0.88
         };
-        let ceiling = if tree { 1.35 } else { 1.2 };
+        let ceiling = if tree { 1.5 } else { 1.2 };
         assert!(busbw > floor * line() && busbw < 1.01 * line(), "{collective}: busbw {busbw:.1} Gb/s");
         assert!(
             (0.9..ceiling).contains(&slowdown),
             "{collective}: slowdown {slowdown:.3} against the alpha-beta ideal"
         );
+    }
+}
+
+/// The alpha-beta ideal bounds every collective from below, whatever its
+/// channels: a double binary tree of two channels once ran at 0.74 of it
+/// (its pipeline's fill was added to the busiest rank's bytes once per
+/// channel), and broadcasts and reduces of several channels below 1 too.
+#[test]
+fn no_collective_beats_its_ideal_whatever_its_channels() {
+    for (op, algorithm) in [("all_reduce", "tree"), ("broadcast", "ring"), ("reduce", "ring"), ("all_reduce", "ring")] {
+        for bytes in ["512KB", "2MB"] {
+            for channels in [1, 2, 4] {
+                let collective = json!({"op": op, "algorithm": algorithm, "bytes": bytes, "channels": channels});
+                let out = run(json!({
+                    "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "link_rate": "100Gbps"},
+                    "jobs": one_phase(8, json!("cross_t1"), collective.clone()),
+                }));
+                let slowdown = floats(&out.collectives, "slowdown")[0].unwrap();
+                assert!(slowdown >= 1.0, "{collective}: {slowdown:.3} of its ideal");
+            }
+        }
     }
 }
 

@@ -245,7 +245,7 @@ impl FluidSimulation {
             .map(|(&rank, l)| {
                 let nic = nics[rank as usize];
                 let rate: u64 = self.routing.node_ports(nic).iter().map(|p| self.rate[p.0 as usize]).sum();
-                let network = (l[0].max(l[1]) + run.fill_bytes) as f64 / (rate as f64 / 8.0 * self.efficiency);
+                let network = l[0].max(l[1]) as f64 / (rate as f64 / 8.0 * self.efficiency);
                 network.max(l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64)
             })
             .fold(0.0, f64::max);

@@ -1186,11 +1186,15 @@ impl Simulation {
     /// The bandwidth bound is the time its busiest rank needs to send or
     /// receive its bytes: over the network at its NICs' payload rate (all
     /// ports, less header overhead) or over the intra-host link at that
-    /// link's rate, whichever is longer (the two carry bytes at once), plus a
-    /// pipeline's fill, plus the largest alpha. Slices pipeline
-    /// the latency under the bandwidth, so the ideal is the larger bound, not
-    /// their sum: small collectives are latency-bound, large ones
-    /// bandwidth-bound.
+    /// link's rate, whichever is longer (the two carry bytes at once), plus
+    /// the largest alpha. Slices pipeline the latency under the bandwidth,
+    /// so the ideal is the larger bound, not their sum: small collectives are
+    /// latency-bound, large ones bandwidth-bound. A pipeline's fill (a tree's
+    /// or a chain's first slice on its way down) is in the latency bound,
+    /// whose chain runs over it and then each slice of the last hop: added
+    /// to the busiest rank's bytes too, it was counted on every channel as
+    /// if they filled one after another on that rank, and a double binary
+    /// tree of two channels ran at 0.74 of that "ideal".
     fn ideal_cct(&self, c: CollectiveId) -> Time {
         let run = &self.jobs.program.collectives[c];
         if run.transfers.is_empty() {
@@ -1248,7 +1252,7 @@ impl Simulation {
                 let nic_rate: u64 =
                     self.node_ports[nic.0 as usize].iter().map(|p| self.ports[p.0 as usize].rate.0).sum();
                 // The NIC's ports and the intra-host link carry their bytes at once.
-                let network = (l[0].max(l[1]) + run.fill_bytes) as f64 * 8.0 / (nic_rate as f64 * efficiency);
+                let network = l[0].max(l[1]) as f64 * 8.0 / (nic_rate as f64 * efficiency);
                 network.max(l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64)
             })
             .fold(0.0, f64::max);

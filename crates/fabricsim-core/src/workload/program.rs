@@ -64,11 +64,6 @@ pub struct CollectiveRun {
     pub transfers: IdRange<TransferId>,
     /// Longest chain of dependent transfers: the alpha-beta model's steps.
     pub chain: u32,
-    /// Bytes a pipeline that starts from one rank (a broadcast or reduce
-    /// chain, a tree) spends filling: every hop of its longest chain but the
-    /// last holds a slice before forwarding it, on every channel. Rings start
-    /// from every rank at once and have no fill.
-    pub fill_bytes: u64,
     /// Its rings, one per channel, when it runs whole rather than as
     /// transfers (`Whole::rings`); its `transfers` are then empty.
     pub pipelines: Vec<PipelinePlan>,
@@ -604,8 +599,6 @@ fn expand_collective(
         }
     }
     let mine = IdRange { start: first, end: transfers.next_id() };
-    let pipelined_from_one_rank =
-        matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) || spec.algorithm == Algorithm::Tree;
     let mut depth = vec![0u32; mine.len()];
     for (i, t) in transfers[mine].iter().enumerate() {
         depth[i] = 1 + t.deps.iter().map(|&d| depth[mine.offset(d)]).max().unwrap_or(0);
@@ -622,11 +615,6 @@ fn expand_collective(
         credits: spec.credits(),
         verb: spec.rdma_op.verb(),
         transfers: mine,
-        fill_bytes: if pipelined_from_one_rank && chain > 1 {
-            (chain as u64 - 1).saturating_mul(spec.slice().min(bytes / channels as u64)).saturating_mul(channels as u64)
-        } else {
-            0
-        },
         chain,
         pipelines,
         exchange,
