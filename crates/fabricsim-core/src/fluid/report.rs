@@ -188,8 +188,9 @@ impl FluidSimulation {
 
     /// A collective alone: the longer of its chain of dependent transfers,
     /// each one packet's latency plus the rest of its bytes at its rate,
-    /// and its busiest rank's bytes at its NIC's payload rate (the packet
-    /// model's alpha-beta bound, `sim/build.rs: ideal_cct`).
+    /// and its busiest rank's bytes at its NIC's payload rate and the
+    /// shortest tail after them (the packet model's alpha-beta bound,
+    /// `sim/build.rs: ideal_cct`).
     fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
         if !self.jobs.program.collectives[c].pipelines.is_empty() {
             return self.ideal_pipelines(c);
@@ -207,8 +208,10 @@ impl FluidSimulation {
         let intra = self.scenario.intra_host.clone();
         let largest = run.transfers.iter().map(|t| self.jobs.program.transfers[t].bytes).max().unwrap_or(0);
         let packet = self.packet_payload(largest);
-        let mut per_conn: crate::engine::FastMap<u32, (f64, Time)> = Default::default();
+        let mut per_conn: crate::engine::FastMap<u32, (f64, Time, Time)> = Default::default();
         let mut chain_end = vec![Time::ZERO; run.transfers.len()];
+        // Shortest tails of the network's transfers and the intra-host ones.
+        let mut min_tail = [Time::MAX; 2];
         let mut load: std::collections::BTreeMap<u32, [u64; 4]> = Default::default();
         for (k, t) in run.transfers.iter().enumerate() {
             let transfer = self.jobs.program.transfers[t].clone();
@@ -217,10 +220,14 @@ impl FluidSimulation {
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
             let rest = transfer.bytes.saturating_sub(mtu) as f64;
-            let (alpha, rest) = match conn {
-                None => (intra.latency + intra.rate.tx_time(mtu.min(transfer.bytes)), intra.rate.tx_time(rest as u64)),
+            let (alpha, rest, tail) = match conn {
+                None => (
+                    intra.latency + intra.rate.tx_time(mtu.min(transfer.bytes)),
+                    intra.rate.tx_time(rest as u64),
+                    intra.latency,
+                ),
                 Some(conn) => {
-                    let (rate, alpha) = match per_conn.get(&conn.0) {
+                    let (rate, alpha, tail) = match per_conn.get(&conn.0) {
                         Some(&known) => known,
                         None => {
                             let qps = self.connections[conn.0 as usize].clone();
@@ -229,27 +236,32 @@ impl FluidSimulation {
                             // first serialization included.
                             let path = self.qp_route(qps[0]).path;
                             let first = path.first().map_or(Time::ZERO, |&p| self.serialization(p, packet));
-                            let alpha = first + self.latency(&path, packet);
-                            per_conn.insert(conn.0, (rate, alpha));
-                            (rate, alpha)
+                            let tail = self.latency(&path, packet);
+                            per_conn.insert(conn.0, (rate, first + tail, tail));
+                            (rate, first + tail, tail)
                         }
                     };
-                    (alpha, Time::from_secs_f64(rest / rate))
+                    (alpha, Time::from_secs_f64(rest / rate), tail)
                 }
             };
+            let side = usize::from(conn.is_none());
+            min_tail[side] = min_tail[side].min(tail);
             let ready = transfer.deps.iter().map(|&d| chain_end[run.transfers.offset(d)]).max().unwrap_or(Time::ZERO);
             chain_end[k] = ready + alpha + rest;
         }
         let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
+        let tail = |side: usize| if min_tail[side] == Time::MAX { Time::ZERO } else { min_tail[side] };
         let busiest = (load.iter())
             .map(|(&rank, l)| {
                 let nic = nics[rank as usize];
                 let rate: u64 = self.routing.node_ports(nic).iter().map(|p| self.rate[p.0 as usize]).sum();
                 let network = l[0].max(l[1]) as f64 / (rate as f64 / 8.0 * self.efficiency);
-                network.max(l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64)
+                let intra = l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64;
+                (Time::from_secs_f64(network) + tail(0)).max(Time::from_secs_f64(intra) + tail(1))
             })
-            .fold(0.0, f64::max);
-        latency.max(Time::from_secs_f64(busiest))
+            .max()
+            .unwrap_or(Time::ZERO);
+        latency.max(busiest)
     }
 
     /// When the last of the scenario's faults acts (zero without any).
