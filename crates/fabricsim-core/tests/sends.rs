@@ -125,3 +125,17 @@ fn a_job_can_send_its_transfers() {
     let ends = floats(&out.collectives, "end_s");
     assert_eq!(ends.len(), 3);
 }
+
+/// A SEND's first packet names no address: its ideal counts no RETH, or a
+/// lone SEND flow ends 5 ns before its ideal at every size.
+#[test]
+fn a_send_flow_ends_no_sooner_than_its_ideal() {
+    for bytes in ["1B", "4096B", "64KB", "2MB"] {
+        let out = run(json!({
+            "topology": {"kind": "clos", "tiers": 2, "radix": 8, "nics": 16, "link_rate": "100Gbps", "link_delay": "1us"},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 5, "bytes": bytes, "op": "send"}],
+        }));
+        let slowdown = floats(&out.flows, "slowdown")[0].unwrap();
+        assert!((1.0..1.001).contains(&slowdown), "{bytes}: {slowdown}");
+    }
+}

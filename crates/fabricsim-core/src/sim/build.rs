@@ -1067,11 +1067,13 @@ impl Simulation {
             planes.insert(qp.src_port);
             let qp_packets = share.div_ceil(mtu as u64);
             let last = share - (qp_packets - 1) * mtu as u64;
-            // Every sprayed packet carries a RETH (and PRO's); RoCE's first only.
+            // Every sprayed packet carries a RETH (and PRO's); RoCE's first
+            // only, of a write (a SEND's names no address).
             let addressed = qp.transport.addresses_every_packet();
-            let tail = wire(last, qp_packets == 1 || addressed);
+            let first_reth = flow.verb != crate::transport::Verb::Send || addressed;
+            let tail = wire(last, (qp_packets == 1 && first_reth) || addressed);
             let full = wire(mtu as u64, addressed);
-            let first = if qp_packets == 1 { tail } else { wire(mtu as u64, true) };
+            let first = if qp_packets == 1 { tail } else { wire(mtu as u64, first_reth) };
             wire_total += if qp_packets == 1 { tail } else { first + full * (qp_packets - 2) + tail };
             packets += qp_packets;
             first_wire = first_wire.max(first);
@@ -1208,13 +1210,15 @@ impl Simulation {
         let conns = &self.jobs.transfer_conn[run.transfers];
         let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
         let encap = self.framing.encap;
-        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, true) + encap;
         let intra = &self.scenario.intra_host;
         // Payload per wire byte of a full packet, as this fabric carries it
         // (every MRC packet with a RETH, every packet with any SRv6 outer
         // header).
         let addressed = self.qps.iter().next().map_or(self.scenario.transport.sprays(), |qp| qp.sprays);
         let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
+        // A write's first packet carries a RETH; a SEND's does not.
+        let first_reth = run.verb != crate::transport::Verb::Send || addressed;
+        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, first_reth) + encap;
         // Per connection: alpha, and its tail (alpha less the first hop's
         // serialization, which the bandwidth bound counts).
         let mut alpha_of_conn: FastMap<ConnectionId, (Time, Time)> = FastMap::default();
