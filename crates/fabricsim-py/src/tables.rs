@@ -1,7 +1,8 @@
 //! A run's tables as Python takes them: a buffer per column, not an object
 //! per value. A time series of a million rows crossed as JSON once held
 //! each row five times over (the core's columns, a JSON tree, its text,
-//! Python's objects, the frame): 2.07 KB a row at the peak.
+//! Python's objects, the frame): 1.04 KB a row at the peak, now 161 B
+//! (docs/PERFORMANCE.md).
 
 use fabricsim_core::metrics::{Coded, Column, Table};
 use pyo3::prelude::*;

@@ -194,8 +194,7 @@ impl FluidSimulation {
                 delivered = delivered.min(route.delivered);
                 // Each of the pair's QPs moves its share of the pair's rate.
                 let qp_rate = self.rate_alone(&route, f64::INFINITY) / qps as f64;
-                let pair_latency =
-                    self.latency(&route.path, packet) + self.first_packet_wait(&route, piece as f64, packet, qp_rate);
+                let pair_latency = self.message_latency(&route, piece as f64, packet, qp_rate);
                 if pair_latency > latency || path.is_empty() {
                     latency = latency.max(pair_latency);
                     path = route.path;

@@ -1236,7 +1236,8 @@ impl FluidSimulation {
                     *uses.entry(b).or_default() += share / count as f64;
                 }
                 delivered = delivered.min(route.delivered);
-                let latency = self.message_latency(&route, piece as f64, packet);
+                let latency =
+                    self.message_latency(&route, piece as f64, packet, self.rate_alone(&route, f64::INFINITY));
                 hop_slowest = hop_slowest.max(latency);
                 if latency > slowest || path.is_empty() {
                     slowest = slowest.max(latency);
@@ -1889,11 +1890,10 @@ impl FluidSimulation {
         self.next_on_qp(s);
     }
 
-    /// A message's last data's way after a stream alone on `route` sent
-    /// its `bytes`: the path's latency and what its one packet waits beyond
-    /// the fluid rate (`first_packet_wait`).
-    pub(super) fn message_latency(&self, route: &Route, bytes: f64, packet: u32) -> Time {
-        let rate = self.rate_alone(route, f64::INFINITY);
+    /// A message's last data's way after a stream moving `rate` payload
+    /// bytes a second on `route` sent its `bytes`: the path's latency and
+    /// what its one packet waits beyond the fluid rate (`first_packet_wait`).
+    pub(super) fn message_latency(&self, route: &Route, bytes: f64, packet: u32, rate: f64) -> Time {
         self.latency(&route.path, packet) + self.first_packet_wait(route, bytes, packet, rate)
     }
 
@@ -1905,7 +1905,7 @@ impl FluidSimulation {
     /// the rate counts headers at the average of full packets. For the
     /// collectives run whole, whose streams stand for many messages, at
     /// their rate alone.
-    pub(super) fn first_packet_wait(&self, route: &Route, bytes: f64, packet: u32, rate: f64) -> Time {
+    fn first_packet_wait(&self, route: &Route, bytes: f64, packet: u32, rate: f64) -> Time {
         let Some(&first) = route.path.first() else { return Time::ZERO };
         let fluid = Time::from_secs_f64(bytes / rate);
         self.serialization(first, packet).saturating_sub(fluid)

@@ -1191,9 +1191,10 @@ impl Simulation {
     /// link's rate, whichever is longer (the two carry bytes at once), plus
     /// the shortest tail: an alpha less its first serialization, which the
     /// busiest rank's bytes count (with the whole alpha, a 4 KB send_recv's
-    /// ideal was 3.01 us where the same bytes as a flow took 2.67). Slices pipeline the latency under the bandwidth,
-    /// so the ideal is the larger bound, not their sum: small collectives are
-    /// latency-bound, large ones bandwidth-bound. A pipeline's fill (a tree's
+    /// ideal was 3.01 us where the same bytes as a flow took 2.67). Slices
+    /// pipeline the latency under the bandwidth, so the ideal is the larger
+    /// bound, not their sum: small collectives are latency-bound, large ones
+    /// bandwidth-bound. A pipeline's fill (a tree's
     /// or a chain's first slice on its way down) is in the latency bound,
     /// whose chain runs over it and then each slice of the last hop: added
     /// to the busiest rank's bytes too, it was counted on every channel as
