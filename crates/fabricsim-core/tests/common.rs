@@ -1,11 +1,19 @@
 //! Helpers shared by the whole-simulation tests.
 #![allow(dead_code)]
 
-use fabricsim_core::{RunOutput, Scenario, Simulation};
+use fabricsim_core::{FluidSimulation, RunOutput, Scenario, Setup, Simulation};
 use serde_json::Value;
 
+/// Runs `scenario` in the model its `mode` names (the packet model unless
+/// it says `flow`), as the CLI does.
 pub fn run(scenario: Value) -> RunOutput {
+    let flow = scenario["mode"] == "flow";
     let scenario = Scenario::from_json(&scenario.to_string()).expect("valid scenario");
+    if flow {
+        let mut setup = Setup { available_memory: None, keep_going: None };
+        let mut sim = FluidSimulation::new_within(scenario, &mut setup).expect("buildable").expect("not stopped");
+        return sim.run(&mut |_| true);
+    }
     let mut sim = Simulation::new(scenario).expect("buildable scenario");
     sim.run(&mut |_| true)
 }

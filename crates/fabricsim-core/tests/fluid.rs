@@ -13,10 +13,7 @@ use serde_json::{json, Value};
 
 fn run_flow(mut scenario: Value) -> RunOutput {
     scenario["mode"] = json!("flow");
-    let scenario = Scenario::from_json(&scenario.to_string()).expect("valid scenario");
-    let mut setup = Setup { available_memory: None, keep_going: None };
-    let mut sim = FluidSimulation::new_within(scenario, &mut setup).expect("buildable").expect("not stopped");
-    sim.run(&mut |_| true)
+    run(scenario)
 }
 
 fn fcts(out: &RunOutput) -> Vec<f64> {

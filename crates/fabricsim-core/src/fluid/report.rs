@@ -104,27 +104,25 @@ impl FluidSimulation {
         }
     }
 
-    /// `bytes` over connection `conn` alone: the slowest of its QPs' shares.
+    /// `bytes` over connection `conn` alone: the slowest of its QPs'
+    /// shares, each at the rate its route allows and no sooner than its
+    /// first packet's serialization, then its packet's latency (a stream's
+    /// own end, `message_latency`). A message of no bytes still sends one
+    /// packet on the first QP.
     fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>) -> Time {
         let qps = self.connections[conn as usize].clone();
         let mut slowest = Time::ZERO;
-        for (&q, share) in qps.iter().zip(crate::workload::split_evenly(bytes, qps.len() as u64)) {
-            if share == 0 {
+        for (k, (&q, share)) in qps.iter().zip(crate::workload::split_evenly(bytes, qps.len() as u64)).enumerate() {
+            if share == 0 && (bytes > 0 || k > 0) {
                 continue;
             }
-            let packet = self.packet_payload(share);
-            let (rate, latency) = self.alone(q, packet);
+            let route = self.qp_route(q);
             let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
-            slowest = slowest.max(Time::from_secs_f64(share as f64 / rate.min(cap)) + latency);
+            let rate = self.rate_alone(&route, cap);
+            let fluid = Time::from_secs_f64(share as f64 / rate);
+            slowest = slowest.max(fluid + self.message_latency(&route, share as f64, self.packet_payload(share), rate));
         }
         slowest
-    }
-
-    /// The payload rate QP `q` gets alone on the fabric as it is, and the
-    /// latency of a packet of `payload` bytes after the stream's rate.
-    fn alone(&mut self, q: u32, payload: u32) -> (f64, Time) {
-        let route = self.qp_route(q);
-        (self.rate_alone(&route, f64::INFINITY), self.latency(&route.path, payload))
     }
 
     /// The goodput a stream capped at `cap` gets on `route` with the fabric
@@ -187,8 +185,8 @@ impl FluidSimulation {
     }
 
     /// A collective alone: the longer of its chain of dependent transfers,
-    /// each one packet's latency plus the rest of its bytes at its rate,
-    /// and its busiest rank's bytes at its NIC's payload rate and the
+    /// each the time its message takes alone (`ideal_message`), and its
+    /// busiest rank's bytes at its NIC's payload rate and the
     /// shortest tail after them (the packet model's alpha-beta bound,
     /// `sim/build.rs: ideal_cct`).
     fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
@@ -206,9 +204,8 @@ impl FluidSimulation {
         let nics = self.jobs.program.jobs[job].nics.clone();
         let mtu = self.scenario.nic.mtu.0;
         let intra = self.scenario.intra_host.clone();
-        let largest = run.transfers.iter().map(|t| self.jobs.program.transfers[t].bytes).max().unwrap_or(0);
-        let packet = self.packet_payload(largest);
-        let mut per_conn: crate::engine::FastMap<u32, (f64, Time, Time)> = Default::default();
+        // Per connection and size: the message alone, and its tail.
+        let mut alone: crate::engine::FastMap<(u32, u64), (Time, Time)> = Default::default();
         let mut chain_end = vec![Time::ZERO; run.transfers.len()];
         // Shortest tails of the network's transfers and the intra-host ones.
         let mut min_tail = [Time::MAX; 2];
@@ -219,35 +216,29 @@ impl FluidSimulation {
             let side = if conn.is_none() { 2 } else { 0 };
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
-            let rest = transfer.bytes.saturating_sub(mtu) as f64;
-            let (alpha, rest, tail) = match conn {
-                None => (
-                    intra.latency + intra.rate.tx_time(mtu.min(transfer.bytes)),
-                    intra.rate.tx_time(rest as u64),
-                    intra.latency,
-                ),
-                Some(conn) => {
-                    let (rate, alpha, tail) = match per_conn.get(&conn.0) {
-                        Some(&known) => known,
-                        None => {
-                            let qps = self.connections[conn.0 as usize].clone();
-                            let rate: f64 = qps.iter().map(|&q| self.alone(q, packet).0).sum();
-                            // One packet's way from the NIC's queue, its
-                            // first serialization included.
-                            let path = self.qp_route(qps[0]).path;
-                            let first = path.first().map_or(Time::ZERO, |&p| self.serialization(p, packet));
-                            let tail = self.latency(&path, packet);
-                            per_conn.insert(conn.0, (rate, first + tail, tail));
-                            (rate, first + tail, tail)
-                        }
-                    };
-                    (alpha, Time::from_secs_f64(rest / rate), tail)
+            let (time, tail) = match conn {
+                None => {
+                    let rest = intra.rate.tx_time(transfer.bytes.saturating_sub(mtu));
+                    (intra.latency + intra.rate.tx_time(mtu.min(transfer.bytes)) + rest, intra.latency)
                 }
+                Some(conn) => match alone.get(&(conn.0, transfer.bytes)) {
+                    Some(&known) => known,
+                    None => {
+                        let time = self.ideal_message(conn.0, transfer.bytes, None);
+                        // The smallest share's packet, on the first QP's path.
+                        let qps = &self.connections[conn.0 as usize];
+                        let (first, count) = (qps[0], qps.len() as u64);
+                        let route = self.qp_route(first);
+                        let tail = self.latency(&route.path, self.packet_payload(transfer.bytes / count));
+                        alone.insert((conn.0, transfer.bytes), (time, tail));
+                        (time, tail)
+                    }
+                },
             };
             let side = usize::from(conn.is_none());
             min_tail[side] = min_tail[side].min(tail);
             let ready = transfer.deps.iter().map(|&d| chain_end[run.transfers.offset(d)]).max().unwrap_or(Time::ZERO);
-            chain_end[k] = ready + alpha + rest;
+            chain_end[k] = ready + time;
         }
         let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
         let tail = |side: usize| if min_tail[side] == Time::MAX { Time::ZERO } else { min_tail[side] };

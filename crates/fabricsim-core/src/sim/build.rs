@@ -614,7 +614,6 @@ pub(super) fn build(
     for nic in sim.topo.nics() {
         sim.note_ports_up(nic);
     }
-    // Flows of one size on paths alike (a permutation's) share one pipeline.
     let mut pipelines = FastMap::default();
     for f in sim.flows.ids() {
         if f.0 as usize % ASK_EVERY == ASK_EVERY - 1 && !setup.goes_on() {
@@ -623,7 +622,7 @@ pub(super) fn build(
         sim.flows[f].ideal = sim.ideal_fct(f, &mut pipelines);
     }
     for c in sim.jobs.program.collectives.ids() {
-        sim.jobs.collective_ideal[c] = sim.ideal_cct(c);
+        sim.jobs.collective_ideal[c] = sim.ideal_cct(c, &mut pipelines);
     }
     let (ideal_end, last_fault) = (sim.ideal_end(), sim.last_fault());
     sim.limits = sim.run_limits(ideal_end, last_fault);
@@ -1050,27 +1049,42 @@ impl Simulation {
     /// below line rate takes no less, nor less than all but its last
     /// packet's wire bytes at that rate, then the last packet's
     /// serialization and latency at every hop.
-    fn ideal_fct(&self, f: FlowId, pipelines: &mut FastMap<(Vec<Hop>, Stream), Time>) -> Time {
+    fn ideal_fct(&self, f: FlowId, pipelines: &mut Pipelines) -> Time {
         let flow = &self.flows[f];
+        self.ideal_message(flow.conn, flow.bytes, flow.verb, flow.dst, flow.rate_limit, pipelines)
+    }
+
+    /// `ideal_fct` of a message of `bytes` on connection `conn` to `dst`:
+    /// a flow's, or a collective's transfer's. A message of no bytes still
+    /// sends one packet on the first QP (`post_message`).
+    fn ideal_message(
+        &self,
+        conn: ConnectionId,
+        bytes: u64,
+        verb: crate::transport::Verb,
+        dst: NodeId,
+        rate_limit: Option<Rate>,
+        pipelines: &mut Pipelines,
+    ) -> Time {
         let mtu = self.scenario.nic.mtu.0 as u32;
         let ip = self.scenario.nic.ip;
         let encap = self.framing.encap as u64;
         let wire = |payload: u64, reth: bool| headers::data_wire(ip, payload as u32, reth) as u64 + encap;
         let (mut wire_total, mut packets, mut first_wire, mut full_wire, mut last_wire) = (0, 0, 0, 0, 0);
         let mut planes = std::collections::BTreeSet::new();
-        let conn = &self.connections[flow.conn].qps;
-        for (&q, share) in conn.iter().zip(split_evenly(flow.bytes, conn.len() as u64)) {
+        let conn = &self.connections[conn].qps;
+        for (k, (&q, share)) in conn.iter().zip(split_evenly(bytes, conn.len() as u64)).enumerate() {
             let qp = &self.qps[q];
-            if share == 0 {
+            if share == 0 && (bytes > 0 || k > 0) {
                 continue;
             }
             planes.insert(qp.src_port);
-            let qp_packets = share.div_ceil(mtu as u64);
+            let qp_packets = share.div_ceil(mtu as u64).max(1);
             let last = share - (qp_packets - 1) * mtu as u64;
             // Every sprayed packet carries a RETH (and PRO's); RoCE's first
             // only, of a write (a SEND's names no address).
             let addressed = qp.transport.addresses_every_packet();
-            let first_reth = flow.verb != crate::transport::Verb::Send || addressed;
+            let first_reth = verb != crate::transport::Verb::Send || addressed;
             let tail = wire(last, (qp_packets == 1 && first_reth) || addressed);
             let full = wire(mtu as u64, addressed);
             let first = if qp_packets == 1 { tail } else { wire(mtu as u64, first_reth) };
@@ -1081,16 +1095,17 @@ impl Simulation {
             last_wire = last_wire.max(tail);
         }
         let Some(&first) = conn.first() else { return Time::ZERO };
-        let hops = self.path(self.qps[first].src_port, flow.dst);
+        let hops = self.path(self.qps[first].src_port, dst);
         let bottleneck = hops.iter().map(|p| self.ports[p.0 as usize].rate).min().expect("a path has a hop");
         let sprayed = self.qps[first].sprays;
-        let parallel = if sprayed { self.node_ports[flow.src.0 as usize].len() } else { planes.len().max(1) };
+        let parallel =
+            if sprayed { self.node_ports[self.qps[first].src.0 as usize].len() } else { planes.len().max(1) };
         let rate = bottleneck.0 as f64 * parallel as f64;
         let per_plane = packets.div_ceil(parallel as u64).max(1);
-        let stream = if conn.len() > 1 && per_plane <= FOLLOWED_PACKETS {
+        let stream = if conn.len() > 1 && bytes > 0 && per_plane <= FOLLOWED_PACKETS {
             // Several QPs' packets of several sizes, the NIC taking the QPs
             // in turn; a plane carries its share of them.
-            Stream::Listed(self.interleaved_wire(conn, flow.bytes).into_iter().step_by(parallel).collect())
+            Stream::Listed(self.interleaved_wire(conn, bytes).into_iter().step_by(parallel).collect())
         } else {
             Stream::Runs(match per_plane {
                 1 => Runs { first: first_wire, middle: 0, middles: 0, last: None },
@@ -1098,16 +1113,13 @@ impl Simulation {
             })
         };
         let one_path = self.scenario.switch.forwarding.keeps_a_lone_flow_on_one_path();
-        let widths = if conn.len() == 1 && !sprayed && one_path {
-            vec![1; hops.len()]
-        } else {
-            self.hop_widths(&hops, flow.dst)
-        };
+        let widths =
+            if conn.len() == 1 && !sprayed && one_path { vec![1; hops.len()] } else { self.hop_widths(&hops, dst) };
         let path: Vec<Hop> = (hops.iter().zip(widths))
             .map(|(p, ports)| Hop { rate: self.ports[p.0 as usize].rate, delay: self.ports[p.0 as usize].delay, ports })
             .collect();
         let unpaced = *pipelines.entry((path, stream)).or_insert_with_key(|(path, stream)| pipeline_time(path, stream));
-        match flow.rate_limit {
+        match rate_limit {
             Some(limit) if (limit.0 as f64) < rate => {
                 // The last packet leaves the pacer after the rest's time.
                 let mut paced = Time::from_secs_f64((wire_total - last_wire) as f64 * 8.0 / limit.0 as f64);
@@ -1179,28 +1191,32 @@ impl Simulation {
     }
 
     /// Completion time of collective `c` on an ideal fabric with no
-    /// contention, in closed form from the alpha-beta model. The latency
-    /// bound is the longest chain of dependent transfers, each taking alpha,
-    /// the one-way latency of one packet between its two ranks (propagation,
-    /// forwarding and serialization at each hop, or the intra-host link's),
-    /// plus the serialization of the rest of its bytes: a rank forwards a
+    /// contention, the larger of two bounds. The latency bound is the
+    /// longest chain of dependent transfers, each taking what the same
+    /// message takes alone as a flow on its connection (`ideal_message`:
+    /// its packets over the connection's ports and paths, so that a
+    /// transfer sprayed over planes sends them side by side; with alpha, one
+    /// packet's way at one port, plus the rest of its bytes at every port's
+    /// rate, a 16 KB slice over four planes was charged three quarters of a
+    /// packet too many and rings ran at 0.97 of that "ideal"), or over the
+    /// intra-host link its latency and serialization: a rank forwards a
     /// slice only once all of it has arrived.
     /// The bandwidth bound is the time its busiest rank needs to send or
     /// receive its bytes: over the network at its NICs' payload rate (all
     /// ports, less header overhead) or over the intra-host link at that
     /// link's rate, whichever is longer (the two carry bytes at once), plus
-    /// the shortest tail: an alpha less its first serialization, which the
-    /// busiest rank's bytes count (with the whole alpha, a 4 KB send_recv's
-    /// ideal was 3.01 us where the same bytes as a flow took 2.67). Slices
-    /// pipeline the latency under the bandwidth, so the ideal is the larger
-    /// bound, not their sum: small collectives are latency-bound, large ones
-    /// bandwidth-bound. A pipeline's fill (a tree's
-    /// or a chain's first slice on its way down) is in the latency bound,
-    /// whose chain runs over it and then each slice of the last hop: added
-    /// to the busiest rank's bytes too, it was counted on every channel as
-    /// if they filled one after another on that rank, and a double binary
-    /// tree of two channels ran at 0.74 of that "ideal".
-    fn ideal_cct(&self, c: CollectiveId) -> Time {
+    /// the shortest tail: the smallest packet's way less one serialization,
+    /// which the busiest rank's bytes count (with the whole alpha, a 4 KB
+    /// send_recv's ideal was 3.01 us where the same bytes as a flow took
+    /// 2.67). Slices pipeline the latency under the bandwidth, so the ideal
+    /// is the larger bound, not their sum: small collectives are
+    /// latency-bound, large ones bandwidth-bound. A pipeline's fill (a
+    /// tree's or a chain's first slice on its way down) is in the latency
+    /// bound, whose chain runs over it and then each slice of the last hop:
+    /// added to the busiest rank's bytes too, it was counted on every
+    /// channel as if they filled one after another on that rank, and a
+    /// double binary tree of two channels ran at 0.74 of that "ideal".
+    fn ideal_cct(&self, c: CollectiveId, pipelines: &mut Pipelines) -> Time {
         let run = &self.jobs.program.collectives[c];
         if run.transfers.is_empty() {
             return Time::ZERO;
@@ -1217,12 +1233,12 @@ impl Simulation {
         // header).
         let addressed = self.qps.iter().next().map_or(self.scenario.transport.sprays(), |qp| qp.sprays);
         let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
-        // A write's first packet carries a RETH; a SEND's does not.
+        // An intra-host transfer's alpha counts its largest packet as the
+        // network's would be framed.
         let first_reth = run.verb != crate::transport::Verb::Send || addressed;
-        let packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, first_reth) + encap;
-        // Per connection: alpha, and its tail (alpha less the first hop's
-        // serialization, which the bandwidth bound counts).
-        let mut alpha_of_conn: FastMap<ConnectionId, (Time, Time)> = FastMap::default();
+        let intra_packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, first_reth) + encap;
+        // Per connection and size: the message alone, and its tail.
+        let mut alone: FastMap<(ConnectionId, u64), (Time, Time)> = FastMap::default();
         // Latest finish of a chain ending with each transfer.
         let mut chain_end = vec![Time::ZERO; transfers.len()];
         // Shortest tails of the network's transfers and the intra-host ones.
@@ -1233,28 +1249,22 @@ impl Simulation {
             let side = if conn.is_none() { 2 } else { 0 };
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
-            let (alpha, tail) = match conn {
-                None => (intra.latency + intra.rate.tx_time(packet as u64), intra.latency),
-                Some(conn) => *alpha_of_conn.entry(conn).or_insert_with(|| {
-                    let qp = &self.qps[self.connections[conn].qps[0]];
+            let (time, tail) = match conn {
+                None => {
+                    let rest = intra.rate.tx_time(transfer.bytes.saturating_sub(mtu));
+                    (intra.latency + intra.rate.tx_time(intra_packet as u64) + rest, intra.latency)
+                }
+                Some(conn) => *alone.entry((conn, transfer.bytes)).or_insert_with(|| {
                     let dst = job.nics[transfer.dst_rank as usize];
-                    let path = self.path(qp.src_port, dst);
-                    let hop = |p: &PortId| self.ports[p.0 as usize].delay + self.ports[p.0 as usize].tx_time(packet);
-                    let alpha = path.iter().map(hop).fold(Time::ZERO, |a, b| a + b);
-                    let first = path.first().map_or(Time::ZERO, |p| self.ports[p.0 as usize].tx_time(packet));
-                    (alpha, alpha - first)
+                    let time = self.ideal_message(conn, transfer.bytes, run.verb, dst, None, pipelines);
+                    (time, self.smallest_packet_tail(conn, transfer.bytes, run.verb, dst))
                 }),
             };
             let side = usize::from(conn.is_none());
             min_tail[side] = min_tail[side].min(tail);
-            let rest = transfer.bytes.saturating_sub(mtu) as f64 * 8.0;
-            let rest = Time::from_secs_f64(match conn {
-                None => rest / intra.rate.0 as f64,
-                Some(conn) => rest / (self.connection_rate(conn) as f64 * efficiency),
-            });
             // Dependencies come earlier in the list, within this collective.
             let ready = transfer.deps.iter().map(|&d| chain_end[run.transfers.offset(d)]).max().unwrap_or(Time::ZERO);
-            chain_end[k] = ready + alpha + rest;
+            chain_end[k] = ready + time;
         }
         let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
         let tail = |side: usize| if min_tail[side] == Time::MAX { Time::ZERO } else { min_tail[side] };
@@ -1274,19 +1284,25 @@ impl Simulation {
         latency.max(busiest)
     }
 
-    /// The rate a connection can send at: every NIC port for a sprayed
-    /// (MRC) connection, else the ports its QPs are bound to.
-    fn connection_rate(&self, conn: ConnectionId) -> u64 {
+    /// The way of the smallest packet of a message of `bytes` on `conn` to
+    /// `dst`, less its longest serialization: what a sender's last packet
+    /// still takes after leaving its NIC, or a receiver's first before
+    /// reaching it (the last of the smallest share, the QPs splitting the
+    /// message evenly).
+    fn smallest_packet_tail(&self, conn: ConnectionId, bytes: u64, verb: crate::transport::Verb, dst: NodeId) -> Time {
+        let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
         let qps = &self.connections[conn].qps;
-        let first = &self.qps[qps[0]];
-        let mut ports: Vec<PortId> = if first.sprays {
-            self.node_ports[first.src.0 as usize].clone()
-        } else {
-            qps.iter().map(|&q| self.qps[q].src_port).collect()
-        };
-        ports.sort_unstable_by_key(|p| p.0);
-        ports.dedup();
-        ports.iter().map(|p| self.ports[p.0 as usize].rate.0).sum()
+        let qp = &self.qps[qps[0]];
+        let share = bytes / qps.len() as u64;
+        let packets = share.div_ceil(mtu).max(1);
+        let addressed = qp.transport.addresses_every_packet();
+        let reth = addressed || (packets == 1 && verb != crate::transport::Verb::Send);
+        let wire = headers::data_wire(ip, (share - (packets - 1) * mtu) as u32, reth) + self.framing.encap;
+        let path = self.path(qp.src_port, dst);
+        let serializations = path.iter().map(|p| self.ports[p.0 as usize].tx_time(wire));
+        let longest = serializations.clone().max().unwrap_or(Time::ZERO);
+        let way = path.iter().map(|p| self.ports[p.0 as usize].delay).fold(Time::ZERO, |a, b| a + b);
+        serializations.fold(way, |a, b| a + b) - longest
     }
 }
 
@@ -1307,6 +1323,10 @@ struct Runs {
     middles: u64,
     last: Option<u64>,
 }
+
+/// Ideal pipelines already computed, by path and stream: flows of one size
+/// on paths alike (a permutation's) share one.
+type Pipelines = FastMap<(Vec<Hop>, Stream), Time>;
 
 /// A hop of a stream's path, crossed over `ports` ports alike: with one,
 /// each packet there waits for the one before it to leave.
