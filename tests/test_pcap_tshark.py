@@ -34,6 +34,13 @@ DESIGNS: dict[str, dict[str, Any]] = {
     # DCQCN over a 2:1 incast: ECN marks and CNPs.
     "rocev2": {"traffic": [{"kind": "incast", "receiver": 2, "senders": [0, 1, 3], "bytes": "200KB"}]},
     "mrc-srv6": {"switch": {"forwarding": "srv6"}, "transport": {"kind": "mrc"}},
+    # Many EVs, any 16-bit value each, and trimmed packets: as source ports,
+    # EVs such as 464 or 520 were decoded as Kerberos or RIP.
+    "mrc-srv6-incast": {
+        "switch": {"forwarding": "srv6"},
+        "transport": {"kind": "mrc"},
+        "traffic": [{"kind": "incast", "receiver": 2, "senders": [0, 1, 3], "bytes": "400KB"}],
+    },
     "spx": {"topology": {"planes": 2}, "switch": {"forwarding": "adaptive"}, "transport": {"kind": "spx"}},
 }
 

@@ -8,7 +8,12 @@
 //! protocols.md s2.2-s2.3. Frames are cut to `snaplen` bytes; the record keeps
 //! the original length. Addresses are made from node ids: MAC
 //! 02:00:00:xx:xx:xx of the sending and receiving node of the hop, IPv6
-//! fd00::<nic> (IPv4 10.x.y.z). The ICRC (IBTA Annex A17.3.3), the IPv4
+//! fd00::<nic> (IPv4 10.x.y.z). A packet's entropy is its IPv6 flow label
+//! whole, and its UDP source port in RoCEv2's range 0xC000-0xFFFF, as Linux
+//! writes it (`IB_ROCE_UDP_ENCAP_VALID_PORT_MIN`, protocols.md s2.1): MRC's
+//! EVs, striped across the two (mrc-srv6-multiplane.txt s2.1), may be any
+//! 16-bit value, and a source port of 464 or 520 made Wireshark decode
+//! RoCE as Kerberos or RIP. The ICRC (IBTA Annex A17.3.3), the IPv4
 //! header checksum, IPv6's UDP checksum and the Ethernet FCS are computed,
 //! so that a decoder checking them finds them right.
 
@@ -20,6 +25,8 @@ use crate::units::Time;
 const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
 const LINKTYPE_ETHERNET: u32 = 1;
 const ROCE_UDP_PORT: u16 = 4791;
+/// The two top bits every RoCEv2 UDP source port has (0xC000-0xFFFF).
+const ROCE_SOURCE_PORTS: u16 = 0xC000;
 /// DSCP of RoCE data (CS3/AF31 class commonly used for RDMA) and of CNPs
 /// (NVIDIA's CNP_DSCP 48, protocols.md s2.3).
 const DSCP_DATA: u8 = 26;
@@ -240,7 +247,7 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
 
     let udp_len = 8 + transport.len() + 4;
     let mut udp = Vec::with_capacity(udp_len);
-    udp.extend_from_slice(&packet.entropy.to_be_bytes());
+    udp.extend_from_slice(&source_port(packet.entropy).to_be_bytes());
     udp.extend_from_slice(&ROCE_UDP_PORT.to_be_bytes());
     udp.extend_from_slice(&(udp_len as u16).to_be_bytes());
     udp.extend_from_slice(&0u16.to_be_bytes()); // checksum, below
@@ -285,6 +292,12 @@ pub fn frame(packet: &Packet, hop: &Hop) -> Vec<u8> {
     let fcs = crc32(!0, &out);
     out.extend_from_slice(&(!fcs).to_le_bytes());
     out
+}
+
+/// The UDP source port carrying `entropy`: its low 14 bits in RoCEv2's
+/// source port range (an entropy in that range already is its own port).
+fn source_port(entropy: u16) -> u16 {
+    ROCE_SOURCE_PORTS | entropy
 }
 
 /// The IP header of a RoCEv2 packet carrying `udp_len` bytes of UDP.
@@ -440,6 +453,27 @@ mod tests {
         // leaves IEEE 802.3's residue in the register, 0xDEBB20E3.
         let f = frame(&data(true, true, 64), &hop(2, IpVersion::Ipv6, 64));
         assert_eq!(crc32(!0, &f), 0xDEBB_20E3);
+    }
+
+    #[test]
+    fn any_entropy_leaves_in_roce_source_ports_and_whole_in_the_flow_label() {
+        // MRC's EVs are any 16-bit value: 464 (Kerberos) or 4789 (VXLAN) as
+        // a source port turned RoCE into another protocol in Wireshark.
+        for entropy in [0, 464, 520, 4789, 0x4141, 0xBFFF, 0xC000, 0xC123, 0xFFFF] {
+            let mut p = data(true, true, 64);
+            p.entropy = entropy;
+            let f = frame(&p, &hop(2, IpVersion::Ipv6, 64));
+            let (ip, udp) = (14, 14 + 40);
+            let port = u16::from_be_bytes([f[udp], f[udp + 1]]);
+            assert!(port >= 0xC000, "entropy {entropy:#x}: source port {port:#x}");
+            assert_eq!(port & 0x3FFF, entropy & 0x3FFF);
+            let label = u32::from_be_bytes([f[ip], f[ip + 1], f[ip + 2], f[ip + 3]]) & 0xF_FFFF;
+            assert_eq!(label, u32::from(entropy));
+            assert_eq!(u16::from_be_bytes([f[udp + 2], f[udp + 3]]), ROCE_UDP_PORT);
+        }
+        // A QP's RoCE entropy is its own port, as before.
+        let f = frame(&data(true, true, 64), &hop(2, IpVersion::Ipv6, 64));
+        assert_eq!(u16::from_be_bytes([f[54], f[55]]), 0xC123);
     }
 
     fn hop(dest_qp: u32, ip: IpVersion, message_len: u64) -> Hop {
