@@ -283,3 +283,23 @@ fn a_qp_held_back_by_its_rate_limiter_does_not_time_out() {
         assert_eq!(summary_u64(&out, "qp_errors"), 0, "{transport}");
     }
 }
+
+/// A run stopped by its duration has simulated up to it, whenever its last
+/// event was: the flow model reported 0 s when no flow finished before the
+/// duration, and the packet model its last event's time.
+#[test]
+fn a_run_stopped_by_its_duration_reports_the_duration_in_both_models() {
+    for mode in ["packet", "flow"] {
+        for (rate, link) in [("10Gbps", "100Gbps"), ("1Gbps", "1Mbps")] {
+            let out = common::run(json!({
+                "mode": mode,
+                "duration": "50us",
+                "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": link, "link_delay": "1us"},
+                "traffic": [{"kind": "permutation", "bytes": "64KB", "rate": rate}],
+            }));
+            assert_eq!(out.summary["stop_reason"], "duration", "{mode} {link}");
+            assert_eq!(out.summary["sim_time_s"].as_f64(), Some(50e-6), "{mode} {link}: {}", out.summary);
+            assert_eq!(summary_u64(&out, "flows_completed"), 0);
+        }
+    }
+}

@@ -898,12 +898,17 @@ impl FluidSimulation {
             }
             let Some(at) = self.events.peek_time() else {
                 return match self.scenario.duration {
-                    Some(_) => StopReason::Duration,
+                    Some(d) => {
+                        self.advance_all(d);
+                        self.events.advance_to(d);
+                        StopReason::Duration
+                    }
                     None => StopReason::Stalled,
                 };
             };
             if at > self.end {
                 self.advance_all(self.end);
+                self.events.advance_to(self.end);
                 return match self.scenario.duration {
                     Some(d) if d <= self.end => StopReason::Duration,
                     _ => StopReason::TimeLimit,

@@ -363,6 +363,7 @@ impl Simulation {
                 return ended(self, done);
             };
             if next > self.limits.end {
+                self.events.advance_to(self.limits.end);
                 return ended(self, if until_duration { StopReason::Duration } else { StopReason::TimeLimit });
             }
             if next > pause_at {
