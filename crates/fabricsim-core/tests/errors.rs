@@ -182,6 +182,35 @@ fn bad_jobs_are_named() {
     assert!(e.starts_with("jobs[0].checkpoint.every") && e.contains('0'), "{e}");
 }
 
+/// A collective field its operation has no use for is refused, not
+/// ignored: a root on an all-reduce, a peer offset on an all-gather, an
+/// all-to-all sending to no peer or to more peers than it has.
+#[test]
+fn collective_fields_their_operation_does_not_use_are_refused() {
+    let refused = |collective: Value, field: &str, words: &str| {
+        let e =
+            error_of(with_job(json!({"name": "j", "ranks": 4, "phases": [{"name": "p", "collective": collective}]})));
+        let at = format!("jobs[0].phases[0].collective.{field}");
+        assert!(e.starts_with(&at) && e.contains(words), "{e}");
+    };
+    refused(json!({"op": "all_reduce", "bytes": "1MB", "root": 99}), "root", "only broadcast and reduce");
+    refused(json!({"op": "broadcast", "bytes": "1MB", "root": 4}), "root", "positions 0..4");
+    refused(json!({"op": "all_gather", "bytes": "1MB", "peer_offset": 3}), "peer_offset", "only send_recv");
+    refused(json!({"op": "all_reduce", "bytes": "1MB", "concurrent_peers": 2}), "concurrent_peers", "all-to-alls");
+    for peers in [0, 4, 99] {
+        refused(json!({"op": "all_to_all", "bytes": "1MB", "concurrent_peers": peers}), "concurrent_peers", "1 to 3");
+    }
+    // What each operation does use is taken.
+    for collective in [
+        json!({"op": "reduce", "bytes": "1MB", "root": 3}),
+        json!({"op": "send_recv", "bytes": "1MB", "peer_offset": 3}),
+        json!({"op": "all_to_all", "bytes": "1MB", "concurrent_peers": 3}),
+    ] {
+        let s = with_job(json!({"name": "j", "ranks": 4, "phases": [{"name": "p", "collective": collective}]}));
+        assert!(Simulation::new(Scenario::from_json(&s.to_string()).unwrap()).is_ok(), "{s}");
+    }
+}
+
 #[test]
 fn bad_mrc_path_settings_are_named() {
     let mut s = base();

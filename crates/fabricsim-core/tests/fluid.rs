@@ -882,9 +882,12 @@ fn a_ring_after_a_remote_plane_died_costs_the_flow_model_what_it_costs_the_packe
 fn from_one_rank(op: &str, bytes: &str, forwarding: &str, gpus: u32, pipelined: bool, faults: Value) -> Value {
     let algorithm = if op == "all_reduce" { "tree" } else { "ring" };
     let mut scenario = hosts_of_gpus(6, gpus, forwarding, pipelined, faults);
+    let mut collective = json!({"op": op, "bytes": bytes, "channels": 2, "algorithm": algorithm});
+    if op != "all_reduce" {
+        collective["root"] = json!(3);
+    }
     scenario["jobs"] = json!([{"name": "c", "ranks": 16, "placement": "contiguous",
-        "phases": [{"name": "c", "collective":
-            {"op": op, "bytes": bytes, "channels": 2, "algorithm": algorithm, "root": 3}}]}]);
+        "phases": [{"name": "c", "collective": collective}]}]);
     scenario
 }
 

@@ -245,12 +245,13 @@ pub struct CollectiveSpec {
     pub group: Option<GroupSpec>,
     /// Root rank (group position) of broadcast and reduce. Default 0.
     #[serde(default)]
-    pub root: u32,
+    pub root: Option<u32>,
     /// For send_recv: rank i sends to rank i + peer_offset (mod n). Default 1.
-    #[serde(default = "one")]
-    pub peer_offset: u32,
-    /// For all_to_all(v): how many peers a rank sends to at once; it moves to
-    /// the next peer when a send completes. Default: all peers at once.
+    #[serde(default)]
+    pub peer_offset: Option<u32>,
+    /// For all_to_all(v): how many peers a rank sends to at once, from 1 to
+    /// all of them; it moves to the next peer when a send completes.
+    /// Default: all peers at once.
     #[serde(default)]
     pub concurrent_peers: Option<u32>,
     /// For all_to_allv: `matrix[i][j]` bytes from group position i to j.

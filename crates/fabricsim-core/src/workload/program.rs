@@ -520,8 +520,32 @@ fn expand_collective(
             format!("nvls: NVLink SHARP accelerates all_reduce, not {} (it cannot reduce it)", spec.op.name()),
         );
     }
-    if matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce) && spec.root as usize >= n.max(1) {
-        return invalid(format!("{field}.root"), format!("{}: the group has positions 0..{n}", spec.root));
+    let rooted = matches!(spec.op, CollectiveOp::Broadcast | CollectiveOp::Reduce);
+    let root = spec.root.unwrap_or(0);
+    match spec.root {
+        Some(r) if !rooted => {
+            return invalid(format!("{field}.root"), format!("{r}: only broadcast and reduce have a root"));
+        }
+        _ if rooted && root as usize >= n.max(1) => {
+            return invalid(format!("{field}.root"), format!("{root}: the group has positions 0..{n}"));
+        }
+        _ => {}
+    }
+    if let Some(offset) = spec.peer_offset.filter(|_| spec.op != CollectiveOp::SendRecv) {
+        return invalid(format!("{field}.peer_offset"), format!("{offset}: only send_recv sends to a peer offset"));
+    }
+    if let Some(peers) = spec.concurrent_peers {
+        let exchange = matches!(spec.op, CollectiveOp::AllToAll | CollectiveOp::AllToAllv);
+        let most = n.saturating_sub(1).max(1);
+        if !exchange {
+            return invalid(format!("{field}.concurrent_peers"), format!("{peers}: only all-to-alls send to peers"));
+        }
+        if peers == 0 || peers as usize > most {
+            return invalid(
+                format!("{field}.concurrent_peers"),
+                format!("{peers}: a rank of a group of {n} sends to 1 to {most} peers at once"),
+            );
+        }
     }
     let rails = spec.ring_order == RingOrder::Rails;
     if rails && !(spec.algorithm == Algorithm::Ring && !spec.hierarchical && ring_op(spec.op)) {
@@ -570,19 +594,19 @@ fn expand_collective(
                 nvls_all_reduce(&mut gen, &per_channel, hosts, &format!("{field}.algorithm"))?;
             }
             (CollectiveOp::Broadcast, _) => {
-                let chain: Vec<usize> = (0..n).map(|k| (spec.root as usize + k) % n).collect();
+                let chain: Vec<usize> = (0..n).map(|k| (root as usize + k) % n).collect();
                 gen.chain(&per_channel, &chain);
             }
             (CollectiveOp::Reduce, _) => {
-                let chain: Vec<usize> = (1..=n).map(|k| (spec.root as usize + k) % n).collect();
+                let chain: Vec<usize> = (1..=n).map(|k| (root as usize + k) % n).collect();
                 gen.chain(&per_channel, &chain);
             }
             (CollectiveOp::SendRecv, _) => {
-                let offset = spec.peer_offset as usize % n;
+                let offset = spec.peer_offset.unwrap_or(1) as usize % n;
                 if offset == 0 {
                     return invalid(
                         format!("{field}.peer_offset"),
-                        format!("{}: a rank cannot send to itself", spec.peer_offset),
+                        format!("{}: a rank cannot send to itself", spec.peer_offset.unwrap_or(1)),
                     );
                 }
                 gen.send_recv(&per_channel, offset);
@@ -1142,9 +1166,12 @@ mod tests {
     #[test]
     fn trees_and_chains_kept_whole_wait_as_their_transfers_do() {
         let expand = |op: &str, algorithm: &str, whole: bool, transfers: &mut Arena<TransferId, Transfer>| {
-            let spec: CollectiveSpec = serde_json::from_value(serde_json::json!(
-                {"op": op, "algorithm": algorithm, "bytes": "4MiB", "channels": 2, "slice": "4MiB", "root": 2}))
-            .unwrap();
+            let mut spec = serde_json::json!({"op": op, "algorithm": algorithm, "bytes": "4MiB", "channels": 2,
+                "slice": "4MiB"});
+            if op != "all_reduce" {
+                spec["root"] = serde_json::json!(2);
+            }
+            let spec: CollectiveSpec = serde_json::from_value(spec).unwrap();
             let whole = Whole { pipelines: whole, all_to_all: false };
             let members: Vec<u32> = (0..8).collect();
             expand_collective(&spec, &members, &members, CollectiveId(0), PhaseId(0), 0, 1, whole, transfers, "c")
