@@ -63,6 +63,17 @@ impl ClustermapperConfig {
         if self.period < Time::from_us(1) {
             return invalid(field("period"), format!("{}: rounds at least 1us apart", self.period));
         }
+        // Named after the period is known good: with a period of 0 the
+        // timeout was blamed.
+        if self.timeout >= self.period || self.timeout.0 == 0 {
+            return invalid(
+                field("timeout"),
+                format!(
+                    "{}: a probe's timeout must be positive and shorter than the period ({})",
+                    self.timeout, self.period
+                ),
+            );
+        }
         if !(1..=255).contains(&self.t1_probes) {
             return invalid(field("t1_probes"), format!("{}: between 1 and 255", self.t1_probes));
         }

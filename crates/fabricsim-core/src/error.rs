@@ -41,6 +41,16 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// `v` as a message quotes it: as written at everyday magnitudes, in
+/// scientific notation beyond them (1e308 would print all its 309 digits).
+pub fn number(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-4..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// Shorthand for a `ScenarioError` result.
 pub fn invalid<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError::new(field, message))

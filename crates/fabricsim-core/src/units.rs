@@ -358,6 +358,7 @@ macro_rules! unit_serde {
                         Err(E::custom(format!("{v} has no unit: write it as a string with a unit ({})", $desc)))
                     }
                     fn visit_f64<E: de::Error>(self, v: f64) -> Result<$ty, E> {
+                        let v = crate::error::number(v);
                         Err(E::custom(format!("{v} has no unit: write it as a string with a unit ({})", $desc)))
                     }
                 }

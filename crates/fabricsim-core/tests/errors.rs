@@ -235,7 +235,10 @@ fn clustermapper_needs_srv6_and_a_timeout_inside_its_period() {
     assert!(error_of(s.clone()).starts_with("clustermapper: "), "{}", error_of(s.clone()));
     s["switch"] = json!({"forwarding": "srv6"});
     s["clustermapper"] = json!({"period": "100us", "timeout": "200us"});
-    assert!(error_of(s.clone()).starts_with("clustermapper.timeout: 200us"), "{}", error_of(s));
+    assert!(error_of(s.clone()).starts_with("clustermapper.timeout: 200us"), "{}", error_of(s.clone()));
+    // A period of 0 is the period's fault, not the (default) timeout's.
+    s["clustermapper"] = json!({"period": "0ns"});
+    assert!(error_of(s.clone()).starts_with("clustermapper.period: 0"), "{}", error_of(s));
 }
 
 #[test]
@@ -363,6 +366,23 @@ fn physically_meaningless_values_are_refused_when_checked() {
     ] {
         let e = error_of(scenario);
         assert!(e.starts_with(field), "{field}: {e}");
+    }
+}
+
+/// A number far from everyday magnitudes is quoted as the user could have
+/// written it: 1e308 as a probability was quoted with all its 309 digits.
+#[test]
+fn huge_and_tiny_numbers_are_quoted_in_scientific_notation() {
+    for (path, value, quoted) in [
+        ("switch.ecn.pmax", json!(1e308), "1e308: a probability"),
+        ("switch.egress_alpha", json!(-1e300), "-1e300: must be positive"),
+        ("topology.link_delay", json!(1e200), "1e200 has no unit"),
+        // (serde_json reads 1e-30 as 9.999999999999999e-31)
+        ("switch.pfc.xoff_alpha", json!(-1e-30), "e-31: must be positive"),
+        ("switch.ecn.pmax", json!(1.5), "1.5: a probability"),
+    ] {
+        let e = error_of(with(path, value));
+        assert!(e.starts_with(path) && e.contains(quoted), "{e}");
     }
 }
 

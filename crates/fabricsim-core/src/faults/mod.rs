@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Rng;
-use crate::error::{invalid, ScenarioError};
+use crate::error::{invalid, number, ScenarioError};
 use crate::net::Ev;
 use crate::topology::{LinkId, NicRef, NodeId, PortId, Topology};
 use crate::units::Time;
@@ -315,7 +315,10 @@ pub fn expand(
             }
             FaultSpec::LossRate(LossRate { at, port, rate, direction }) => {
                 if !(0.0..=1.0).contains(rate) {
-                    return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
+                    return invalid(
+                        field("rate"),
+                        format!("{}: a loss rate is a probability in [0, 1]", number(*rate)),
+                    );
                 }
                 for p in both(port_of(port)?, *direction) {
                     actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
@@ -323,7 +326,10 @@ pub fn expand(
             }
             FaultSpec::NicLoss(NicLoss { at, rate, direction }) => {
                 if !(0.0..=1.0).contains(rate) {
-                    return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
+                    return invalid(
+                        field("rate"),
+                        format!("{}: a loss rate is a probability in [0, 1]", number(*rate)),
+                    );
                 }
                 for nic in &nics {
                     for &port in &node_ports[nic.0 as usize] {
@@ -335,7 +341,10 @@ pub fn expand(
             }
             FaultSpec::EvLoss(EvLoss { at, nic, ev, rate }) => {
                 if !(0.0..=1.0).contains(rate) {
-                    return invalid(field("rate"), format!("{rate}: a loss rate is a probability in [0, 1]"));
+                    return invalid(
+                        field("rate"),
+                        format!("{}: a loss rate is a probability in [0, 1]", number(*rate)),
+                    );
                 }
                 let plane = Ev(*ev).plane();
                 let id = nic.resolve(topo, &nics, &field("nic"))?;
@@ -355,7 +364,9 @@ pub fn expand(
                         return invalid(field("count"), format!("{c}: the topology has {} {which}", eligible.len()))
                     }
                     (None, Some(f)) if (0.0..=1.0).contains(f) => (f * eligible.len() as f64).round() as usize,
-                    (None, Some(f)) => return invalid(field("fraction"), format!("{f}: a fraction is in [0, 1]")),
+                    (None, Some(f)) => {
+                        return invalid(field("fraction"), format!("{}: a fraction is in [0, 1]", number(*f)))
+                    }
                     _ => return invalid(field("count"), "give either `count` or `fraction` of the links"),
                 };
                 let mut rng = Rng::stream(seed, &[0x11D0, i as u64]);

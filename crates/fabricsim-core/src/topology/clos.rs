@@ -23,7 +23,7 @@ use serde::de::{self, IntoDeserializer};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Link, ModuleSpec, Node, NodeId, NodeRole, Topology};
-use crate::error::{invalid, ScenarioError};
+use crate::error::{invalid, number, ScenarioError};
 use crate::units::{Rate, Time};
 
 /// Logical ports per switch accepted before we call a value a typo. Real
@@ -558,7 +558,7 @@ fn tier_ports(spec: &ClosSpec, tiers: usize) -> Result<Vec<TierPorts>, ScenarioE
                 if !(ratio.is_finite() && ratio > 0.0) {
                     return invalid(
                         field,
-                        format!("{ratio} is not a down:up ratio: use a positive number such as 1 or 3"),
+                        format!("{} is not a down:up ratio: use a positive number such as 1 or 3", number(ratio)),
                     );
                 }
                 let up = radix as f64 / (ratio + 1.0);
