@@ -647,3 +647,184 @@ def test_topo_refuses_a_scenario_run_would_refuse(
     assert code == 2
     _one_error_line(err, "telemetry.ports[0]", "nic99999")
     assert out == ""
+
+
+# --- the probe's second round (2026-11-29): closed stdout, argparse, --ray, overrides, blame -----------------------
+
+BASE_YAML = (
+    "name: base\nduration: 50us\n"
+    "topology: {kind: clos, tiers: 2, radix: 4, link_rate: 100Gbps, link_delay: 1us}\n"
+    "traffic: [{kind: permutation, bytes: 64KB}]\n"
+)
+SWEEP_YAML = BASE_YAML + "sweep: {parameter: traffic.0.bytes, values: [1KB, 2KB]}\n"
+
+
+def _whole_runs(directory: Path) -> int:
+    """How many whole run directories `directory` holds (itself, or a sweep's), none marked incomplete."""
+    assert not (directory / INCOMPLETE_MARKER).exists()
+    runs = [d for d in [directory, *directory.iterdir()] if (d / "summary.json").is_file()]
+    assert all(not (d / INCOMPLETE_MARKER).exists() for d in runs)
+    return len(runs)
+
+
+@pytest.mark.parametrize(("scenario_text", "runs"), [(BASE_YAML, 1), (SWEEP_YAML, 2)], ids=["run", "sweep"])
+def test_a_run_into_a_closed_pipe_is_written_whole_and_exits_quietly(
+    tmp_path: Path, scenario_text: str, runs: int
+) -> None:
+    # rich exited 1 at its first write into the broken pipe; a sweep stopped between runs.
+    scenario_file = _write(tmp_path / "s.yaml", scenario_text)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fabricsim", "run", str(scenario_file), "-o", str(tmp_path / "out")],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _whole_runs(tmp_path / "out") == runs
+
+
+@pytest.mark.parametrize("command", [["schema"], ["run", "{scenario}", "-o", "{out}"]], ids=["schema", "run"])
+def test_a_closed_stdout_is_no_traceback(tmp_path: Path, command: list[str]) -> None:
+    # `>&-`: Python starts with sys.stdout None, and main's flush raised AttributeError.
+    scenario_file = _write(tmp_path / "s.yaml", BASE_YAML)
+    args = [a.format(scenario=scenario_file, out=tmp_path / "out") for a in command]
+    shell = f"exec {sys.executable} -m fabricsim {' '.join(args)} >&-"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    if command[0] == "run":
+        assert _whole_runs(tmp_path / "out") == 1
+
+
+def test_an_argument_error_is_one_line_and_help_still_shows_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--seed", "abc"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == ["fabricsim run: error: argument --seed: invalid int value: 'abc'"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bogus"])
+    assert exit_info.value.code == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["run", "--help"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: fabricsim run")
+
+
+def _closed_port() -> int:
+    """A local TCP port nothing listens on (it was just free)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_a_ray_address_nobody_answers_at_is_refused_before_anything_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    # Ray retried for minutes, having already made the output directory.
+    address = f"127.0.0.1:{_closed_port()}"
+    scenario_file = _write(tmp_path / "s.yaml", SWEEP_YAML if command == "run" else BASE_YAML)
+    extra = ["--designs", "roce"] if command == "compare" else []
+    code, _, err = fabricsim_cli(capsys, command, scenario_file, *extra, "--ray", address, "-o", tmp_path / "out")
+    assert code == 2
+    _one_error_line(err, f"--ray: cannot reach {address} (")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_address_that_answers_and_the_special_forms_pass_the_check() -> None:
+    import socket
+
+    from fabricsim.batch import check_backend
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_backend(1, f"127.0.0.1:{listening.getsockname()[1]}")
+    # `auto` and `local` name no address to try.
+    check_backend(1, "auto")
+    check_backend(1, "local")
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        ("jobs.0.ranks=4", ["-s jobs.0.ranks=4: the scenario has no jobs list to index", "-s 'jobs=[...]'"]),
+        ("jobs[0].ranks=1", ["-s jobs[0].ranks=1: the scenario has no jobs list to index"]),
+        ("traffic[-1].bytes=1KB", ["-s traffic[-1].bytes=1KB: ", "index it with a number >= 0"]),
+        ("traffic.-1.bytes=1KB", ["-s traffic.-1.bytes=1KB: ", "index it with a number >= 0"]),
+        ("include=x.yaml", ["-s include=x.yaml: ", "include is read from the scenario file only"]),
+        ("topology.radix=" + "9" * 5000, ["-s 'topology.radix=999", "the value is too large"]),
+    ],
+    ids=["no-list", "no-list-brackets", "negative-index-brackets", "negative-index", "include", "5000-digits"],
+)
+def test_an_override_that_cannot_apply_names_itself(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, override: str, fragments: list[str]
+) -> None:
+    code, out, err = fabricsim_cli(capsys, "topo", _write(tmp_path / "s.yaml", BASE_YAML), "-s", override)
+    assert code == 2
+    _one_error_line(err, *fragments)
+    assert "Exceeds the limit" not in err
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("damage", "fragments"),
+    [
+        ({"summary.json": "{bad"}, ["summary.json is not valid JSON (", "line 1, column 2"]),
+        ({"flows.parquet": "garbage"}, ["flows.parquet: not a Parquet file fabricsim can read"]),
+    ],
+    ids=["json", "parquet"],
+)
+def test_a_corrupt_results_file_is_named_without_exception_classes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, damage: dict[str, str], fragments: list[str]
+) -> None:
+    scenario_file = _write(tmp_path / "s.yaml", BASE_YAML)
+    assert fabricsim_cli(capsys, "run", scenario_file, "-o", tmp_path / "out")[0] == 0
+    for name, text in damage.items():
+        _write(tmp_path / "out" / name, text)
+    code, _, err = fabricsim_cli(capsys, "report", tmp_path / "out")
+    assert code == 2
+    _one_error_line(err, "cannot be read as a run directory", *fragments)
+    assert "Error" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments", "absent"),
+    [
+        (["run", "{long}"], ["error: name: 'xxx", "too long to name the output directory"], "File name too long"),
+        (["topo", "{include_dir}"], ["include: scenario path is a directory", "included by"], None),
+        (["topo", "{include_binary}"], ["include: ", "binary: not UTF-8 text", "included by"], None),
+        (["reproduce", "mrc", "--out", "{tmp}/file/sub"], ["--out: ", "file/sub: cannot create"], None),
+        (["examples", "copy", "baseline/link_failure", "{tmp}/file/sub"], ["examples copy: DIRECTORY: "], None),
+        (["compare", "{base}", "-s", "topology.radix=x", "--designs", "roce"], ["topology.radix: "], "--designs"),
+    ],
+    ids=["long-name", "include-dir", "include-binary", "reproduce-out", "examples-copy-into", "compare-bad-field"],
+)
+def test_an_error_blames_what_the_user_wrote(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], fragments: list[str], absent: str | None
+) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    _write(tmp_path / "binary", b"\x7fELF\0\0\0")
+    files = {
+        "base": _write(tmp_path / "base.yaml", BASE_YAML),
+        "long": _write(tmp_path / "long.yaml", BASE_YAML.replace("name: base", "name: " + "x" * 300)),
+        "include_dir": _write(tmp_path / "inc_dir.yaml", f"include: {tmp_path / 'dir'}\n{BASE_YAML}"),
+        "include_binary": _write(tmp_path / "inc_bin.yaml", f"include: {tmp_path / 'binary'}\n{BASE_YAML}"),
+    }
+    code, _, err = fabricsim_cli(capsys, *[a.format(tmp=tmp_path, **files) for a in args])
+    assert code == 2
+    _one_error_line(err, *fragments)
+    if absent is not None:
+        assert absent not in err
+    assert not (tmp_path / "runs").exists()

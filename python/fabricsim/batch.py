@@ -31,6 +31,7 @@ import ipaddress
 import multiprocessing
 import re
 import signal
+import socket
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -117,6 +118,10 @@ def check_backend(jobs: int, ray: str | None) -> None:
         problem = _address_problem(ray)
         if problem:
             raise _core.ScenarioError(f"--ray: {ray!r}: {problem}; expected host:port, `auto` or `local`")
+        # Ray retries an address nobody answers at for minutes; refused here, before any output directory exists.
+        unreachable = _unreachable(ray)
+        if unreachable:
+            raise _core.ScenarioError(f"--ray: cannot reach {ray} ({unreachable})")
 
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -140,6 +145,20 @@ def _address_problem(address: str) -> str | None:
     elif not _HOSTNAME.match(host):
         return f"{host!r} is not a host name"
     return None
+
+
+# How long a Ray address may take to accept a TCP connection before it counts as unreachable.
+RAY_CONNECT_TIMEOUT_S = 5.0
+
+
+def _unreachable(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> str | None:
+    """Why nothing accepts a TCP connection at `address` (`[ray://]host:port`, already checked), or None."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host.removeprefix("[").removesuffix("]"), int(port)), timeout=timeout):
+            return None
+    except OSError as exc:  # refused, timed out, a name that does not resolve
+        return exc.strerror or str(exc) or type(exc).__name__
 
 
 def _run(

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 from rich.console import Console
@@ -105,12 +105,16 @@ BENCH_CASES = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `fabricsim` command; returns the exit code (see the module docs)."""
+    _STDOUT.gone = False
+    _fill_closed_descriptors()
     try:
         args = _parser().parse_args(argv)
         with _STOP.raising():
             code = int(args.command(args))
             # A closed stdout shows here rather than in the interpreter's last flush, which would print a traceback.
-            sys.stdout.flush()
+            # None: started with stdout closed (`>&-`), so print() wrote nothing.
+            if sys.stdout is not None:
+                sys.stdout.flush()
     except BrokenPipeError:
         return _stdout_closed()
     except _Exit as exc:
@@ -129,7 +133,65 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("out of memory: the run's results outgrew this process; set limits.memory lower", EXIT_SIMULATOR)
     except KeyboardInterrupt:
         return _fail("terminated by SIGTERM" if _STOP.received == signal.SIGTERM else "interrupted", _STOP.exit_code)
-    return code
+    # The reader of stdout went away while the command went on to write its results whole (see _Console).
+    return EXIT_STDOUT_CLOSED if _STDOUT.gone and code == 0 else code
+
+
+def _fill_closed_descriptors() -> None:
+    """Opens /dev/null on stdin, stdout or stderr if one was closed (`fabricsim run ... >&-`).
+
+    Otherwise the next file opened, a result being written, would take its
+    number, and whatever writes to stdout (the core, a child process) would
+    write into that file.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+    # Python leaves sys.stdout None when it started closed; the output then goes nowhere, without failing.
+    # Both stay open until the process exits, as the streams they stand in for.
+    if sys.stdout is None:
+        sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = Path(os.devnull).open("w")  # noqa: SIM115
+
+
+class _StdoutState:
+    """Whether stdout's reader went away during this command."""
+
+    gone = False
+
+
+_STDOUT = _StdoutState()
+
+
+class _Console(Console):
+    """A console on stdout whose reader may go away (`fabricsim run ... | head -1`).
+
+    Rich's default exits at once with status 1, which could stop a sweep
+    between runs; instead the rest of the output goes to /dev/null, the
+    command finishes writing its results, and it exits 141 as after SIGPIPE.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _stdout_to_devnull()
+        _STDOUT.gone = True
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line, `fabricsim run: error: ...`, and exit 2, as every other bad input.
+
+    argparse prints the usage first; `--help` still shows it. Subparsers are
+    made of this class too (add_subparsers takes the parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {_printable(message)}\n")
 
 
 class _Exit(Exception):
@@ -261,7 +323,7 @@ def _restore_handlers(previous: Mapping[int, Any]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fabricsim", description="Packet-level simulator of AI-training networks.")
+    parser = _Parser(prog="fabricsim", description="Packet-level simulator of AI-training networks.")
     parser.add_argument("--version", action="version", version=f"fabricsim {_core.version()}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
@@ -415,7 +477,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from .results import Results, check_output_dir
 
-    output = check_output_dir(args.output or Path("runs") / path_safe(name), args.overwrite)
+    output = check_output_dir(args.output or _default_output(name), args.overwrite)
     with _write_failures_exit(), deferred_signals():
         with ProgressBar() as bar:
             raw = _core.run(text, _STOP.stopping(bar))
@@ -428,7 +490,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"warning: {_printable(warning)}", file=sys.stderr)
     for ignored in results.summary.get("flow_mode_ignores", []):
         print(f"warning: the flow model runs without {_printable(ignored)}", file=sys.stderr)
-    console = Console()
+    console = _Console()
     console.print(_summary_table(name, results))
     if results.summary.get("jobs"):
         console.print(_jobs_table(results.summary["jobs"]))
@@ -443,8 +505,8 @@ def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
 
     parameters, points = prepare(scenario)
     name = str(json.loads(points[0].resolved)["name"])
-    output = args.output or Path("runs") / path_safe(name)
-    console = Console(highlight=False)
+    output = args.output or _default_output(name)
+    console = _Console(highlight=False)
     jobs = _jobs(args.jobs)
 
     def done(point: SweepPoint, results: Results, reused: bool) -> None:
@@ -496,6 +558,35 @@ def _run_sweep(args: argparse.Namespace, scenario: dict[str, Any]) -> int:
     summary = stopped_run[1].summary if stopped_run is not None else {}
     run = f"the run of {stopped_run[0].named}" if stopped_run is not None else "the sweep"
     return _report_incomplete(console, run, summary, state, path)
+
+
+def _default_output(name: str, prefix: str = "") -> Path:
+    """`runs/<prefix><name>`, the output directory when -o is not given.
+
+    A name too long for a directory name is refused here, naming the `name`
+    field: creating the directory would blame the path, which the user never wrote.
+    """
+    directory = path_safe(prefix + name)
+    try:
+        limit = os.pathconf(".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255  # the usual limit, where the system does not say
+    if len(directory.encode("utf-8")) > limit:
+        raise _core.ScenarioError(
+            f"name: {name[:40]!r}... ({len(name):,} characters) is too long to name the output directory "
+            f"runs/<name> (at most {limit}); shorten it or give the directory with -o"
+        )
+    return Path("runs") / directory
+
+
+def _writable_directory(option: str, directory: Path) -> None:
+    """Refuses, naming `option`, a directory that cannot be created or written to; leaves nothing behind."""
+    from .results import OutputNotWritableError, check_output_dir
+
+    try:
+        check_output_dir(directory, overwrite=True)
+    except OutputNotWritableError as exc:
+        raise _core.ScenarioError(f"{option}: {exc}") from None
 
 
 def _jobs(jobs: int | None) -> int:
@@ -552,7 +643,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     check_backend(jobs, args.ray)
     name = str(scenario.get("name", "scenario"))
-    output = check_output_dir(args.output or Path("runs") / path_safe(f"compare_{name}"), args.overwrite)
+    output = check_output_dir(args.output or _default_output(name, "compare_"), args.overwrite)
     for design, why in left_out.items():
         print(f"note: {design} left out: {_printable(why)}", file=sys.stderr)
     from .batch import Stopped
@@ -577,7 +668,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         with _write_failures_exit():
             _write_report(output)
     faults = compare.faults_with_times(runs[0].scenario)
-    Console().print(_compare_table(name, rows, [r.design for r in runs], args.seeds, faults))
+    _Console().print(_compare_table(name, rows, [r.design for r in runs], args.seeds, faults))
     timed = [f"recovery_{k}_ms" for k in range(1, len(faults) + 1)]
     if timed and all(row.get(key) is None for row in rows for key in timed):
         print(
@@ -656,7 +747,7 @@ def _cmd_examples(args: argparse.Namespace) -> int:
         table.add_column("what it is")
         for name, path in found.items():
             table.add_row(name, example_description(path))
-        Console().print(table)
+        _Console().print(table)
         return 0
     if args.name is None:
         raise _core.ScenarioError("examples copy: which example? (fabricsim examples list names them)")
@@ -665,6 +756,7 @@ def _cmd_examples(args: argparse.Namespace) -> int:
     source = found[args.name]
     if args.directory.exists() and not args.directory.is_dir():
         raise _core.ScenarioError(f"examples copy: {args.directory} is not a directory")
+    _writable_directory("examples copy: DIRECTORY", args.directory)
     target = args.directory / f"{source.stem}.yaml"
     if target.exists():
         raise _core.ScenarioError(f"examples copy: {target} exists; copy into another directory")
@@ -698,7 +790,7 @@ def _cmd_topo(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    Console().print(_topology_table(report))
+    _Console().print(_topology_table(report))
     return 0
 
 
@@ -715,7 +807,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             print(json.dumps(report, indent=2))
         else:
             title = "fabricsim bench" + ("" if args.scenario is not None else f": {args.case}")
-            Console().print(_bench_table(report, title))
+            _Console().print(_bench_table(report, title))
         if not complete:
             return _fail(f"benchmark {_stop_cause(summary)}; the figures cover part of the run", _stop_code(summary))
         return 0
@@ -741,13 +833,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(report, indent=2))
         else:
-            Console().print(_bench_table(report, "fabricsim bench" + ("" if name == "scenario" else f": {name}")))
+            _Console().print(_bench_table(report, "fabricsim bench" + ("" if name == "scenario" else f": {name}")))
         return 0
     if args.json:
         # The reference case's keys stay at the top level, as before the collective case existed.
         print(json.dumps({**reports["flows"], **{case: r for case, r in reports.items() if case != "flows"}}, indent=2))
     else:
-        console = Console()
+        console = _Console()
         for case, report in reports.items():
             console.print(_bench_table(report, f"fabricsim bench: {case}"))
     return 0
@@ -836,7 +928,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         known = ", ".join(sorted(keys))
         raise _core.ScenarioError(f"--only: unknown experiment(s) {', '.join(unknown)}; known: {known}")
     # Wide enough for the comparison tables when the output is not a terminal.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = _Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     start = time.perf_counter()
 
     def ran(run: Run, seed: int, wall_s: float) -> None:
@@ -856,6 +948,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.out.is_dir():
         raise _core.ScenarioError(f"--out: {args.out} is not a directory")
+    _writable_directory("--out", args.out)
     with _write_failures_exit():
         results = reproduce(
             args.paper, args.out, args.quick, args.only, on_experiment=done, on_run=ran, jobs=_jobs(args.jobs)
@@ -899,10 +992,19 @@ def _printable(message: str) -> str:
 
 def _stdout_closed() -> int:
     """Exit code when stdout's reader went away (`fabricsim schema | head -1`): quiet, as after SIGPIPE."""
-    # The interpreter flushes stdout once more at exit; into /dev/null that cannot fail.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    _stdout_to_devnull()
     return EXIT_STDOUT_CLOSED
+
+
+def _stdout_to_devnull() -> None:
+    """Points stdout at /dev/null: the interpreter flushes it once more at exit, and that must not fail."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # None, or not a file (a test's capture): nothing of the process's to redirect
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fileno)
+    os.close(devnull)
 
 
 def _peak_rss_bytes() -> int:

@@ -122,6 +122,9 @@ def plan(
         try:
             _core.resolve(to_json(under))
         except ScenarioError as e:
+            if _own_error(scenario) == str(e):
+                # The scenario is bad whatever the design: the field is to blame, not --designs.
+                raise ScenarioError(str(e)) from None
             if designs is not None:
                 raise ScenarioError(f"--designs: {design} cannot run this scenario: {e}") from None
             left_out[design] = str(e)
@@ -133,6 +136,15 @@ def plan(
             "design: no design can run this scenario: " + "; ".join(f"{d}: {w}" for d, w in left_out.items())
         )
     return runs, left_out
+
+
+def _own_error(scenario: Mapping[str, Any]) -> str | None:
+    """What the core finds wrong with the scenario itself, under no design but its own; None if nothing."""
+    try:
+        _core.resolve(to_json(scenario))
+    except ScenarioError as e:
+        return str(e)
+    return None
 
 
 def metrics(results: Any) -> dict[str, Any]:

@@ -44,7 +44,7 @@ import yaml
 
 from ._core import ScenarioError
 from .compare import faults_with_times
-from .results import INCOMPLETE_MARKER, Results, write_atomic
+from .results import INCOMPLETE_MARKER, Results, read_json, read_parquet, write_atomic
 from .scenario import VERSION_KEY, fault_window
 
 __all__ = ["MAX_HEAT_ROWS", "MAX_LINES", "MAX_POINTS", "REPORT_FILE", "write_report"]
@@ -194,7 +194,7 @@ def write_report(directory: str | Path) -> Path:
         page = build(path)
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, pl.exceptions.PolarsError) as e:
         # Files that are not what fabricsim wrote (edited, truncated, another tool's): one line, no traceback.
-        raise ScenarioError(f"{path}: cannot be read as a {kind} directory: {type(e).__name__}: {e}") from None
+        raise ScenarioError(f"{path}: cannot be read as a {kind} directory: {_unreadable(e)}") from None
     text = page.html().encode("utf-8")
     report = path / REPORT_FILE
     write_atomic(report, lambda f: f.write(text))
@@ -379,7 +379,7 @@ def _heat_map(page: _Page, ports: pl.DataFrame, tier: str) -> None:
 
 
 def _comparison_page(path: Path) -> _Page:
-    table = pl.read_parquet(path / "compare.parquet")
+    table = read_parquet(path / "compare.parquet")
     designs = table["design"].unique(maintain_order=True).to_list()
     firsts = {d: path / f"{d}/seed_{table.filter(pl.col('design') == d)['seed'][0]}" for d in designs}
     scenario = _json(next(iter(firsts.values()), path) / "scenario.json")
@@ -483,7 +483,7 @@ def _sweep_page(path: Path) -> _Page:
     page.table(("index", *parameters, "seed", "state", *columns, "report"), rows)
 
     page.heading("Bus bandwidth")
-    collectives = pl.read_parquet(path / "sweep.parquet") if (path / "sweep.parquet").is_file() else pl.DataFrame()
+    collectives = read_parquet(path / "sweep.parquet") if (path / "sweep.parquet").is_file() else pl.DataFrame()
     if collectives.is_empty() or not parameters or parameters[0] not in collectives.columns:
         page.note("no collectives")
         return page
@@ -728,11 +728,23 @@ def _table(results: Results, name: str) -> pl.DataFrame:
 def _read(run: Path, table: str, columns: list[str]) -> pl.DataFrame:
     """Some columns of a run's table; an empty frame when the run wrote none (it had no rows)."""
     path = run / f"{table}.parquet"
-    return pl.read_parquet(path, columns=columns) if path.is_file() else pl.DataFrame()
+    return read_parquet(path, columns=columns) if path.is_file() else pl.DataFrame()
 
 
 def _json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(path)
+
+
+def _unreadable(error: Exception) -> str:
+    """What is wrong with a results file, in words: no Python or polars exception names, which mean nothing to a
+    user; the file's own errors (read_json, read_parquet) name it."""
+    if isinstance(error, KeyError):
+        return f"a field is missing: {error}"
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
+    if isinstance(error, pl.exceptions.PolarsError):
+        return " ".join(str(error).removeprefix("parquet: ").split())
+    return str(error)
 
 
 def _cell(value: Any) -> str:

@@ -151,12 +151,15 @@ class Results:
         """
         path = Path(directory)
         try:
-            scenario = json.loads((path / "scenario.json").read_text(encoding="utf-8"))
-            summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
+            scenario = read_json(path / "scenario.json")
+            summary = read_json(path / "summary.json")
+        except OSError as e:
             raise FileNotFoundError(
                 f"{path}: not a run directory (no readable scenario.json and summary.json): {e}"
             ) from None
+        except ValueError as e:
+            # FileNotFoundError as before (callers tell a run directory by it); the message names the file.
+            raise FileNotFoundError(str(e)) from None
         if not isinstance(scenario, dict) or not isinstance(summary, dict):
             raise FileNotFoundError(f"{path}: not a run directory: scenario.json and summary.json hold no mapping")
         results = cls.__new__(cls)
@@ -361,6 +364,25 @@ def _nccl_bw(gb_per_s: float | None) -> str:
     return "N/A" if gb_per_s is None else f"{gb_per_s:6.2f}"
 
 
+def read_json(path: Path) -> Any:
+    """A JSON file's value; a file that is not JSON raises ValueError naming it, without Python's exception name."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid JSON ({e.msg}, line {e.lineno}, column {e.colno})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not valid JSON (not UTF-8 text)") from None
+
+
+def read_parquet(path: Path, columns: list[str] | None = None) -> pl.DataFrame:
+    """A Parquet file as a frame; a file that is not one raises ValueError naming it, not polars' ComputeError."""
+    try:
+        return pl.read_parquet(path, columns=columns)
+    except pl.exceptions.PolarsError as e:
+        reason = " ".join(str(e).removeprefix("parquet: ").split())
+        raise ValueError(f"{path}: not a Parquet file fabricsim can read ({reason})") from None
+
+
 class _ParquetTables(dict):  # type: ignore[type-arg]
     """A run directory's tables by name, each read from its Parquet file on first access."""
 
@@ -374,7 +396,7 @@ class _ParquetTables(dict):  # type: ignore[type-arg]
             if name in TABLES:
                 return pl.DataFrame()
             raise KeyError(name)
-        frame = pl.read_parquet(self._files[name])
+        frame = read_parquet(self._files[name])
         self[name] = frame
         return frame
 

@@ -137,8 +137,16 @@ def load_scenario(source: ScenarioSource, overrides: Overrides = None) -> dict[s
     else:
         raise ScenarioError(f"scenario: expected a YAML file path or a mapping, got {type(source).__name__}")
     scenario.pop(VERSION_KEY, None)
-    for key, value in _override_items(overrides):
-        set_dotted(scenario, key, value)
+    for key, value, given in _override_items(overrides):
+        # An override is named as it was given (`-s jobs.0.ranks=4`), so that the message points at it.
+        if re.split(r"[.\[]", key, maxsplit=1)[0].strip() == "include":
+            raise ScenarioError(
+                f"{given}: an include is read from the scenario file only; add it to the file's include list"
+            )
+        try:
+            _set_dotted(scenario, key, value)
+        except _PathError as exc:
+            raise ScenarioError(f"{given}: {exc.reason}") from None
     check_tree(scenario)
     # Traffic read from other tools' files (flowlists.py), once its entries are final.
     scenario = expand_traffic_files(scenario, base_dir)
@@ -154,6 +162,16 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ScenarioError(f"-s {_shorten(text)}: an override is written dotted.key=value, e.g. -s topology.radix=8")
     try:
         value = yaml.load(raw, Loader=_ScenarioLoader) if raw.strip() else None
+    except ValueError as exc:
+        if "Exceeds the limit" not in str(exc):
+            raise ScenarioError(
+                f"{_one_line(key)}: cannot parse the value {_shorten(raw)}: {_yaml_problem(exc, raw)}"
+            ) from None
+        # Python's own limit on integer digits (4300), far past the 64 bits a scenario's integer may hold.
+        raise ScenarioError(
+            f"-s {_shorten(text)}: the value is too large ({len(raw.strip()):,} characters): "
+            "an integer lies within -2^63..2^64-1"
+        ) from None
     except Exception as exc:  # PyYAML raises more than YAMLError on odd values, see _parse_yaml
         raise ScenarioError(
             f"{_one_line(key)}: cannot parse the value {_shorten(raw)}: {_yaml_problem(exc, raw)}"
@@ -174,20 +192,39 @@ def check_tree(scenario: Any) -> None:
 
 def set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
     """Sets `scenario[a][b][0][c] = value` for the key `a.b.0.c` (or `a.b[0].c`), creating missing mappings."""
-    # Errors name list items `traffic[0].bytes`; the same form is accepted.
-    parts = re.sub(r"\[(\d+)\]", r".\1", key).split(".")
+    try:
+        _set_dotted(scenario, key, value)
+    except _PathError as exc:
+        raise ScenarioError(f"{exc.path}: {exc.reason}") from None
+
+
+class _PathError(Exception):
+    """Why a dotted key cannot be set, and the part of it (`traffic[3]`) where it failed."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+# A list index as a key segment: a number, or a negative one refused with a reason.
+_INDEX = re.compile(r"-?\d+")
+
+
+def _set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
+    # Errors name list items `traffic[0].bytes`; the same form is accepted (a negative index too, to refuse it).
+    parts = re.sub(r"\[(-?\d+)\]", r".\1", key).split(".")
     if any(not p for p in parts):
-        raise ScenarioError(f"{_one_line(key)}: empty segment in the override key")
+        raise _PathError(_one_line(key), "empty segment in the override key")
     node: Any = scenario
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
         here = _dotted(parts[: depth + 1])
         if isinstance(node, list):
             if not part.isdigit():
-                raise ScenarioError(f"{here}: {_dotted(parts[:depth])} is a list, index it with a number")
+                raise _PathError(here, f"{_dotted(parts[:depth])} is a list, index it with a number >= 0")
             index = int(part)
             if index >= len(node):
-                raise ScenarioError(f"{here}: index {index} is out of range, the list has {len(node)} items")
+                raise _PathError(here, f"index {index} is out of range, the list has {len(node)} items")
             if last:
                 node[index] = value
             else:
@@ -195,11 +232,16 @@ def set_dotted(scenario: dict[str, Any], key: str, value: Any) -> None:
         elif isinstance(node, dict):
             if last:
                 node[part] = value
-            else:
-                node = node.setdefault(part, {})
+                continue
+            if _INDEX.fullmatch(parts[depth + 1]) and not isinstance(node.get(part), list):
+                # A new mapping keyed "0" would reach the core as a mapping where it expects a list.
+                raise _PathError(
+                    here, f"the scenario has no {here} list to index (write the whole list, e.g. -s '{here}=[...]')"
+                )
+            node = node.setdefault(part, {})
         else:
             parent = _dotted(parts[:depth])
-            raise ScenarioError(f"{here}: {parent} is {node!r}, not a mapping or a list")
+            raise _PathError(here, f"{parent} is {node!r}, not a mapping or a list")
 
 
 def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,11 +300,17 @@ def _load_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
     if resolved in chain:
         cycle = " -> ".join(str(p) for p in (*chain, resolved))
         raise ScenarioError(f"include: include cycle {cycle}")
-    data = _parse_yaml(_decode(_read_bounded(path), path), path)
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: a scenario is a mapping of keys, found {type(data).__name__}")
+    try:
+        data = _parse_yaml(_decode(_read_bounded(path), path), path)
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{path}: a scenario is a mapping of keys, found {type(data).__name__}")
+    except (ScenarioError, IsADirectoryError) as exc:
+        if not chain:
+            raise
+        # An included file: the message says so, since the user may never have named the path on a command line.
+        raise type(exc)(f"include: {exc} (included by {chain[-1]})") from None
     # Aliases can nest and multiply what the file spells out: checked before merging expands them.
     _check_shape(data, str(path))
     return _expand_includes(data, path.parent, (*chain, resolved))
@@ -431,23 +479,24 @@ def _refuse_duplicate_keys(node: yaml.MappingNode) -> None:
             raise _RefusedYAML(problem=problem, problem_mark=key.start_mark)
 
 
-def _override_items(overrides: Overrides) -> list[tuple[str, Any]]:
-    """The (dotted key, value) pairs of `overrides`; refuses a string (which would iterate its characters)."""
+def _override_items(overrides: Overrides) -> list[tuple[str, Any, str]]:
+    """The (dotted key, value, how errors name it) of `overrides`; refuses a string (which would iterate its
+    characters). A string override is named as given (`-s traffic.0.bytes=1MB`), a mapping's by its key."""
     if overrides is None:
         return []
     if isinstance(overrides, str | bytes):
         raise ScenarioError("overrides: expected a list of 'key=value' strings, got a string")
     if isinstance(overrides, Mapping):
-        items = list(overrides.items())
+        items = [(key, value, _one_line(str(key))) for key, value in overrides.items()]
     elif isinstance(overrides, Iterable):
         texts = list(overrides)
         for text in texts:
             if not isinstance(text, str):
                 raise ScenarioError(f"overrides: expected 'key=value' strings, got {_shorten(text)}")
-        items = [parse_override(text) for text in texts]
+        items = [(*parse_override(text), f"-s {_one_line(text)}") for text in texts]
     else:
         raise ScenarioError(f"overrides: expected a list of 'key=value' strings, got {type(overrides).__name__}")
-    for key, _ in items:
+    for key, _, _ in items:
         if not isinstance(key, str):
             raise ScenarioError(f"overrides: a key is a dotted path such as topology.radix, got {_shorten(key)}")
     return items
