@@ -531,20 +531,25 @@ def test_failed_write_in_the_api_is_a_write_failed_error(
 # --- stdout closed early -------------------------------------------------------------------------------------------
 
 
-def test_schema_into_a_closed_pipe_exits_quietly() -> None:
-    # The read end is closed before the command starts, so its first write meets a broken pipe.
+def _into_a_closed_pipe(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`fabricsim ARGS` with stdout a pipe whose reader has gone: its first write meets a broken pipe."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "fabricsim", "schema"],
+        return subprocess.run(
+            [sys.executable, "-m", "fabricsim", *args],
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
+            timeout=120,
         )
     finally:
         os.close(write_end)
+
+
+def test_schema_into_a_closed_pipe_exits_quietly() -> None:
+    # The read end is closed before the command starts, so its first write meets a broken pipe.
+    proc = _into_a_closed_pipe(["schema"])
     assert proc.returncode in (0, 141), proc.stderr
     assert proc.stderr == ""
 
@@ -673,18 +678,7 @@ def test_a_run_into_a_closed_pipe_is_written_whole_and_exits_quietly(
 ) -> None:
     # rich exited 1 at its first write into the broken pipe; a sweep stopped between runs.
     scenario_file = _write(tmp_path / "s.yaml", scenario_text)
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "fabricsim", "run", str(scenario_file), "-o", str(tmp_path / "out")],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        os.close(write_end)
+    proc = _into_a_closed_pipe(["run", str(scenario_file), "-o", str(tmp_path / "out")])
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr
     assert _whole_runs(tmp_path / "out") == runs
