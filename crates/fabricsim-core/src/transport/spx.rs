@@ -42,7 +42,8 @@ use crate::units::{Bytes, Rate, Time, PS_PER_NS};
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SpxConfig {
-    /// QPs per connection. Default 1.
+    /// QPs per connection. Default 1. Each QP keeps its own plane
+    /// contexts and probes: per destination, as s4.3 has them, with one.
     pub qps: u32,
     /// The responder acknowledges every this many packets, and always when
     /// a message completes. Default 1, as `rocev2`.
