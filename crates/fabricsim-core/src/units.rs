@@ -236,6 +236,8 @@ fn parse_with(
     let value = match whole {
         Whole::Exact(_) if rest == 0 => value,
         Whole::Exact(base) => return Err(not_whole(base)),
+        // Below one base unit stays zero: a rate of 0.5bps is no 1bps link.
+        Whole::Rounded if value == 0 => 0,
         Whole::Rounded => value + u128::from(2 * rest >= denominator),
     };
     if value > max.0 as u128 {
@@ -284,7 +286,7 @@ impl std::str::FromStr for Rate {
         let max = (Rate::MAX.0, "1125899906842624bps (2^50 b/s)");
         let bps = parse_with(s, "rate", RATE_UNITS, "\"100Gbps\", \"400Gbps\"", max, Whole::Rounded)?;
         if bps == 0 {
-            return Err(UnitError(format!("'{s}' must be a positive rate")));
+            return Err(UnitError(format!("'{s}' must be a positive rate, at least 1bps")));
         }
         Ok(Rate(bps))
     }
@@ -435,6 +437,16 @@ mod tests {
         assert!(".us".parse::<Time>().is_err());
         assert_eq!("0us".parse::<Time>().unwrap(), Time::ZERO);
         assert_eq!(".5us".parse::<Time>().unwrap(), Time(500_000));
+    }
+
+    #[test]
+    fn a_rate_below_one_bit_per_second_is_refused_whatever_its_rounding() {
+        for text in ["0.1bps", "0.5bps", "0.9999bps", "0bps", "1e-30Gbps"] {
+            let e = text.parse::<Rate>().unwrap_err().0;
+            assert!(e.contains("at least 1bps"), "{text}: {e}");
+        }
+        assert_eq!("1.4bps".parse::<Rate>().unwrap(), Rate(1));
+        assert_eq!("1.5bps".parse::<Rate>().unwrap(), Rate(2));
     }
 
     #[test]
