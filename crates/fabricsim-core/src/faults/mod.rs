@@ -26,6 +26,14 @@ pub enum Direction {
     Ingress,
 }
 
+/// A loss rate is a probability.
+fn loss_rate(field: &str, rate: f64) -> Result<(), ScenarioError> {
+    if !(0.0..=1.0).contains(&rate) {
+        return invalid(field, format!("{}: a loss rate is a probability in [0, 1]", number(rate)));
+    }
+    Ok(())
+}
+
 /// One entry of the fault schedule, chosen by `kind`.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -314,23 +322,13 @@ pub fn expand(
                 actions.push((*at, FaultAction::SwitchUp { node: switch_of(switch)?, up: true, gray: false }))
             }
             FaultSpec::LossRate(LossRate { at, port, rate, direction }) => {
-                if !(0.0..=1.0).contains(rate) {
-                    return invalid(
-                        field("rate"),
-                        format!("{}: a loss rate is a probability in [0, 1]", number(*rate)),
-                    );
-                }
+                loss_rate(&field("rate"), *rate)?;
                 for p in both(port_of(port)?, *direction) {
                     actions.push((*at, FaultAction::PortLoss { port: p, rate: *rate }));
                 }
             }
             FaultSpec::NicLoss(NicLoss { at, rate, direction }) => {
-                if !(0.0..=1.0).contains(rate) {
-                    return invalid(
-                        field("rate"),
-                        format!("{}: a loss rate is a probability in [0, 1]", number(*rate)),
-                    );
-                }
+                loss_rate(&field("rate"), *rate)?;
                 for nic in &nics {
                     for &port in &node_ports[nic.0 as usize] {
                         for p in both(port, *direction) {
@@ -340,12 +338,7 @@ pub fn expand(
                 }
             }
             FaultSpec::EvLoss(EvLoss { at, nic, ev, rate }) => {
-                if !(0.0..=1.0).contains(rate) {
-                    return invalid(
-                        field("rate"),
-                        format!("{}: a loss rate is a probability in [0, 1]", number(*rate)),
-                    );
-                }
+                loss_rate(&field("rate"), *rate)?;
                 let plane = Ev(*ev).plane();
                 let id = nic.resolve(topo, &nics, &field("nic"))?;
                 let port = node_ports[id.0 as usize].get(plane).copied().ok_or_else(|| {

@@ -107,15 +107,11 @@ impl FluidSimulation {
     /// `bytes` over connection `conn` alone: the slowest of its QPs'
     /// shares, each at the rate its route allows and no sooner than its
     /// first packet's serialization, then its packet's latency (a stream's
-    /// own end, `message_latency`). A message of no bytes still sends one
-    /// packet on the first QP.
+    /// own end, `message_latency`).
     fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>) -> Time {
         let qps = self.connections[conn as usize].clone();
         let mut slowest = Time::ZERO;
-        for (k, (&q, share)) in qps.iter().zip(crate::workload::split_evenly(bytes, qps.len() as u64)).enumerate() {
-            if share == 0 && (bytes > 0 || k > 0) {
-                continue;
-            }
+        for (&q, share) in qps.iter().zip(crate::workload::message_parts(bytes, qps.len())) {
             let route = self.qp_route(q);
             let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
             let rate = self.rate_alone(&route, cap);

@@ -9,18 +9,15 @@ use crate::ids::{CollectiveId, ConnectionId, Id, JobId, PhaseId, TransferId};
 use crate::sim::jobs::{self, JobHost, Jobs};
 use crate::units::Time;
 use crate::workload::job::IntraHostConfig;
-use crate::workload::split_evenly;
+use crate::workload::message_parts;
 
 impl FluidSimulation {
     /// Starts `bytes` for `owner` over connection `conn`, striped over its
     /// QPs as the NIC stripes a message; returns the streams started.
     fn post(&mut self, conn: u32, bytes: u64, owner: Owner, rate_limit: Option<crate::units::Rate>) -> u32 {
         let qps = self.connections[conn as usize].clone();
-        // As the packet model splits a message: a part per QP with bytes,
-        // and a zero-length message one empty part, which still crosses.
-        let parts = bytes.clamp(1, qps.len() as u64) as usize;
         let mut started = 0;
-        for (&q, share) in qps.iter().zip(split_evenly(bytes, qps.len() as u64)).take(parts) {
+        for (&q, share) in qps.iter().zip(message_parts(bytes, qps.len())) {
             // The NIC's rate limiter counts wire bytes; streams count payload.
             let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
             self.post_stream(owner, q, share, cap);

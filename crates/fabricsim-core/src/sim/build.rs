@@ -24,7 +24,7 @@ use crate::transport::{
 };
 use crate::units::{Rate, Time};
 use crate::workload::program::{self, Program};
-use crate::workload::{self, split_evenly, FlowSpec};
+use crate::workload::{self, message_parts, split_evenly, FlowSpec};
 
 /// Random-stream keys, one per kind of entity.
 pub(super) const STREAM_PORT: u64 = 0x9027;
@@ -1055,8 +1055,8 @@ impl Simulation {
     }
 
     /// `ideal_fct` of a message of `bytes` on connection `conn` to `dst`:
-    /// a flow's, or a collective's transfer's. A message of no bytes still
-    /// sends one packet on the first QP (`post_message`).
+    /// a flow's, or a collective's transfer's, in the parts the NIC posts
+    /// (`message_parts`).
     fn ideal_message(
         &self,
         conn: ConnectionId,
@@ -1073,11 +1073,8 @@ impl Simulation {
         let (mut wire_total, mut packets, mut first_wire, mut full_wire, mut last_wire) = (0, 0, 0, 0, 0);
         let mut planes = std::collections::BTreeSet::new();
         let conn = &self.connections[conn].qps;
-        for (k, (&q, share)) in conn.iter().zip(split_evenly(bytes, conn.len() as u64)).enumerate() {
+        for (&q, share) in conn.iter().zip(message_parts(bytes, conn.len())) {
             let qp = &self.qps[q];
-            if share == 0 && (bytes > 0 || k > 0) {
-                continue;
-            }
             planes.insert(qp.src_port);
             let qp_packets = share.div_ceil(mtu as u64).max(1);
             let last = share - (qp_packets - 1) * mtu as u64;
@@ -1194,28 +1191,19 @@ impl Simulation {
     /// contention, the larger of two bounds. The latency bound is the
     /// longest chain of dependent transfers, each taking what the same
     /// message takes alone as a flow on its connection (`ideal_message`:
-    /// its packets over the connection's ports and paths, so that a
-    /// transfer sprayed over planes sends them side by side; with alpha, one
-    /// packet's way at one port, plus the rest of its bytes at every port's
-    /// rate, a 16 KB slice over four planes was charged three quarters of a
-    /// packet too many and rings ran at 0.97 of that "ideal"), or over the
-    /// intra-host link its latency and serialization: a rank forwards a
-    /// slice only once all of it has arrived.
+    /// its packets over the connection's ports and paths, side by side on
+    /// several planes), or over the intra-host link its latency and
+    /// serialization: a rank forwards a slice only once all of it has
+    /// arrived. A pipeline's fill (a tree's or a chain's first slice on its
+    /// way down) is in this chain, once.
     /// The bandwidth bound is the time its busiest rank needs to send or
     /// receive its bytes: over the network at its NICs' payload rate (all
     /// ports, less header overhead) or over the intra-host link at that
     /// link's rate, whichever is longer (the two carry bytes at once), plus
-    /// the shortest tail: the smallest packet's way less one serialization,
-    /// which the busiest rank's bytes count (with the whole alpha, a 4 KB
-    /// send_recv's ideal was 3.01 us where the same bytes as a flow took
-    /// 2.67). Slices pipeline the latency under the bandwidth, so the ideal
-    /// is the larger bound, not their sum: small collectives are
-    /// latency-bound, large ones bandwidth-bound. A pipeline's fill (a
-    /// tree's or a chain's first slice on its way down) is in the latency
-    /// bound, whose chain runs over it and then each slice of the last hop:
-    /// added to the busiest rank's bytes too, it was counted on every
-    /// channel as if they filled one after another on that rank, and a
-    /// double binary tree of two channels ran at 0.74 of that "ideal".
+    /// the shortest tail: the smallest packet's way less the one
+    /// serialization those bytes already count. Slices pipeline the latency
+    /// under the bandwidth, so the ideal is the larger bound, not their
+    /// sum: small collectives are latency-bound, large ones bandwidth-bound.
     fn ideal_cct(&self, c: CollectiveId, pipelines: &mut Pipelines) -> Time {
         let run = &self.jobs.program.collectives[c];
         if run.transfers.is_empty() {

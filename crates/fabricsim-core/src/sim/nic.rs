@@ -16,7 +16,7 @@ use crate::nic::{MessageSplit, PathSelection, Pick, PortFailover, Qp};
 use crate::topology::{LinkId, NodeId};
 use crate::transport::{Action, Control, End, Outgoing, QpSetup, Timer, Transport, Verb, TIMERS};
 use crate::units::Time;
-use crate::workload::split_evenly;
+use crate::workload::{message_part_count, message_parts};
 
 impl Simulation {
     /// The next data packet for this NIC port, from the QP whose turn it is,
@@ -104,8 +104,7 @@ impl Simulation {
     }
 
     /// Posts an RDMA WRITE or SEND of `bytes` on a connection, striped
-    /// evenly over its QPs (QP scaling). A zero-byte message still sends
-    /// one packet, as NCCL still signals every step of a tiny collective.
+    /// evenly over its QPs (QP scaling, `message_parts`).
     pub(super) fn post_message(&mut self, conn: ConnectionId, bytes: u64, owner: Owner, verb: Verb) {
         if self.scenario.nic.message_split == MessageSplit::LeastLoaded {
             // The first of the connection's QPs with the fewest outstanding bytes.
@@ -115,10 +114,10 @@ impl Simulation {
             self.put_on_qp(q, id, bytes, verb);
             return;
         }
-        let qps = self.connections[conn].qps.len() as u64;
-        let parts = bytes.clamp(1, qps) as u32;
+        let qps = self.connections[conn].qps.len();
+        let parts = message_part_count(bytes, qps) as u32;
         let id = self.messages.push(Message { owner, parts_left: parts, verb });
-        for (k, share) in split_evenly(bytes, qps).take(parts as usize).enumerate() {
+        for (k, share) in message_parts(bytes, qps).enumerate() {
             let q = self.connections[conn].qps[k];
             self.put_on_qp(q, id, share, verb);
         }

@@ -195,6 +195,19 @@ pub fn split_evenly(total: u64, parts: u64) -> impl Iterator<Item = u64> {
     (0..parts).map(move |i| total / parts + u64::from(i < total % parts))
 }
 
+/// The parts a message of `bytes` is striped into over `qps` QPs, in QP
+/// order: a share for each QP that has bytes, and for a message of none
+/// one empty part on the first, which still crosses as a packet (NCCL
+/// signals every step of a tiny collective).
+pub fn message_parts(bytes: u64, qps: usize) -> impl Iterator<Item = u64> {
+    split_evenly(bytes, qps as u64).take(message_part_count(bytes, qps))
+}
+
+/// How many parts `message_parts` gives.
+pub fn message_part_count(bytes: u64, qps: usize) -> usize {
+    bytes.clamp(1, qps as u64) as usize
+}
+
 /// A flow to simulate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSpec {
