@@ -44,7 +44,7 @@ import yaml
 
 from ._core import ScenarioError
 from .compare import faults_with_times
-from .results import INCOMPLETE_MARKER, Results, read_json, read_parquet, write_atomic
+from .results import INCOMPLETE_MARKER, Results, polars_problem, read_json, read_parquet, write_atomic
 from .scenario import VERSION_KEY, fault_window
 
 __all__ = ["MAX_HEAT_ROWS", "MAX_LINES", "MAX_POINTS", "REPORT_FILE", "write_report"]
@@ -743,7 +743,7 @@ def _unreadable(error: Exception) -> str:
     if isinstance(error, OSError) and error.strerror:
         return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
     if isinstance(error, pl.exceptions.PolarsError):
-        return " ".join(str(error).removeprefix("parquet: ").split())
+        return polars_problem(error)
     return str(error)
 
 

@@ -379,8 +379,12 @@ def read_parquet(path: Path, columns: list[str] | None = None) -> pl.DataFrame:
     try:
         return pl.read_parquet(path, columns=columns)
     except pl.exceptions.PolarsError as e:
-        reason = " ".join(str(e).removeprefix("parquet: ").split())
-        raise ValueError(f"{path}: not a Parquet file fabricsim can read ({reason})") from None
+        raise ValueError(f"{path}: not a Parquet file fabricsim can read ({polars_problem(e)})") from None
+
+
+def polars_problem(error: pl.exceptions.PolarsError) -> str:
+    """polars' message on one line, without its error class or its `parquet:` prefix."""
+    return " ".join(str(error).removeprefix("parquet: ").split())
 
 
 class _ParquetTables(dict):  # type: ignore[type-arg]
