@@ -21,19 +21,20 @@ impl Port {
         true
     }
 
-    /// `wire` bytes that entered by this port are buffered. True when a
-    /// lossless class just crossed `xoff_threshold`: pause the peer.
-    pub fn buffered_from(&mut self, class: usize, wire: u64, lossless: bool, xoff_threshold: u64) -> bool {
+    /// `wire` bytes of a lossless class that entered by this port are
+    /// buffered. True when they just crossed `xoff_threshold`: pause the
+    /// peer.
+    pub fn buffered_from(&mut self, class: usize, wire: u64, xoff_threshold: u64) -> bool {
         self.ingress_bytes[class] += wire;
-        if lossless && !self.xoff_sent[class] && self.ingress_bytes[class] > xoff_threshold {
+        if !self.xoff_sent[class] && self.ingress_bytes[class] > xoff_threshold {
             self.xoff_sent[class] = true;
             return true;
         }
         false
     }
 
-    /// `wire` bytes that entered by this port left the buffer. True when a
-    /// paused class fell below XON: resume the peer.
+    /// `wire` bytes of a lossless class that entered by this port left the
+    /// buffer. True when a paused class fell below XON: resume the peer.
     pub fn released_from(&mut self, class: usize, wire: u64, xoff_threshold: u64, xon_offset: u64) -> bool {
         self.ingress_bytes[class] -= wire;
         if self.xoff_sent[class] && self.ingress_bytes[class] + xon_offset <= xoff_threshold {

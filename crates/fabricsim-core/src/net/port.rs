@@ -97,7 +97,8 @@ pub struct Port {
     pub up: bool,
     /// Faces a NIC: a switch port of the last hop.
     pub faces_nic: bool,
-    /// Bytes held in this switch that arrived through this port, per class.
+    /// Bytes held in this switch that arrived through this port, per
+    /// lossless class (PFC's account; lossy classes keep none).
     pub ingress_bytes: [u64; CLASSES],
     /// A `TxDone` event is scheduled at `busy_until` to start the next packet.
     pub tx_done_pending: bool,

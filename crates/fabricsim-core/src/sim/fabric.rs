@@ -129,9 +129,12 @@ impl Simulation {
         let node = self.ports[port.0 as usize].node.0 as usize;
         let sw = self.switches[node].as_mut().expect("a switch");
         sw.buffer.release(wire);
-        let pfc = &self.scenario.switch.pfc;
-        let threshold = sw.buffer.xoff_threshold(pfc.xoff_alpha);
-        if ingress != NO_PORT && self.ports[ingress as usize].released_from(class, wire, threshold, pfc.xon_offset.0) {
+        let cfg = &self.scenario.switch;
+        let threshold = sw.buffer.xoff_threshold(cfg.pfc.xoff_alpha);
+        if ingress != NO_PORT
+            && admission::lossless(cfg, class)
+            && self.ports[ingress as usize].released_from(class, wire, threshold, cfg.pfc.xon_offset.0)
+        {
             self.send_pfc(PortId(ingress), class, false);
         }
     }
@@ -271,8 +274,11 @@ impl Simulation {
         sw.buffer.take(wire);
         let threshold = sw.buffer.xoff_threshold(cfg.pfc.xoff_alpha);
         self.pool.get_mut(id).port = ingress.map_or(NO_PORT, |p| p.0);
-        if let Some(ingress) = ingress {
-            if self.ports[ingress.0 as usize].buffered_from(class, wire, lossless, threshold) {
+        // Only a lossless class's bytes are counted per ingress: PFC alone
+        // reads them, and a lossy packet's release then need not load the
+        // port it came in by.
+        if let Some(ingress) = ingress.filter(|_| lossless) {
+            if self.ports[ingress.0 as usize].buffered_from(class, wire, threshold) {
                 self.send_pfc(ingress, class, true);
             }
         }
