@@ -10,14 +10,9 @@ fn main() {
     let text = std::fs::read_to_string(&path).expect("readable scenario");
     let scenario = fabricsim_core::Scenario::from_json(&text).unwrap_or_else(|e| panic!("{e}"));
     let start = Instant::now();
-    let out = if scenario.mode == fabricsim_core::fluid::Mode::Flow {
-        let mut setup = fabricsim_core::Setup { available_memory: None, keep_going: None };
-        let built = fabricsim_core::FluidSimulation::new_within(scenario, &mut setup);
-        built.unwrap_or_else(|e| panic!("{e}")).expect("not stopped").run(&mut |_| true)
-    } else {
-        let mut sim = fabricsim_core::Simulation::new(scenario).unwrap_or_else(|e| panic!("{e}"));
-        sim.run(&mut |_| true)
-    };
+    let mut setup = fabricsim_core::Setup::default();
+    let built = fabricsim_core::Model::build(scenario, &mut setup).unwrap_or_else(|e| panic!("{e}"));
+    let out = built.expect("not stopped").run(&mut |_| true);
     let wall = start.elapsed().as_secs_f64();
     let hops = out.summary["packet_hops"].as_f64().unwrap_or(0.0);
     let events = out.summary["events"].as_f64().unwrap_or(0.0);

@@ -25,6 +25,7 @@
 //! - `sim`: the `Simulation` that owns everything, runs the loop and routes
 //!   what each element decides.
 //! - `fluid`: the flow-level model of the same scenarios, for whole clusters.
+//! - `model`: the model a scenario's `mode` names, built and run alike.
 
 pub mod error;
 pub mod ids;
@@ -51,9 +52,11 @@ pub mod scenario;
 pub mod sim;
 
 pub mod fluid;
+pub mod model;
 
 pub use error::ScenarioError;
 pub use fluid::FluidSimulation;
 pub use metrics::RunOutput;
+pub use model::Model;
 pub use scenario::Scenario;
 pub use sim::{Progress, Setup, Simulation};

@@ -1,21 +1,16 @@
 //! Helpers shared by the whole-simulation tests.
 #![allow(dead_code)]
 
-use fabricsim_core::{FluidSimulation, RunOutput, Scenario, Setup, Simulation};
+use fabricsim_core::{Model, RunOutput, Scenario, Setup};
 use serde_json::Value;
 
 /// Runs `scenario` in the model its `mode` names (the packet model unless
 /// it says `flow`), as the CLI does.
 pub fn run(scenario: Value) -> RunOutput {
-    let flow = scenario["mode"] == "flow";
     let scenario = Scenario::from_json(&scenario.to_string()).expect("valid scenario");
-    if flow {
-        let mut setup = Setup { available_memory: None, keep_going: None };
-        let mut sim = FluidSimulation::new_within(scenario, &mut setup).expect("buildable").expect("not stopped");
-        return sim.run(&mut |_| true);
-    }
-    let mut sim = Simulation::new(scenario).expect("buildable scenario");
-    sim.run(&mut |_| true)
+    let mut setup = Setup::default();
+    let mut model = Model::build(scenario, &mut setup).expect("buildable scenario").expect("not stopped");
+    model.run(&mut |_| true)
 }
 
 pub fn column<'a>(table: &'a fabricsim_core::metrics::Table, name: &str) -> &'a fabricsim_core::metrics::Column {

@@ -8,7 +8,7 @@ use common::{floats, ints, run, summary_u64, texts};
 use fabricsim_core::metrics::StopReason;
 use fabricsim_core::net::headers::data_wire;
 use fabricsim_core::net::IpVersion;
-use fabricsim_core::{FluidSimulation, RunOutput, Scenario, Setup};
+use fabricsim_core::{FluidSimulation, Model, RunOutput, Scenario, Setup};
 use serde_json::{json, Value};
 
 fn run_flow(mut scenario: Value) -> RunOutput {
@@ -1517,4 +1517,20 @@ fn the_flow_model_refuses_lacp_failover() {
     let mut setup = Setup { available_memory: None, keep_going: None };
     let Err(e) = FluidSimulation::new_within(scenario, &mut setup) else { panic!("built") };
     assert_eq!(e.field, "nic.port_failover", "{}", e.message);
+}
+
+/// `Model` builds the model a scenario's `mode` names: the same scenario
+/// under the packet model unless it says `flow`.
+#[test]
+fn a_scenario_runs_in_the_model_its_mode_names() {
+    let build = |scenario: Value| {
+        let scenario = Scenario::from_json(&scenario.to_string()).expect("valid scenario");
+        Model::build(scenario, &mut Setup::default()).expect("buildable").expect("not stopped")
+    };
+    assert!(matches!(build(line()), Model::Packet(_)));
+    let mut flow = line();
+    flow["mode"] = json!("flow");
+    let mut model = build(flow);
+    assert!(matches!(model, Model::Flow(_)));
+    assert_eq!(model.run(&mut |_| true).summary["mode"], json!("flow"));
 }

@@ -15,9 +15,8 @@ mod tables;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use fabricsim_core::fluid::Mode;
 use fabricsim_core::scenario::design::Design;
-use fabricsim_core::{scenario, FluidSimulation, Scenario, ScenarioError as CoreScenarioError, Setup, Simulation};
+use fabricsim_core::{scenario, Model, Scenario, ScenarioError as CoreScenarioError, Setup};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -74,22 +73,6 @@ fn json_loads(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
 }
 
 /// Either model, run to its end.
-trait Runnable {
-    fn run_to_end(&mut self, hook: &mut dyn FnMut(fabricsim_core::Progress) -> bool) -> fabricsim_core::RunOutput;
-}
-
-impl Runnable for Simulation {
-    fn run_to_end(&mut self, hook: &mut dyn FnMut(fabricsim_core::Progress) -> bool) -> fabricsim_core::RunOutput {
-        self.run(hook)
-    }
-}
-
-impl Runnable for FluidSimulation {
-    fn run_to_end(&mut self, hook: &mut dyn FnMut(fabricsim_core::Progress) -> bool) -> fabricsim_core::RunOutput {
-        self.run(hook)
-    }
-}
-
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -121,11 +104,7 @@ fn resolve(py: Python<'_>, scenario_json: &str, available_memory: Option<u64>) -
             let available_memory = available_memory.or_else(machine::available_memory);
             let mut keep_going = || Python::attach(|py| py.check_signals()).is_ok();
             let mut setup = Setup { available_memory, keep_going: Some(&mut keep_going) };
-            let checked = match scenario.mode {
-                Mode::Packet => Simulation::check_within(&scenario, &mut setup),
-                Mode::Flow => FluidSimulation::check_within(&scenario, &mut setup),
-            };
-            if !checked.map_err(scenario_error)? {
+            if !Model::check(&scenario, &mut setup).map_err(scenario_error)? {
                 return Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted while checking"));
             }
             Ok(scenario.to_json())
@@ -190,15 +169,8 @@ fn run(
             let mut setup = Setup { available_memory, keep_going: Some(&mut keep_going) };
             let interrupted_building =
                 || Err(pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted while building"));
-            let mut sim: Box<dyn Runnable> = match scenario.mode {
-                Mode::Packet => match Simulation::new_within(scenario, &mut setup).map_err(scenario_error)? {
-                    Some(sim) => Box::new(sim),
-                    None => return interrupted_building(),
-                },
-                Mode::Flow => match FluidSimulation::new_within(scenario, &mut setup).map_err(scenario_error)? {
-                    Some(sim) => Box::new(sim),
-                    None => return interrupted_building(),
-                },
+            let Some(mut sim) = Model::build(scenario, &mut setup).map_err(scenario_error)? else {
+                return interrupted_building();
             };
             let mut last = Instant::now();
             let mut hook = |p: fabricsim_core::Progress| -> bool {
@@ -227,7 +199,7 @@ fn run(
                 })
             };
             // The simulation is dropped here, before Python's copy is made.
-            Ok(sim.run_to_end(&mut hook))
+            Ok(sim.run(&mut hook))
         })
     })?;
     if let Some(e) = callback_error {

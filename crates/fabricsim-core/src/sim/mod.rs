@@ -286,8 +286,9 @@ struct RunLimits {
 }
 
 impl Simulation {
-    /// Builds a simulation from a validated scenario, within its
-    /// `limits.memory` if it sets one.
+    /// Builds the packet model of a validated scenario, whatever its
+    /// `mode` says (`Model::build` follows it), within its `limits.memory`
+    /// if it sets one.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         let built = build::build(scenario, None, &mut Setup::default())?;
         Ok(built.expect("a build without a hook is never interrupted"))
