@@ -16,7 +16,7 @@ from fabricsim import _core, batch
 from fabricsim import run as fabricsim_run
 from fabricsim.cli import main
 from fabricsim.experiments import PAPERS, analysis, framework, paper_experiments, spectrum_x, spectrum_x_jobs
-from fabricsim.experiments.analysis import collective_analysis, phase_analysis
+from fabricsim.experiments.analysis import busbw_row, collective_analysis, judged_over_sizes, phase_analysis
 from fabricsim.experiments.framework import (
     CONTRADICTS,
     MATCHES,
@@ -292,6 +292,16 @@ def test_a_verdict_set_by_the_analysis_is_kept() -> None:
     reasons = "seed 1: why matches; seed 2: why partly; seed 3: why matches"
     assert mixed.reason == f"{reasons}; 2 of 3 seeds in range, 1 partly"
     assert given(NO_CLAIM, NO_CLAIM).verdict == NO_CLAIM
+
+
+def test_a_spread_says_which_of_several_numbers_it_is_of() -> None:
+    """A row listing a value per size spreads one of them over the seeds: it says which."""
+    per_seed = [(seed, [busbw_row("RoCE", {"4MiB": 40.0 + seed, "128MiB": 30.0 - seed})]) for seed in (1, 2, 3)]
+    (row,) = merge_seeds(per_seed)
+    assert row.ours == "4MiB: 41.00, 128MiB: 29.00 GB/s (seeds 1-3, the largest: 41-43)"
+    claim = [(s, [judged_over_sizes("r", "", {"1MiB": 0.9 + s / 100, "8MiB": 1.2}, (1.0, None))]) for s in (1, 2, 3)]
+    (judged,) = merge_seeds(claim)
+    assert judged.ours.endswith("(seeds 1-3, the worst size: 0.91-0.93)")
 
 
 def test_seeds_merge_into_the_spread() -> None:

@@ -65,9 +65,7 @@ def collective_analysis(claims: Sequence[Claim]) -> Analysis:
         table = {key: busbw_by_size(o) for key, o in outcomes.items() if isinstance(o, SweepResults)}
         rows = []
         labels = {r.key: r.label for r in exp.runs}
-        for key, sizes in table.items():
-            text = ", ".join(f"{size}: {bw:.2f}" for size, bw in sizes.items())
-            rows.append(Row(f"busbw {labels[key]}", "", f"{text} {GB_S}", max(sizes.values(), default=None)))
+        rows.extend(busbw_row(labels[key], sizes) for key, sizes in table.items())
         for claim in claims:
             metric, paper, a, b, which = claim[:5]
             expect = _expect_of(claim)
@@ -107,7 +105,13 @@ def judged_over_sizes(
     verdict = MATCHES if len(inside) == len(ordered) else PARTLY if inside else CONTRADICTS
     text = ", ".join(f"{s}: {ours[s]:.{digits}f}" for s in ordered)
     reason = f"in range at {len(inside)} of {len(ordered)} sizes"
-    return Row(metric, paper, text + unit, ours[worst], expect, verdict, reason)
+    return Row(metric, paper, text + unit, ours[worst], expect, verdict, reason, value_of="the worst size")
+
+
+def busbw_row(label: str, sizes: Mapping[str, float]) -> Row:
+    """A run's busbw at each size, for information; its value the largest."""
+    text = ", ".join(f"{size}: {bw:.2f}" for size, bw in sizes.items())
+    return Row(f"busbw {label}", "", f"{text} {GB_S}", max(sizes.values(), default=None), value_of="the largest")
 
 
 def _expect_of(claim: Claim) -> Expect | None:

@@ -144,7 +144,9 @@ class Run:
 class Row:
     """One line of an experiment's comparison: the metric, the paper's value and ours, and the verdict.
 
-    `value` is the number behind `ours`; `expect` the closed range of it that
+    `value` is the number behind `ours`, and `value_of` says which of its
+    numbers that is when `ours` lists several (`the largest`): the spread
+    over seeds is of that one. `expect` is the closed range of it that
     agrees with the paper's claim (None bounds are open; no range: the row
     is for information). An analysis leaves `verdict` empty for the
     framework to judge `value` against `expect`, or sets it (one of
@@ -160,6 +162,7 @@ class Row:
     expect: Expect | None = None
     verdict: str = ""
     reason: str = ""
+    value_of: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict and self.verdict not in VERDICTS:
@@ -301,7 +304,9 @@ def _merge(rows: Sequence[tuple[int, Row]]) -> Row:
     valued = [(seed, r.value) for seed, r in rows if r.value is not None]
     if len(rows) > 1 and valued:
         low, high = _number(min(v for _, v in valued)), _number(max(v for _, v in valued))
-        ours += f" (seeds {_seed_list([s for s, _ in valued])}: {low if low == high else f'{low}-{high}'})"
+        which = f", {first.value_of}" if first.value_of else ""
+        spread = low if low == high else f"{low}-{high}"
+        ours += f" (seeds {_seed_list([s for s, _ in valued])}{which}: {spread})"
     verdict, why = _verdict([r for _, r in rows])
     given = list(dict.fromkeys(r.reason for _, r in rows if r.reason))
     if len(given) > 1:

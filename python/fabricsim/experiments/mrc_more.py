@@ -29,7 +29,7 @@ import polars as pl
 from .. import _core
 from ..results import Results
 from ..sweep import SweepResults
-from .analysis import busbw_by_size, host_throughput, judged_over_sizes, size_bytes, window_mean, window_min
+from .analysis import busbw_by_size, busbw_row, host_throughput, judged_over_sizes, size_bytes, window_mean, window_min
 from .framework import Expect, Experiment, Outcome, Row, Run
 
 __all__ = [
@@ -626,7 +626,8 @@ def _fig15_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: boo
     rows: list[Row] = []
     ranks = int(sweep.runs[0].scenario["jobs"][0]["ranks"])
     text = ", ".join(f"{size}: {bw:.1f}" for size, bw in sizes.items())
-    rows.append(Row(f"per-NIC bandwidth by size, {ranks} ranks", "", f"{text} GB/s", max(sizes.values(), default=None)))
+    largest = max(sizes.values(), default=None)
+    rows.append(Row(f"per-NIC bandwidth by size, {ranks} ranks", "", f"{text} GB/s", largest, value_of="the largest"))
     large = {size: bw for size, bw in sizes.items() if size_bytes(size) >= _FIG15_LARGE}
     if large:
         rows.append(
@@ -929,7 +930,9 @@ def _qp_scaling_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick
         size = str(mrc.scenario["jobs"][0]["phases"][0]["collective"]["bytes"])
     if by_qps:
         text = ", ".join(f"{q} QPs: {bw:.1f}" for q, bw in sorted(by_qps.items()))
-        rows.append(Row("RoCE busbw by QPs per connection", "", f"{text} GB/s", max(by_qps.values())))
+        rows.append(
+            Row("RoCE busbw by QPs per connection", "", f"{text} GB/s", max(by_qps.values()), value_of="the largest")
+        )
     mrc_bw = _busbw_gb_s(mrc) if isinstance(mrc, Results) else None
     if mrc_bw is not None:
         rows.append(Row("MRC 1 QP busbw", "", f"{mrc_bw:.1f} GB/s at {size}", mrc_bw))
@@ -971,10 +974,7 @@ def _evs256_analysis(exp: Experiment, outcomes: Mapping[str, Outcome], quick: bo
     """Busbw per size of MRC with 256 and 128 EVs and RoCE with 16 QPs; the paper's claims at both ends."""
     table = {key: busbw_by_size(o) for key, o in outcomes.items() if isinstance(o, SweepResults)}
     labels = {r.key: r.label for r in exp.runs}
-    rows: list[Row] = []
-    for key, sizes in table.items():
-        text = ", ".join(f"{size}: {bw:.2f}" for size, bw in sizes.items())
-        rows.append(Row(f"busbw {labels[key]}", "", f"{text} GB/s", max(sizes.values(), default=None)))
+    rows = [busbw_row(labels[key], sizes) for key, sizes in table.items()]
     evs256, evs128, roce = table.get("mrc_256evs", {}), table.get("mrc_128evs", {}), table.get("roce_16qp", {})
     if not evs256:
         return rows
