@@ -30,7 +30,8 @@ pub struct ExplicitNode {
     pub name: String,
     /// `nic` or `switch`.
     pub kind: NodeKind,
-    /// Switch tier, 0 for a ToR (switches only; default 0).
+    /// Switch tier: 0 for a ToR, 1 and 2 above it, numbered without a gap
+    /// (switches only; default 0). NICs link to tier-0 switches.
     #[serde(default)]
     pub tier: Option<u8>,
     /// Host the NIC belongs to; NICs of one host are its rails, in the order
@@ -128,6 +129,12 @@ impl ExplicitSpec {
                         return invalid(field("host"), format!("switch '{}' has no host: it is for NICs", spec.name));
                     }
                     let tier = spec.tier.unwrap_or(0);
+                    if tier > MAX_TIER {
+                        return invalid(
+                            field("tier"),
+                            format!("{tier}: a switch is of tier 0 (ToR), 1 or 2, as in a Clos of up to 3 tiers"),
+                        );
+                    }
                     let index = switches_per_tier.entry(tier).or_insert(0);
                     *index += 1;
                     Node {
@@ -139,6 +146,18 @@ impl ExplicitSpec {
                 }
             };
             nodes.push(node);
+        }
+
+        // Tiers count up from the ToRs: a tier above an empty one names no
+        // layer of the fabric.
+        if let Some((i, tier)) = (self.nodes.iter().enumerate())
+            .filter_map(|(i, n)| n.tier.map(|t| (i, t)))
+            .find(|&(_, t)| t > 0 && !switches_per_tier.contains_key(&(t - 1)))
+        {
+            return invalid(
+                format!("topology.nodes[{i}].tier"),
+                format!("{tier}, but no switch is of tier {}: tiers count up from 0 without a gap", tier - 1),
+            );
         }
 
         let mut links = Vec::with_capacity(self.links.len());
@@ -157,6 +176,17 @@ impl ExplicitSpec {
             // `Link` keeps the lower node (NIC, then lower tier) as `a`.
             if layer(&nodes[a.0 as usize]) > layer(&nodes[b.0 as usize]) {
                 (a, b) = (b, a);
+            }
+            if let (NodeRole::Nic { .. }, NodeRole::Switch { tier: tier @ 1.., .. }) =
+                (nodes[a.0 as usize].role, nodes[b.0 as usize].role)
+            {
+                return invalid(
+                    format!("topology.links[{i}]"),
+                    format!(
+                        "NIC '{}' is linked to '{}' of tier {tier}: a NIC links to ToRs (tier 0)",
+                        self.nodes[a.0 as usize].name, self.nodes[b.0 as usize].name
+                    ),
+                );
             }
             for end in [a, b] {
                 ports[end.0 as usize] += 1;
@@ -182,6 +212,9 @@ impl ExplicitSpec {
         Ok(Topology { nodes, links, names: self.nodes.iter().map(|n| n.name.clone()).collect() })
     }
 }
+
+/// The highest switch tier: a Clos has at most 3 (ToR, aggregation, core).
+const MAX_TIER: u8 = 2;
 
 /// NICs below every switch, lower tiers below higher ones.
 fn layer(node: &Node) -> u32 {
@@ -228,6 +261,41 @@ mod tests {
         assert_eq!(err.field, "topology.nodes[0].tier");
         let err = spec(r#"{"nodes": [{"name": "s", "kind": "switch", "host": 1}], "links": []}"#).build().unwrap_err();
         assert_eq!(err.field, "topology.nodes[0].host");
+    }
+
+    #[test]
+    fn tiers_are_0_to_2_without_a_gap_and_nics_link_to_tier_0() {
+        let topo = |tiers: [u8; 2]| {
+            spec(&format!(
+                r#"{{"nodes": [{{"name": "tor", "kind": "switch"}}, {{"name": "up", "kind": "switch", "tier": {}}},
+                  {{"name": "top", "kind": "switch", "tier": {}}}, {{"name": "n", "kind": "nic"}}],
+                  "links": [{{"a": "n", "b": "tor", "rate": "1Gbps"}}, {{"a": "tor", "b": "up", "rate": "1Gbps"}},
+                  {{"a": "up", "b": "top", "rate": "1Gbps"}}]}}"#,
+                tiers[0], tiers[1]
+            ))
+            .build()
+        };
+        assert!(topo([1, 2]).is_ok());
+        assert!(topo([0, 1]).is_ok());
+        assert_eq!(
+            topo([1, 99]).unwrap_err().to_string(),
+            "topology.nodes[2].tier: 99: a switch is of tier 0 (ToR), 1 or 2, as in a Clos of up to 3 tiers"
+        );
+        assert_eq!(
+            topo([2, 2]).unwrap_err().to_string(),
+            "topology.nodes[1].tier: 2, but no switch is of tier 1: tiers count up from 0 without a gap"
+        );
+        let err = spec(
+            r#"{"nodes": [{"name": "agg", "kind": "switch", "tier": 1}, {"name": "tor", "kind": "switch"},
+                {"name": "n", "kind": "nic"}],
+              "links": [{"a": "agg", "b": "tor", "rate": "1Gbps"}, {"a": "agg", "b": "n", "rate": "1Gbps"}]}"#,
+        )
+        .build()
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "topology.links[1]: NIC 'n' is linked to 'agg' of tier 1: a NIC links to ToRs (tier 0)"
+        );
     }
 
     #[test]
