@@ -567,3 +567,21 @@ fn spectrum_x_settings_are_checked() {
         assert!(e.starts_with(field), "{e}");
     }
 }
+
+#[test]
+fn what_is_timed_at_or_after_the_duration_is_refused() {
+    let job = json!([{"name": "j", "ranks": 2, "start": "1ms", "phases": [{"name": "p", "compute": "1us"}]}]);
+    for (path, value, field) in [
+        ("traffic", json!([{"kind": "permutation", "bytes": "1KB", "start": "2ms"}]), "traffic[0].start: 2ms"),
+        ("jobs", job, "jobs[0].start: 1ms"),
+        ("faults", json!([{"kind": "link_down", "at": "1ms", "port": "t0.p0.0:2"}]), "faults[0].at: 1ms"),
+    ] {
+        let mut s = with("duration", json!("1ms"));
+        s[path] = value;
+        let e = error_of(s);
+        assert!(e.starts_with(field) && e.contains("not before duration 1ms"), "{e}");
+    }
+    let mut s = with("duration", json!("1ms"));
+    s["faults"] = json!([{"kind": "link_down", "at": "999us", "port": "t0.p0.0:2"}]);
+    Scenario::from_json(&s.to_string()).unwrap();
+}

@@ -67,6 +67,24 @@ crate::kind_tagged!(FaultSpec {
     "random_links_down" => RandomLinksDown,
 });
 
+impl FaultSpec {
+    /// When it strikes; random flaps strike from the start on.
+    pub fn at(&self) -> Time {
+        match self {
+            FaultSpec::LinkDown(f) | FaultSpec::LinkUp(f) => f.at,
+            FaultSpec::LinkFlap(f) => f.at,
+            FaultSpec::SwitchDown(f) => f.at,
+            FaultSpec::SwitchUp(f) => f.at,
+            FaultSpec::NicPortDown(f) | FaultSpec::NicPortUp(f) => f.at,
+            FaultSpec::LossRate(f) => f.at,
+            FaultSpec::NicLoss(f) => f.at,
+            FaultSpec::EvLoss(f) => f.at,
+            FaultSpec::RandomFlaps(_) => Time::ZERO,
+            FaultSpec::RandomLinksDown(f) => f.at,
+        }
+    }
+}
+
 /// A link goes down (`link_down`) or comes back up (`link_up`). `port` names
 /// one end as `node:port`, e.g. `t0.p0.3:5`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

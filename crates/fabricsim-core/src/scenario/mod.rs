@@ -233,6 +233,7 @@ impl Scenario {
         if matches!(self.duration, Some(Time(0))) {
             return Err(ScenarioError::new("duration", "0ns: a run must last some time"));
         }
+        self.validate_within_duration()?;
         if matches!(self.limits.sim_time, Some(Time(0))) {
             return Err(ScenarioError::new("limits.sim_time", "0ns: a run must be allowed some time"));
         }
@@ -243,6 +244,19 @@ impl Scenario {
             return Err(ScenarioError::new("telemetry.sample_interval", "0ns: must be positive"));
         }
         self.validate_relations()
+    }
+
+    /// Refuses traffic, jobs and faults timed at or after `duration`: the
+    /// run ends before they would happen.
+    fn validate_within_duration(&self) -> Result<(), ScenarioError> {
+        let Some(end) = self.duration else { return Ok(()) };
+        let traffic = self.traffic.iter().enumerate().map(|(i, t)| (format!("traffic[{i}].start"), t.start()));
+        let jobs = self.jobs.iter().enumerate().map(|(i, j)| (format!("jobs[{i}].start"), j.start));
+        let faults = self.faults.iter().enumerate().map(|(i, f)| (format!("faults[{i}].at"), f.at()));
+        match traffic.chain(jobs).chain(faults).find(|&(_, t)| t >= end) {
+            Some((field, t)) => invalid(field, format!("{t}: not before duration {end}, so it would never happen")),
+            None => Ok(()),
+        }
     }
 
     /// Refuses adaptive-routing settings a switch could not sample or band.
