@@ -419,7 +419,7 @@ fn a_nic_reference_that_is_no_index_or_name_says_what_one_is() {
 #[test]
 fn random_flaps_beyond_any_study_are_refused_not_expanded() {
     let mut s = base();
-    s["faults"] = json!([{"kind": "random_flaps", "mtbf": "1ps", "duration": "0ns", "until": "1s"}]);
+    s["faults"] = json!([{"kind": "random_flaps", "mtbf": "1ps", "duration": "1ps", "until": "1s"}]);
     let e = error_of(s);
     assert!(e.starts_with("faults[0].mtbf") && e.contains("more than 4000000 fault events"), "{e}");
 }

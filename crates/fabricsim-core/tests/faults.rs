@@ -164,6 +164,8 @@ fn random_links_down_takes_that_many_links_and_tells_the_control_plane_as_asked(
         (json!({"kind": "random_links_down", "at": "0us", "fraction": 1.5}), "faults[0].fraction"),
         (json!({"kind": "random_links_down", "at": "0us"}), "faults[0].count"),
         (json!({"kind": "random_links_down", "at": "0us", "count": 1, "fraction": 0.1}), "faults[0].count"),
+        (json!({"kind": "random_links_down", "at": "0us", "count": 0}), "faults[0].count: 0: no link"),
+        (json!({"kind": "random_links_down", "at": "0us", "fraction": 0.01}), "rounds to no link"),
     ] {
         let err = down(bad, 1).expect_err("refused").to_string();
         assert!(err.contains(field), "{err}");
@@ -262,4 +264,31 @@ fn a_flap_shorter_than_the_reconvergence_delay_is_never_routed_around() {
     let quick = run(scenario("20us"));
     let never = run(scenario("1s"));
     assert_same_losses("link_down", &quick, &never);
+}
+
+#[test]
+fn faults_that_would_change_nothing_are_refused() {
+    use fabricsim_core::faults::{expand, FaultSpec};
+    use fabricsim_core::topology::TopologySpec;
+    let topo: TopologySpec =
+        serde_json::from_value(json!({"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"})).unwrap();
+    let topo = topo.build().unwrap();
+    for (spec, expected) in [
+        (
+            json!({"kind": "link_flap", "at": "1us", "port": "t0.p0.0:2", "duration": "0ns"}),
+            "faults[0].duration: 0ns: a link down for no time is never down",
+        ),
+        (
+            json!({"kind": "random_flaps", "mtbf": "1ms", "duration": "0ns", "until": "1s"}),
+            "faults[0].duration: 0ns: a link down for no time is never down",
+        ),
+        (
+            json!({"kind": "random_flaps", "mtbf": "1ms", "duration": "1us", "until": "0ns"}),
+            "faults[0].until: 0ns: no flap could start before it",
+        ),
+    ] {
+        let spec: FaultSpec = serde_json::from_value(spec).unwrap();
+        let err = expand(&[spec], &topo, &topo.node_ports(), 1).expect_err("refused");
+        assert_eq!(err.to_string(), expected);
+    }
 }

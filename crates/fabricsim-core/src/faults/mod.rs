@@ -34,6 +34,15 @@ fn loss_rate(field: &str, rate: f64) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// A link is down for some time: one down for none would come back up at
+/// the instant it failed, and nothing would happen.
+fn lasting(field: &str, duration: Time) -> Result<(), ScenarioError> {
+    if duration == Time::ZERO {
+        return invalid(field, "0ns: a link down for no time is never down");
+    }
+    Ok(())
+}
+
 /// One entry of the fault schedule, chosen by `kind`.
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -323,6 +332,7 @@ pub fn expand(
             }
             FaultSpec::LinkUp(LinkChange { at, port, direction }) => set(*at, both(port_of(port)?, *direction), true),
             FaultSpec::LinkFlap(LinkFlap { at, port, duration, direction }) => {
+                lasting(&field("duration"), *duration)?;
                 let ports = both(port_of(port)?, *direction);
                 set(*at, ports.clone(), false);
                 set(*at + *duration, ports, true);
@@ -380,6 +390,15 @@ pub fn expand(
                     }
                     _ => return invalid(field("count"), "give either `count` or `fraction` of the links"),
                 };
+                if count == 0 {
+                    return match fraction {
+                        Some(f) => invalid(
+                            field("fraction"),
+                            format!("{}: of the {} {which}, that rounds to no link at all", number(*f), eligible.len()),
+                        ),
+                        None => invalid(field("count"), "0: no link would go down"),
+                    };
+                }
                 let mut rng = Rng::stream(seed, &[0x11D0, i as u64]);
                 rng.shuffle(&mut eligible);
                 eligible.truncate(count);
@@ -393,6 +412,10 @@ pub fn expand(
             FaultSpec::RandomFlaps(RandomFlaps { mtbf, duration, until, host_links, hosts_only }) => {
                 if mtbf.0 == 0 {
                     return invalid(field("mtbf"), "0ns: the mean time between flaps must be positive");
+                }
+                lasting(&field("duration"), *duration)?;
+                if until.0 == 0 {
+                    return invalid(field("until"), "0ns: no flap could start before it");
                 }
                 for (l, link) in topo.links.iter().enumerate() {
                     let host = topo.is_nic(link.a) || topo.is_nic(link.b);
