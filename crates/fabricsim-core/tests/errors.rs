@@ -585,3 +585,15 @@ fn what_is_timed_at_or_after_the_duration_is_refused() {
     s["faults"] = json!([{"kind": "link_down", "at": "999us", "port": "t0.p0.0:2"}]);
     Scenario::from_json(&s.to_string()).unwrap();
 }
+
+#[test]
+fn an_incast_without_senders_or_with_one_twice_is_refused() {
+    for (senders, expected) in [
+        (json!([]), "traffic[0].senders: []: an incast needs at least one sender"),
+        (json!([1, 2, "nic1"]), "traffic[0].senders[2]: nic1 is listed twice: each sender sends one flow"),
+    ] {
+        let mut s = base();
+        s["traffic"] = json!([{"kind": "incast", "receiver": 0, "senders": senders, "bytes": "1KB"}]);
+        assert_eq!(error_of(s), expected);
+    }
+}

@@ -350,8 +350,17 @@ pub fn expand(
                     }
                     _ => return invalid(field("senders"), "give either `senders` or `count`"),
                 };
+                if srcs.is_empty() {
+                    return invalid(field("senders"), "[]: an incast needs at least one sender");
+                }
                 if let Some(k) = srcs.iter().position(|&s| s == dst) {
                     return invalid(field(&format!("senders[{k}]")), "the receiver cannot send to itself");
+                }
+                if let Some(k) = (1..srcs.len()).find(|&k| srcs[..k].contains(&srcs[k])) {
+                    return invalid(
+                        field(&format!("senders[{k}]")),
+                        format!("{} is listed twice: each sender sends one flow", topo.name(srcs[k])),
+                    );
                 }
                 flows.extend(srcs.into_iter().map(|src| FlowSpec::write(src, dst, bytes, *start, qps, *rate)));
             }
