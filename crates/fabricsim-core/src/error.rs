@@ -51,6 +51,15 @@ pub fn number(v: f64) -> String {
     }
 }
 
+/// Refuses an empty `name` of a `what` (a node, a job, a phase): outputs
+/// and references name it.
+pub fn named(field: impl Into<String>, name: &str, what: &str) -> Result<(), ScenarioError> {
+    if name.is_empty() {
+        return invalid(field, format!("is empty: every {what} needs a name"));
+    }
+    Ok(())
+}
+
 /// Shorthand for a `ScenarioError` result.
 pub fn invalid<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError::new(field, message))

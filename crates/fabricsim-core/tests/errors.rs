@@ -597,3 +597,20 @@ fn an_incast_without_senders_or_with_one_twice_is_refused() {
         assert_eq!(error_of(s), expected);
     }
 }
+
+#[test]
+fn jobs_and_phases_need_names_of_their_own() {
+    let compute = |name: &str| json!({"name": name, "compute": "1us"});
+    for (name, phases, expected) in [
+        ("", json!([compute("p")]), "jobs[0].name: is empty: every job needs a name"),
+        ("j", json!([compute("")]), "jobs[0].phases[0].name: is empty: every phase needs a name"),
+        (
+            "j",
+            json!([compute("p"), compute("q"), compute("p")]),
+            "jobs[0].phases[2].name: 'p' is already the name of jobs[0].phases[0]",
+        ),
+    ] {
+        let e = error_of(with_job(json!({"name": name, "ranks": 2, "phases": phases})));
+        assert_eq!(e, expected);
+    }
+}

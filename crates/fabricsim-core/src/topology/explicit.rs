@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Link, ModuleSpec, Node, NodeId, NodeRole, Topology};
-use crate::error::{invalid, ScenarioError};
+use crate::error::{invalid, named, ScenarioError};
 use crate::units::{Rate, Time};
 
 /// Nodes and links listed one by one.
@@ -91,9 +91,7 @@ impl ExplicitSpec {
         let mut switches_per_tier: HashMap<u8, u32> = HashMap::new();
         for (i, spec) in self.nodes.iter().enumerate() {
             let field = |name: &str| format!("topology.nodes[{i}].{name}");
-            if spec.name.is_empty() {
-                return invalid(field("name"), "is empty: every node needs a name");
-            }
+            named(field("name"), &spec.name, "node")?;
             if let Some(first) = ids.insert(&spec.name, NodeId(i as u32)) {
                 return invalid(
                     field("name"),

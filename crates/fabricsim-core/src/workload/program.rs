@@ -9,7 +9,7 @@ use super::collective::{Algorithm, CollectiveOp, CollectiveSpec, RingOrder};
 use super::job::{CheckpointSpec, JobSpec, Placement};
 use super::split_evenly as split;
 use crate::engine::Rng;
-use crate::error::{invalid, ScenarioError};
+use crate::error::{invalid, named, ScenarioError};
 use crate::ids::{Arena, CollectiveId, Id, IdRange, JobId, PhaseId, TransferId};
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::Verb;
@@ -168,6 +168,7 @@ pub fn expand(
     let mut names = std::collections::BTreeSet::new();
     for (j, spec) in jobs.iter().enumerate() {
         let field = |name: &str| format!("jobs[{j}].{name}");
+        named(field("name"), &spec.name, "job")?;
         if !names.insert(spec.name.as_str()) {
             return invalid(field("name"), format!("'{}' names two jobs", spec.name));
         }
@@ -256,9 +257,15 @@ pub fn expand(
 /// For each phase, the phases (by index) it runs after; rejects unknown
 /// names, self-dependencies and cycles.
 fn phase_order(spec: &JobSpec, field: &str) -> Result<Vec<Vec<usize>>, ScenarioError> {
-    let index: BTreeMap<&str, usize> = spec.phases.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
-    if index.len() != spec.phases.len() {
-        return invalid(field, "two phases have the same name");
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, phase) in spec.phases.iter().enumerate() {
+        named(format!("{field}[{i}].name"), &phase.name, "phase")?;
+        if let Some(first) = index.insert(&phase.name, i) {
+            return invalid(
+                format!("{field}[{i}].name"),
+                format!("'{}' is already the name of {field}[{first}]", phase.name),
+            );
+        }
     }
     let mut after = Vec::new();
     for (i, phase) in spec.phases.iter().enumerate() {
