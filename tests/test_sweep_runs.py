@@ -80,6 +80,8 @@ def test_seeds_are_the_innermost_axis(tiny_scenario: dict[str, Any]) -> None:
         ({"zip": {QPS: 4}}, f"sweep.zip.{QPS}: expected a non-empty list"),
         ({"grid": {"traffic.3.bytes": [8]}}, "sweep.grid.traffic.3.bytes: traffic.3"),
         ({"grid": {"sweep.grid": [1]}}, "sweep.grid.sweep.grid: sweep.grid: a sweep cannot vary"),
+        ({"parameter": "include", "values": ["a.yaml"]}, "sweep.parameter: include: an include is read from"),
+        ({"grid": {"include[0]": ["a.yaml"]}}, "sweep.grid.include[0]: include[0]: an include is read from"),
         ({"grid": {"seed": [1, 2]}, "seeds": 2}, "sweep.grid.seed: the sweep also has `seeds`"),
         ({"seeds": 0}, "sweep.seeds: 0"),
         ({"seeds": 10**12}, "sweep.seeds: 1000000000000: a count of seeds from 1 to 10,000"),
@@ -101,6 +103,24 @@ def test_a_bad_point_is_named_before_anything_runs(tiny_scenario: dict[str, Any]
     scenario = _with_sweep(tiny_scenario, {"grid": {BYTES: ["1KiB", "lots"]}})
     with pytest.raises(ScenarioError, match=r"sweep point 2/2 \(traffic.0.bytes=lots\)"):
         fabricsim.sweep(scenario, output=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        {"parameter": BYTES, "values": ["1KiB", "2KiB", "1KiB"]},
+        {"parameter": BYTES, "values": ["1KiB", "2KiB", "1024B"]},
+        {"grid": {BYTES: ["1KiB", "2KiB", "1KiB"]}},
+    ],
+    ids=["repeated", "spelled-otherwise", "grid"],
+)
+def test_a_point_that_repeats_another_is_refused_before_anything_runs(
+    tiny_scenario: dict[str, Any], tmp_path: Path, sweep: dict[str, Any]
+) -> None:
+    # Both would run into the one directory the resolved scenario names.
+    with pytest.raises(ScenarioError, match=r"^sweep point 3/3 \(traffic.0.bytes=1.*\): the same scenario as point 1 "):
+        fabricsim.sweep(_with_sweep(tiny_scenario, sweep), output=tmp_path / "sw")
     assert not (tmp_path / "sw").exists()
 
 

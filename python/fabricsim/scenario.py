@@ -53,12 +53,14 @@ __all__ = [
     "seconds",
     "set_dotted",
     "to_json",
+    "top_key",
 ]
 
 # Written into a run directory's scenario.json so a result names the code that
 # made it; dropped again on input so that file can be run as a scenario.
 VERSION_KEY = "fabricsim_version"
 SWEEP_KEY = "sweep"
+INCLUDE_KEY = "include"
 
 ScenarioSource = str | Path | Mapping[str, Any]
 Overrides = Iterable[str] | Mapping[str, Any] | None
@@ -139,7 +141,7 @@ def load_scenario(source: ScenarioSource, overrides: Overrides = None) -> dict[s
     scenario.pop(VERSION_KEY, None)
     for key, value, given in _override_items(overrides):
         # An override is named as it was given (`-s jobs.0.ranks=4`), so that the message points at it.
-        if re.split(r"[.\[]", key, maxsplit=1)[0].strip() == "include":
+        if top_key(key) == INCLUDE_KEY:
             raise ScenarioError(
                 f"{given}: an include is read from the scenario file only; add it to the file's include list"
             )
@@ -293,6 +295,11 @@ def to_json(scenario: Mapping[str, Any]) -> str:
     """
     check_tree(scenario)
     return json.dumps(scenario, default=str, allow_nan=False)
+
+
+def top_key(dotted: str) -> str:
+    """The top-level key a dotted path (`jobs.0.ranks`, `jobs[0].ranks`) sets."""
+    return re.split(r"[.\[]", dotted, maxsplit=1)[0].strip()
 
 
 def _load_file(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _core
 from ._core import ScenarioError
-from .scenario import SWEEP_KEY, Overrides, is_sweep, load_scenario, set_dotted, to_json
+from .scenario import INCLUDE_KEY, SWEEP_KEY, Overrides, is_sweep, load_scenario, set_dotted, to_json, top_key
 
 if TYPE_CHECKING:
     import polars as pl
@@ -163,8 +163,10 @@ def expand(scenario: Mapping[str, Any]) -> tuple[list[str], list[SweepPoint]]:
         twice = next(name for name in parameters if parameters.count(name) > 1)
         raise ScenarioError(f"sweep: {twice}: a parameter is swept twice")
     for name, where in fields.items():
-        if name.split(".")[0] == SWEEP_KEY:
+        if top_key(name) == SWEEP_KEY:
             raise ScenarioError(f"{where}: {name}: a sweep cannot vary its own definition")
+        if top_key(name) == INCLUDE_KEY:
+            raise ScenarioError(f"{where}: {name}: an include is read from the scenario file only, before the sweep")
         if name == "seed" and seeds != [None]:
             raise ScenarioError(f"{where}: the sweep also has `seeds`; name the seeds in one place")
 
@@ -262,12 +264,21 @@ def _seeds(spec: Mapping[str, Any], scenario: Mapping[str, Any]) -> list[int | N
 def prepare(scenario: Mapping[str, Any]) -> tuple[list[str], list[SweepPoint]]:
     """`expand`, then has the core resolve every point; the first bad one raises `ScenarioError`."""
     parameters, points = expand(scenario)
-    resolved = []
+    resolved: list[SweepPoint] = []
+    first_of: dict[str, SweepPoint] = {}
     for point in points:
+        where = f"sweep point {point.index + 1}/{len(points)} ({point.named})"
         try:
             text = _core.resolve(to_json(point.scenario))
         except ScenarioError as e:
-            raise ScenarioError(f"sweep point {point.index + 1}/{len(points)} ({point.named}): {e}") from None
+            raise ScenarioError(f"{where}: {e}") from None
+        # Its run directory is named by the resolved scenario: a point that
+        # resolves as another did would run it again into the same directory.
+        same = first_of.setdefault(text, point)
+        if same is not point:
+            raise ScenarioError(
+                f"{where}: the same scenario as point {same.index + 1} ({same.named}); sweep each value once"
+            )
         resolved.append(replace(point, resolved=text))
     return parameters, resolved
 
