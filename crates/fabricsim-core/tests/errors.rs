@@ -614,3 +614,21 @@ fn jobs_and_phases_need_names_of_their_own() {
         assert_eq!(e, expected);
     }
 }
+
+#[test]
+fn traffic_that_would_make_no_flow_or_a_nic_send_to_itself_is_refused() {
+    let racks =
+        |src: Value, dst: Value| json!({"kind": "racks_to_racks", "src_racks": src, "dst_racks": dst, "bytes": "1KB"});
+    for (traffic, expected) in [
+        (
+            racks(json!([0, 1]), json!([2, 1])),
+            "traffic[0].dst_racks[1]: 1: the same rack as src_racks[1]; its NICs would send to themselves",
+        ),
+        (racks(json!([]), json!([])), "traffic[0].src_racks: []: name at least one rack to send from"),
+        (json!({"kind": "uniform_random", "flows": 0, "bytes": "1KB"}), "traffic[0].flows: 0: draw at least one flow"),
+    ] {
+        let mut s = base();
+        s["traffic"] = json!([traffic]);
+        assert_eq!(error_of(s), expected);
+    }
+}

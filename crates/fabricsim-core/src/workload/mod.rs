@@ -374,6 +374,9 @@ pub fn expand(
             }
             TrafficSpec::UniformRandom(UniformRandom { flows: n, bytes, start, window, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                if *n == 0 {
+                    return invalid(field("flows"), "0: draw at least one flow");
+                }
                 for _ in 0..*n {
                     let src = nics[rng.below(nics.len() as u64) as usize];
                     let mut dst = src;
@@ -386,6 +389,15 @@ pub fn expand(
             }
             TrafficSpec::RacksToRacks(RacksToRacks { src_racks, dst_racks, bytes, start, qps, rate }) => {
                 let (bytes, qps) = (check_bytes(*bytes)?, qps_of(qps)?);
+                if src_racks.is_empty() {
+                    return invalid(field("src_racks"), "[]: name at least one rack to send from");
+                }
+                if let Some(k) = src_racks.iter().zip(dst_racks).position(|(a, b)| a == b) {
+                    return invalid(
+                        field(&format!("dst_racks[{k}]")),
+                        format!("{}: the same rack as src_racks[{k}]; its NICs would send to themselves", dst_racks[k]),
+                    );
+                }
                 if src_racks.len() != dst_racks.len() {
                     return invalid(
                         field("dst_racks"),
