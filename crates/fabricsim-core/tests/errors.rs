@@ -262,7 +262,7 @@ fn bad_ev_sets_are_named() {
 #[test]
 fn checking_refuses_what_building_refuses() {
     let cases = [
-        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "telemetry": {"ports": ["t0.p0.0:9"]}}),
+        json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "telemetry": {"sample_interval": "1us", "ports": ["t0.p0.0:9"]}}),
         json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "traffic": [{"kind": "flow", "src": 0, "dst": 99, "bytes": "1MB"}]}),
         json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "faults": [{"kind": "switch_down", "at": "1us", "switch": "t9"}]}),
         json!({"topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"}, "telemetry": {"pcap": {"ports": ["nic0:3"]}}}),
@@ -629,6 +629,40 @@ fn traffic_that_would_make_no_flow_or_a_nic_send_to_itself_is_refused() {
     ] {
         let mut s = base();
         s["traffic"] = json!([traffic]);
+        assert_eq!(error_of(s), expected);
+    }
+}
+
+#[test]
+fn telemetry_that_would_record_nothing_is_refused() {
+    for (telemetry, expected) in [
+        (
+            json!({"ports": ["t0.p0.0:1"]}),
+            "telemetry.ports: 1 port(s) listed, but its series are sampled; set telemetry.sample_interval",
+        ),
+        (
+            json!({"hosts": [0, 1]}),
+            "telemetry.hosts: 2 NIC(s) listed, but its series are sampled; set telemetry.sample_interval",
+        ),
+        (
+            json!({"pcap": {"ports": []}}),
+            "telemetry.pcap.ports: []: it records at least a port; leave the section out to record none",
+        ),
+        (
+            json!({"pcap": {"ports": ["t0.p0.0:1"], "max_packets": 0}}),
+            "telemetry.pcap.max_packets: 0: it records at least a packet; leave the section out to record none",
+        ),
+        (
+            json!({"histograms": {"ports": []}}),
+            "telemetry.histograms.ports: []: it records at least a port; leave the section out to record none",
+        ),
+        (
+            json!({"imbalance": {"groups": []}}),
+            "telemetry.imbalance.groups: []: it records at least a group; leave the section out to record none",
+        ),
+    ] {
+        let mut s = base();
+        s["telemetry"] = telemetry;
         assert_eq!(error_of(s), expected);
     }
 }

@@ -513,11 +513,33 @@ impl Scenario {
     fn validate_relations(&self) -> Result<(), ScenarioError> {
         let srv6 = self.switch.forwarding == Forwarding::Srv6;
         let telemetry = &self.telemetry;
-        if telemetry.ev_activity && telemetry.sample_interval.is_none() {
-            return Err(ScenarioError::new(
-                "telemetry.ev_activity",
-                "true: per-EV counts are sampled; set telemetry.sample_interval",
-            ));
+        // What is sampled needs a sampling period; unset, none is taken.
+        if telemetry.sample_interval.is_none() {
+            let listed = |n: usize, what: &str| format!("{n} {what} listed, but");
+            for (set, field, what) in [
+                (telemetry.ev_activity, "telemetry.ev_activity", "true:".to_string()),
+                (!telemetry.ports.is_empty(), "telemetry.ports", listed(telemetry.ports.len(), "port(s)")),
+                (!telemetry.hosts.is_empty(), "telemetry.hosts", listed(telemetry.hosts.len(), "NIC(s)")),
+            ] {
+                if set {
+                    return invalid(field, format!("{what} its series are sampled; set telemetry.sample_interval"));
+                }
+            }
+        }
+        // A capture, histogram or imbalance record of nothing.
+        let (pcap, histograms, imbalance) = (&telemetry.pcap, &telemetry.histograms, &telemetry.imbalance);
+        for (empty, field, value, what) in [
+            (pcap.as_ref().is_some_and(|p| p.ports.is_empty()), "telemetry.pcap.ports", "[]", "a port"),
+            (pcap.as_ref().is_some_and(|p| p.max_packets == 0), "telemetry.pcap.max_packets", "0", "a packet"),
+            (histograms.as_ref().is_some_and(|h| h.ports.is_empty()), "telemetry.histograms.ports", "[]", "a port"),
+            (imbalance.as_ref().is_some_and(|i| i.groups.is_empty()), "telemetry.imbalance.groups", "[]", "a group"),
+        ] {
+            if empty {
+                return invalid(
+                    field,
+                    format!("{value}: it records at least {what}; leave the section out to record none"),
+                );
+            }
         }
         if let Some(h) = &telemetry.histograms {
             if h.resolution < Time::from_ns(1) {
