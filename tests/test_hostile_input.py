@@ -822,3 +822,83 @@ def test_an_error_blames_what_the_user_wrote(
     if absent is not None:
         assert absent not in err
     assert not (tmp_path / "runs").exists()
+
+
+# --- the probe's third round (2026-11-29): input that is well formed but impossible or meaningless -----------------
+
+EXPLICIT_YAML = (
+    "name: explicit\n"
+    "topology:\n"
+    "  kind: explicit\n"
+    "  nodes: [{name: tor, kind: switch}, {name: spine, kind: switch, tier: 1},\n"
+    "          {name: a, kind: nic}, {name: b, kind: nic}]\n"
+    "  links: [{a: a, b: tor, rate: 100Gbps}, {a: b, b: tor, rate: 100Gbps}, {a: tor, b: spine, rate: 100Gbps}]\n"
+    "traffic: [{kind: flow, src: a, dst: b, bytes: 64KB}]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "fragment"),
+    [
+        (EXPLICIT_YAML, ["-s", "topology.nodes.1.tier=99"], "topology.nodes[1].tier: 99: a switch is of tier 0 (ToR)"),
+        (EXPLICIT_YAML, ["-s", "topology.nodes.1.tier=2"], "topology.nodes[1].tier: 2, but no switch is of tier 1"),
+        (EXPLICIT_YAML, ["-s", "topology.nodes.0.tier=1"], "topology.links[0]: NIC 'a' is linked to 'tor' of tier 1"),
+        (
+            BASE_YAML,
+            ["-s", "faults=[{kind: link_down, at: 50us, port: 't0.p0.0:2'}]"],
+            "faults[0].at: 50us: not before",
+        ),
+        (BASE_YAML, ["-s", "traffic.0.start=1ms"], "traffic[0].start: 1ms: not before duration 50us"),
+        (BASE_YAML, ["-s", "faults=[{kind: link_flap, at: 1us, port: 't0.p0.0:2', duration: 0ns}]"], "duration: 0ns"),
+        (BASE_YAML, ["-s", "faults=[{kind: random_links_down, at: 1us, count: 0}]"], "faults[0].count: 0"),
+        (BASE_YAML, ["-s", "traffic=[{kind: incast, receiver: 0, senders: [], bytes: 1KB}]"], "traffic[0].senders: []"),
+        (
+            BASE_YAML,
+            ["-s", "traffic=[{kind: racks_to_racks, src_racks: [0], dst_racks: [0], bytes: 1KB}]"],
+            "themselves",
+        ),
+        (BASE_YAML, ["-s", "jobs=[{name: '', ranks: 2, phases: [{name: c, compute: 1us}]}]"], "jobs[0].name: is empty"),
+        (BASE_YAML, ["-s", "telemetry.ports=['t0.p0.0:1']"], "telemetry.ports: 1 port(s) listed, but"),
+        (BASE_YAML, ["-s", "telemetry.pcap={ports: []}"], "telemetry.pcap.ports: []"),
+        (BASE_YAML + "sweep: {parameter: traffic.0.bytes, values: [1KB, 1000B]}\n", [], "the same scenario as point 1"),
+    ],
+    ids=[
+        "tier-99",
+        "tier-gap",
+        "nic-above-tier-0",
+        "fault-after-duration",
+        "flow-after-duration",
+        "flap-of-0ns",
+        "no-link-down",
+        "incast-of-none",
+        "rack-to-itself",
+        "unnamed-job",
+        "ports-unsampled",
+        "pcap-of-nothing",
+        "sweep-point-twice",
+    ],
+)
+def test_impossible_or_meaningless_input_is_one_error_line_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, args: list[str], fragment: str
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", _write(tmp_path / "s.yaml", text), "-o", tmp_path / "out", *args)
+    assert code == 2
+    _one_error_line(err, fragment)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        (EXPLICIT_YAML, ["-s", "topology.nodes.0.tier=0"]),
+        (BASE_YAML, ["-s", "faults=[{kind: link_down, at: 49us, port: 't0.p0.0:2'}]"]),
+        (BASE_YAML, ["-s", "jobs=[{name: j, ranks: 1, phases: [{name: c, collective: {op: all_reduce, bytes: 0B}}]}]"]),
+    ],
+    ids=["explicit-two-tiers", "fault-just-before-the-end", "one-rank-job-of-0B"],
+)
+def test_edge_cases_that_are_valid_still_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, args: list[str]
+) -> None:
+    code, _, err = fabricsim_cli(capsys, "run", _write(tmp_path / "s.yaml", text), "-o", tmp_path / "out", *args)
+    assert code == 0, err
+    assert (tmp_path / "out" / "summary.json").is_file()

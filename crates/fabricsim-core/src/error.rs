@@ -60,6 +60,23 @@ pub fn named(field: impl Into<String>, name: &str, what: &str) -> Result<(), Sce
     Ok(())
 }
 
+/// Refuses a list (`field`) that names one thing twice: `items` as
+/// resolved, so that two spellings of one NIC or port are caught too;
+/// `quote(i)` is item `i` as written.
+pub fn once_each<T: Eq + std::hash::Hash>(
+    field: &str,
+    items: &[T],
+    quote: impl Fn(usize) -> String,
+) -> Result<(), ScenarioError> {
+    let mut first = std::collections::HashMap::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if let Some(k) = first.insert(item, i) {
+            return invalid(format!("{field}[{i}]"), format!("{}: listed already, as {field}[{k}]", quote(i)));
+        }
+    }
+    Ok(())
+}
+
 /// Shorthand for a `ScenarioError` result.
 pub fn invalid<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ScenarioError> {
     Err(ScenarioError::new(field, message))

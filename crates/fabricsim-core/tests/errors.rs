@@ -590,7 +590,7 @@ fn what_is_timed_at_or_after_the_duration_is_refused() {
 fn an_incast_without_senders_or_with_one_twice_is_refused() {
     for (senders, expected) in [
         (json!([]), "traffic[0].senders: []: an incast needs at least one sender"),
-        (json!([1, 2, "nic1"]), "traffic[0].senders[2]: nic1 is listed twice: each sender sends one flow"),
+        (json!([1, 2, "nic1"]), "traffic[0].senders[2]: nic1: listed already, as traffic[0].senders[0]"),
     ] {
         let mut s = base();
         s["traffic"] = json!([{"kind": "incast", "receiver": 0, "senders": senders, "bytes": "1KB"}]);
@@ -664,5 +664,39 @@ fn telemetry_that_would_record_nothing_is_refused() {
         let mut s = base();
         s["telemetry"] = telemetry;
         assert_eq!(error_of(s), expected);
+    }
+}
+
+#[test]
+fn a_telemetry_list_that_names_a_port_or_nic_twice_is_refused() {
+    for (telemetry, expected) in [
+        (
+            json!({"sample_interval": "1us", "ports": ["t0.p0.0:1", "t0.p0.1:0", "t0.p0.0:1"]}),
+            "telemetry.ports[2]: 't0.p0.0:1': listed already, as telemetry.ports[0]",
+        ),
+        (
+            json!({"sample_interval": "1us", "hosts": [3, "nic3"]}),
+            "telemetry.hosts[1]: nic3: listed already, as telemetry.hosts[0]",
+        ),
+        (
+            json!({"histograms": {"ports": ["nic0:0", "nic0:0"]}}),
+            "telemetry.histograms.ports[1]: 'nic0:0': listed already, as telemetry.histograms.ports[0]",
+        ),
+        (
+            json!({"pcap": {"ports": ["nic0:0", "nic0:0"]}}),
+            "telemetry.pcap.ports[1]: 'nic0:0': listed already, as telemetry.pcap.ports[0]",
+        ),
+    ] {
+        let mut s = base();
+        s["telemetry"] = telemetry.clone();
+        assert_eq!(error_of(s.clone()), expected);
+        if telemetry.get("sample_interval").is_some() {
+            s["mode"] = json!("flow");
+            let scenario = Scenario::from_json(&s.to_string()).unwrap();
+            let e = fabricsim_core::FluidSimulation::new_within(scenario, &mut Setup::default())
+                .err()
+                .map(|e| e.to_string());
+            assert_eq!(e.as_deref(), Some(expected), "the flow model");
+        }
     }
 }

@@ -634,6 +634,9 @@ impl FluidSimulation {
         let telemetry_hosts = (scenario.telemetry.hosts.iter().enumerate())
             .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
+        let telemetry = &scenario.telemetry;
+        crate::error::once_each("telemetry.ports", &telemetry_ports, |i| format!("'{}'", telemetry.ports[i]))?;
+        crate::error::once_each("telemetry.hosts", &telemetry_hosts, |i| topo.name(telemetry_hosts[i]))?;
 
         // QPs numbered as the packet model numbers them, so that each has
         // the same UDP source port: the flows' first, then one connection

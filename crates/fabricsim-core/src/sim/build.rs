@@ -6,7 +6,7 @@ use super::recorder::Recorder;
 use super::report::Samples;
 use super::{footprint, Connection, Event, Flow, RunLimits, Setup, Simulation, Stack, SwitchState, Totals};
 use crate::engine::{EventQueue, FastMap, Rng};
-use crate::error::{invalid, ScenarioError};
+use crate::error::{invalid, once_each, ScenarioError};
 use crate::faults::{self, FaultAction};
 use crate::ids::{Arena, CollectiveId, ConnectionId, FlowId, JobId, QpId, TransferId};
 use crate::metrics::{BandwidthHistograms, Facing, Imbalance, ImbalanceConfig, PortGroup};
@@ -145,12 +145,17 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     let telemetry_ports = (telemetry.ports.iter().enumerate())
         .map(|(i, text)| port(text, format!("telemetry.ports[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
+    once_each("telemetry.ports", &telemetry_ports, |i| format!("'{}'", telemetry.ports[i]))?;
     let captured = match &telemetry.pcap {
         None => None,
         Some(pcap) => {
+            let ports = (pcap.ports.iter().enumerate())
+                .map(|(i, text)| port(text, format!("telemetry.pcap.ports[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            once_each("telemetry.pcap.ports", &ports, |i| format!("'{}'", pcap.ports[i]))?;
             let mut captured = vec![false; topo.links.len() * 2];
-            for (i, text) in pcap.ports.iter().enumerate() {
-                captured[port(text, format!("telemetry.pcap.ports[{i}]"))?.0 as usize] = true;
+            for p in ports {
+                captured[p.0 as usize] = true;
             }
             Some(captured)
         }
@@ -158,13 +163,18 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     let nics = topo.nics();
     let histogram_ports = match &telemetry.histograms {
         None => Vec::new(),
-        Some(h) => (h.ports.iter().enumerate())
-            .map(|(i, text)| port(text, format!("telemetry.histograms.ports[{i}]")))
-            .collect::<Result<Vec<_>, _>>()?,
+        Some(h) => {
+            let ports = (h.ports.iter().enumerate())
+                .map(|(i, text)| port(text, format!("telemetry.histograms.ports[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            once_each("telemetry.histograms.ports", &ports, |i| format!("'{}'", h.ports[i]))?;
+            ports
+        }
     };
     let telemetry_hosts = (telemetry.hosts.iter().enumerate())
         .map(|(i, r)| r.resolve(&topo, &nics, &format!("telemetry.hosts[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
+    once_each("telemetry.hosts", &telemetry_hosts, |i| topo.name(telemetry_hosts[i]))?;
     let mut denied_links = Vec::new();
     for (i, text) in scenario.transport.denylist().iter().enumerate() {
         let denied = port(text, format!("transport.denylist[{i}]"))?;

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Rng;
-use crate::error::{invalid, ScenarioError};
+use crate::error::{invalid, once_each, ScenarioError};
 pub use crate::topology::NicRef;
 use crate::topology::{NodeId, NodeRole, Topology};
 use crate::transport::Verb;
@@ -356,12 +356,7 @@ pub fn expand(
                 if let Some(k) = srcs.iter().position(|&s| s == dst) {
                     return invalid(field(&format!("senders[{k}]")), "the receiver cannot send to itself");
                 }
-                if let Some(k) = (1..srcs.len()).find(|&k| srcs[..k].contains(&srcs[k])) {
-                    return invalid(
-                        field(&format!("senders[{k}]")),
-                        format!("{} is listed twice: each sender sends one flow", topo.name(srcs[k])),
-                    );
-                }
+                once_each(&field("senders"), &srcs, |k| topo.name(srcs[k]))?;
                 flows.extend(srcs.into_iter().map(|src| FlowSpec::write(src, dst, bytes, *start, qps, *rate)));
             }
             TrafficSpec::AllToAll(AllToAll { bytes, start, qps, rate }) => {
