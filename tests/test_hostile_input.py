@@ -842,7 +842,11 @@ EXPLICIT_YAML = (
     [
         (EXPLICIT_YAML, ["-s", "topology.nodes.1.tier=99"], "topology.nodes[1].tier: 99: a switch is of tier 0 (ToR)"),
         (EXPLICIT_YAML, ["-s", "topology.nodes.1.tier=2"], "topology.nodes[1].tier: 2, but no switch is of tier 1"),
-        (EXPLICIT_YAML, ["-s", "topology.nodes.0.tier=1"], "topology.links[0]: NIC 'a' is linked to 'tor' of tier 1"),
+        (
+            EXPLICIT_YAML,
+            ["-s", "topology.nodes.0.tier=1", "-s", "topology.nodes.1.tier=0"],
+            "topology.links[0]: NIC 'a' is linked to 'tor' of tier 1",
+        ),
         (
             BASE_YAML,
             ["-s", "faults=[{kind: link_down, at: 50us, port: 't0.p0.0:2'}]"],
