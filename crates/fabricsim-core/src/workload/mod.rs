@@ -40,21 +40,6 @@ crate::kind_tagged!(TrafficSpec {
     "double_binary_tree" => DoubleBinaryTree,
 });
 
-impl TrafficSpec {
-    /// When its flows start (the first of them, for a window of starts).
-    pub fn start(&self) -> Time {
-        match self {
-            TrafficSpec::Flow(t) => t.start,
-            TrafficSpec::Permutation(t) => t.start,
-            TrafficSpec::Incast(t) => t.start,
-            TrafficSpec::AllToAll(t) => t.start,
-            TrafficSpec::UniformRandom(t) => t.start,
-            TrafficSpec::RacksToRacks(t) => t.start,
-            TrafficSpec::DoubleBinaryTree(t) => t.start,
-        }
-    }
-}
-
 /// One flow: an RDMA WRITE of `bytes` from `src` to `dst`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
