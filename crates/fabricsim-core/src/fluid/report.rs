@@ -198,7 +198,6 @@ impl FluidSimulation {
         }
         let job = self.jobs.program.phases[run.phase].job;
         let nics = self.jobs.program.jobs[job].nics.clone();
-        let mtu = self.scenario.nic.mtu.0;
         let intra = self.scenario.intra_host.clone();
         // Per connection and size: the message alone, and its tail.
         let mut alone: crate::engine::FastMap<(u32, u64), (Time, Time)> = Default::default();
@@ -213,10 +212,7 @@ impl FluidSimulation {
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
             let (time, tail) = match conn {
-                None => {
-                    let rest = intra.rate.tx_time(transfer.bytes.saturating_sub(mtu));
-                    (intra.latency + intra.rate.tx_time(mtu.min(transfer.bytes)) + rest, intra.latency)
-                }
+                None => (intra.alone(transfer.bytes), intra.latency),
                 Some(conn) => match alone.get(&(conn.0, transfer.bytes)) {
                     Some(&known) => known,
                     None => {

@@ -1202,10 +1202,11 @@ impl Simulation {
     /// longest chain of dependent transfers, each taking what the same
     /// message takes alone as a flow on its connection (`ideal_message`:
     /// its packets over the connection's ports and paths, side by side on
-    /// several planes), or over the intra-host link its latency and
-    /// serialization: a rank forwards a slice only once all of it has
-    /// arrived. A pipeline's fill (a tree's or a chain's first slice on its
-    /// way down) is in this chain, once.
+    /// several planes), or over the intra-host link its bytes at the link's
+    /// rate and its latency (`IntraHostConfig::alone`: the link carries a
+    /// transfer whole, no packet headers): a rank forwards a slice only
+    /// once all of it has arrived. A pipeline's fill (a tree's or a chain's
+    /// first slice on its way down) is in this chain, once.
     /// The bandwidth bound is the time its busiest rank needs to send or
     /// receive its bytes: over the network at its NICs' payload rate (all
     /// ports, less header overhead) or over the intra-host link at that
@@ -1223,7 +1224,6 @@ impl Simulation {
         let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
         let transfers = &self.jobs.program.transfers[run.transfers];
         let conns = &self.jobs.transfer_conn[run.transfers];
-        let largest = transfers.iter().map(|t| t.bytes).max().unwrap_or(0);
         let encap = self.framing.encap;
         let intra = &self.scenario.intra_host;
         // Payload per wire byte of a full packet, as this fabric carries it
@@ -1231,10 +1231,6 @@ impl Simulation {
         // header).
         let addressed = self.qps.iter().next().map_or(self.scenario.transport.sprays(), |qp| qp.sprays);
         let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
-        // An intra-host transfer's alpha counts its largest packet as the
-        // network's would be framed.
-        let first_reth = run.verb != crate::transport::Verb::Send || addressed;
-        let intra_packet = headers::data_wire(ip, largest.clamp(1, mtu) as u32, first_reth) + encap;
         // Per connection and size: the message alone, and its tail.
         let mut alone: FastMap<(ConnectionId, u64), (Time, Time)> = FastMap::default();
         // Latest finish of a chain ending with each transfer.
@@ -1248,10 +1244,7 @@ impl Simulation {
             load.entry(transfer.src_rank).or_default()[side] += transfer.bytes;
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
             let (time, tail) = match conn {
-                None => {
-                    let rest = intra.rate.tx_time(transfer.bytes.saturating_sub(mtu));
-                    (intra.latency + intra.rate.tx_time(intra_packet as u64) + rest, intra.latency)
-                }
+                None => (intra.alone(transfer.bytes), intra.latency),
                 Some(conn) => *alone.entry((conn, transfer.bytes)).or_insert_with(|| {
                     let dst = job.nics[transfer.dst_rank as usize];
                     let time = self.ideal_message(conn, transfer.bytes, run.verb, dst, None, pipelines);

@@ -123,3 +123,11 @@ impl Default for IntraHostConfig {
         IntraHostConfig { rate: Rate::from_gbps(3600), latency: Time::from_us(1) }
     }
 }
+
+impl IntraHostConfig {
+    /// A transfer of `bytes` alone on the link: its bytes, no packet
+    /// headers (the link carries a transfer whole), then its latency.
+    pub fn alone(&self, bytes: u64) -> Time {
+        self.rate.tx_time(bytes) + self.latency
+    }
+}
