@@ -6,7 +6,7 @@ mod common;
 
 use common::{floats, ints, run, summary_u64, texts};
 use fabricsim_core::metrics::StopReason;
-use fabricsim_core::net::headers::data_wire;
+use fabricsim_core::net::headers::{data_wire, RETH};
 use fabricsim_core::net::IpVersion;
 use fabricsim_core::{FluidSimulation, Model, RunOutput, Scenario, Setup};
 use serde_json::{json, Value};
@@ -50,9 +50,9 @@ fn line() -> Value {
 #[test]
 fn rates_are_max_min_fair_to_the_byte() {
     let out = run_flow(line());
-    let payload_per_wire = 4096.0 / data_wire(IpVersion::Ipv6, 4096, false) as f64;
+    let payload_per_wire = 4096.0 / data_wire(IpVersion::Ipv6, 4096, 0) as f64;
     let send = 3e6 * 8.0 / (30e9 * payload_per_wire);
-    let packet = data_wire(IpVersion::Ipv6, 4096, true) as f64 * 8.0;
+    let packet = data_wire(IpVersion::Ipv6, 4096, RETH) as f64 * 8.0;
     // Propagation and the next node's latency per hop; serialization after the first.
     let across = 3.0 * 1e-6 + 2.0 * 500e-9 + packet / 60e9 + packet / 100e9;
     let beside = 2.0 * 1e-6 + 500e-9 + packet / 100e9;
@@ -522,7 +522,7 @@ fn a_whole_hierarchical_all_reduce_runs_its_stages_in_order() {
     let (fast, slow) = (at("100Gbps"), at("10Gbps"));
     // Each GPU's rail ring all-reduces 64MB / 4 in 8 ranks: 2 x 7/8 of it
     // per hop, at the NIC's rate less its headers.
-    let payload = 4096.0 / data_wire(IpVersion::Ipv6, 4096, false) as f64;
+    let payload = 4096.0 / data_wire(IpVersion::Ipv6, 4096, 0) as f64;
     let rail = |gbps: f64| 2.0 * 7.0 / 8.0 * 16e6 * 8.0 / (gbps * 1e9 * payload);
     let added = slow - fast;
     let expected = rail(10.0) - rail(100.0);

@@ -142,7 +142,7 @@ impl FluidSimulation {
         // A pair's message is split over its connection's QPs.
         let qps = self.scenario.transport.qps().max(1);
         let piece = run.pair_bytes.div_ceil(u64::from(qps));
-        let packet = self.packet_payload(piece);
+        let wire = self.largest_packet(piece, self.verb_of(super::Owner::Exchange(x))).wire;
         let groups = self.groups_of(&nics, &hosts, run.started);
         let group_of: Vec<u32> = {
             let mut of = vec![0u32; nics.len()];
@@ -194,7 +194,7 @@ impl FluidSimulation {
                 delivered = delivered.min(route.delivered);
                 // Each of the pair's QPs moves its share of the pair's rate.
                 let qp_rate = self.rate_alone(&route, f64::INFINITY) / qps as f64;
-                let pair_latency = self.message_latency(&route, piece as f64, packet, qp_rate);
+                let pair_latency = self.message_latency(&route, piece as f64, wire, qp_rate);
                 if pair_latency > latency || path.is_empty() {
                     latency = latency.max(pair_latency);
                     path = route.path;

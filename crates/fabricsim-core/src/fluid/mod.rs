@@ -58,7 +58,7 @@ use crate::scenario::Scenario;
 use crate::sim::jobs::Jobs;
 use crate::sim::{Progress, Setup};
 use crate::topology::{NodeId, Topology};
-use crate::transport::{QpSetup, TransportSpec};
+use crate::transport::{DataHeaders, QpSetup, TransportSpec, Verb};
 use crate::units::Time;
 use crate::workload::{self, FlowSpec};
 
@@ -378,6 +378,14 @@ struct Qp {
     entropy: u16,
 }
 
+/// The largest packet of a message: its first, of the MTU or the whole of
+/// a smaller message, with the headers its operation gives it.
+#[derive(Clone, Copy, Debug)]
+struct LargestPacket {
+    payload: u32,
+    wire: u32,
+}
+
 /// One QP's share of one message, flowing.
 #[derive(Clone, Debug)]
 struct Stream {
@@ -387,10 +395,9 @@ struct Stream {
     qp: u32,
     /// Payload bytes not yet sent.
     left: f64,
-    /// Its message's largest packet's payload (the MTU, or the whole of a
-    /// smaller message): what each hop serializes before passing its last
-    /// data on.
-    packet: u32,
+    /// Its message's largest packet: what each hop serializes before
+    /// passing its last data on.
+    packet: LargestPacket,
     /// Payload bytes per second sent, of which `route.delivered` arrives.
     rate: f64,
     cap: f64,
@@ -764,7 +771,9 @@ impl FluidSimulation {
         let mtu = scenario.nic.mtu.0 as u32;
         let encap = if scenario.switch.forwarding == Forwarding::Srv6 { headers::SRV6_OUTER } else { 0 };
         let addressed = scenario.transport.sprays();
-        let efficiency = mtu as f64 / (headers::data_wire(scenario.nic.ip, mtu, addressed) + encap) as f64;
+        // A full packet mid-message carries the same headers whatever its verb.
+        let full = DataHeaders::of(Verb::Write, false, false, addressed);
+        let efficiency = mtu as f64 / (headers::data_wire(scenario.nic.ip, mtu, full.bytes()) + encap) as f64;
         let seeds =
             (0..topo.nodes.len()).map(|n| crate::switch::switch_seed(&scenario.switch.ecmp, seed, n as u32)).collect();
         let mut events = EventQueue::default();
@@ -1236,7 +1245,7 @@ impl FluidSimulation {
             // A slice is split over the hop's QPs, as its transfers are.
             let pipeline = &self.pipelines[r as usize];
             let piece = pipeline.slice.min(pipeline.segment).div_ceil(count as u64);
-            let packet = self.packet_payload(piece);
+            let wire = self.largest_packet(piece, self.verb_of(Owner::Pipeline(r))).wire;
             let mut hop_slowest = Time::ZERO;
             for k in 0..count {
                 let route = self.qp_route(self.connections[conn as usize][k]);
@@ -1244,8 +1253,7 @@ impl FluidSimulation {
                     *uses.entry(b).or_default() += share / count as f64;
                 }
                 delivered = delivered.min(route.delivered);
-                let latency =
-                    self.message_latency(&route, piece as f64, packet, self.rate_alone(&route, f64::INFINITY));
+                let latency = self.message_latency(&route, piece as f64, wire, self.rate_alone(&route, f64::INFINITY));
                 hop_slowest = hop_slowest.max(latency);
                 if latency > slowest || path.is_empty() {
                     slowest = slowest.max(latency);
@@ -1435,7 +1443,7 @@ impl FluidSimulation {
             owner,
             qp,
             left: bytes as f64,
-            packet: self.packet_payload(bytes),
+            packet: self.largest_packet(bytes, self.verb_of(owner)),
             rate: 0.0,
             cap,
             route: Route::default(),
@@ -1892,17 +1900,19 @@ impl FluidSimulation {
         // Its first packet went whole over one port: the message ends no
         // sooner than that packet's serialization after it began, even when
         // sprayed over planes or smaller than a packet (`first_packet_wait`).
-        let first = stream.route.path.first().map_or(Time::ZERO, |&p| self.serialization(p, stream.packet));
-        let latency = self.latency(&stream.route.path, stream.packet) + (stream.began + first).saturating_sub(now);
+        let wire = stream.packet.wire;
+        let first = stream.route.path.first().map_or(Time::ZERO, |&p| self.serialization(p, wire));
+        let latency = self.latency(&stream.route.path, wire) + (stream.began + first).saturating_sub(now);
         self.events.schedule_in(latency, Event::Arrived(s));
         self.next_on_qp(s);
     }
 
     /// A message's last data's way after a stream moving `rate` payload
     /// bytes a second on `route` sent its `bytes`: the path's latency and
-    /// what its one packet waits beyond the fluid rate (`first_packet_wait`).
-    pub(super) fn message_latency(&self, route: &Route, bytes: f64, packet: u32, rate: f64) -> Time {
-        self.latency(&route.path, packet) + self.first_packet_wait(route, bytes, packet, rate)
+    /// what its one packet of `wire` bytes waits beyond the fluid rate
+    /// (`first_packet_wait`).
+    pub(super) fn message_latency(&self, route: &Route, bytes: f64, wire: u32, rate: f64) -> Time {
+        self.latency(&route.path, wire) + self.first_packet_wait(route, bytes, wire, rate)
     }
 
     /// What a message of `bytes` takes beyond its fluid time at `rate`
@@ -1913,30 +1923,43 @@ impl FluidSimulation {
     /// the rate counts headers at the average of full packets. For the
     /// collectives run whole, whose streams stand for many messages, at
     /// their rate alone.
-    fn first_packet_wait(&self, route: &Route, bytes: f64, packet: u32, rate: f64) -> Time {
+    fn first_packet_wait(&self, route: &Route, bytes: f64, wire: u32, rate: f64) -> Time {
         let Some(&first) = route.path.first() else { return Time::ZERO };
         let fluid = Time::from_secs_f64(bytes / rate);
-        self.serialization(first, packet).saturating_sub(fluid)
+        self.serialization(first, wire).saturating_sub(fluid)
     }
 
-    /// The payload of the largest packet of a message of `bytes`.
-    fn packet_payload(&self, bytes: u64) -> u32 {
-        bytes.clamp(1, self.scenario.nic.mtu.0) as u32
+    /// The largest packet of a message of `bytes` and `verb`.
+    fn largest_packet(&self, bytes: u64, verb: Verb) -> LargestPacket {
+        let mtu = self.scenario.nic.mtu.0;
+        let payload = bytes.clamp(1, mtu) as u32;
+        let carried = DataHeaders::of(verb, true, bytes <= mtu, self.scenario.transport.sprays());
+        LargestPacket { payload, wire: headers::data_wire(self.scenario.nic.ip, payload, carried.bytes()) }
     }
 
-    /// A packet of `payload` bytes on the wire of `port`'s link.
-    fn serialization(&self, port: PortId, payload: u32) -> Time {
-        let wire = headers::data_wire(self.scenario.nic.ip, payload, true) as u64;
-        crate::units::Rate(self.rate[port.0 as usize]).tx_time(wire)
+    /// What the messages of `owner` post.
+    fn verb_of(&self, owner: Owner) -> Verb {
+        let collective = match owner {
+            Owner::Flow(f) => return self.flows[f as usize].spec.verb,
+            Owner::Transfer(t) => self.jobs.program.transfers[t].collective,
+            Owner::Pipeline(r) => self.pipelines[r as usize].collective,
+            Owner::Exchange(x) => self.exchanges[x as usize].collective,
+        };
+        self.jobs.program.collectives[collective].verb
     }
 
-    /// One packet of `payload` bytes' way along `path`: each hop's
+    /// A packet of `wire` bytes on the wire of `port`'s link.
+    fn serialization(&self, port: PortId, wire: u32) -> Time {
+        crate::units::Rate(self.rate[port.0 as usize]).tx_time(u64::from(wire))
+    }
+
+    /// One packet of `wire` bytes' way along `path`: each hop's
     /// propagation and the next node's latency, and its serialization at
     /// every hop but the first (which the stream's rate counts, bar
     /// `first_packet_wait`).
-    fn latency(&self, path: &[PortId], payload: u32) -> Time {
+    fn latency(&self, path: &[PortId], wire: u32) -> Time {
         path.iter().enumerate().fold(Time::ZERO, |t, (i, &p)| {
-            let serialize = if i == 0 { Time::ZERO } else { self.serialization(p, payload) };
+            let serialize = if i == 0 { Time::ZERO } else { self.serialization(p, wire) };
             t + self.delay[p.0 as usize] + serialize
         })
     }

@@ -99,7 +99,7 @@ impl FluidSimulation {
             return 0.0;
         }
         let holes = stream.lost * losing;
-        if holes < f64::from(stream.packet) {
+        if holes < f64::from(stream.packet.payload) {
             return 0.0;
         }
         holes
@@ -129,7 +129,7 @@ impl FluidSimulation {
                 // the stretch it lost in, and at least until that hole's
                 // ACK comes back: a round trip at the NIC's rate, or
                 // every plane's window (what it sent since, at most).
-                let rtt = 2.0 * self.latency(&stream.route.path, stream.packet).as_secs_f64();
+                let rtt = 2.0 * self.latency(&stream.route.path, stream.packet.wire).as_secs_f64();
                 let nic = ports.iter().map(|p| self.rate[p.0 as usize] as f64 / 8.0).sum::<f64>() * self.efficiency;
                 let overshoot = (rtt * nic).min(ports.len() as f64 * window);
                 let stretch = stream.lost.min(dead * window) / share;
@@ -173,7 +173,7 @@ impl FluidSimulation {
                 }
                 // The receiver's timer starts when the next packet shows it
                 // the gap, and its NAK takes as long back.
-                let way = self.latency(&stream.route.path, stream.packet);
+                let way = self.latency(&stream.route.path, stream.packet.wire);
                 let opened = stream.lost_since + way;
                 return next_round(opened, Time(now.0.saturating_sub(way.0)), c.loss_timeout) + way;
             }
@@ -184,7 +184,7 @@ impl FluidSimulation {
             // Its last lost packet is found a round trip and the reordering
             // window after it was sent.
             TransportSpec::Mrc(c) => {
-                let rtt = self.latency(&stream.route.path, stream.packet).0.saturating_mul(2);
+                let rtt = self.latency(&stream.route.path, stream.packet.wire).0.saturating_mul(2);
                 return (stream.lost_until + c.reorder_window + Time(rtt)).max(now);
             }
             TransportSpec::Rocev2(_) => return now,
@@ -222,9 +222,9 @@ impl FluidSimulation {
             if !matches!(stream.owner, Owner::Flow(_) | Owner::Transfer(_)) || stream.resent > 0.0 {
                 continue;
             }
-            let dwell = self.delay[p] + self.serialization(port, stream.packet);
+            let dwell = self.delay[p] + self.serialization(port, stream.packet.wire);
             let on_link = stream.rate * stream.route.uses[i as usize].1 * of_bundle * dwell.as_secs_f64();
-            let packet = f64::from(stream.packet);
+            let packet = f64::from(stream.packet.payload);
             let key = [LOSS_DRAW, u64::from(s), u64::from(port.0), now.0];
             if on_link <= 0.0 || !Rng::stream(self.scenario.seed, &key).chance(on_link / packet) {
                 continue;

@@ -7,6 +7,7 @@ use super::{Event, FluidSimulation};
 use crate::ids::Id;
 use crate::metrics::{percentile, Column, RunOutput, Series, StopReason, Table};
 use crate::net::PortId;
+use crate::transport::Verb;
 use crate::units::{Rate, Time};
 
 /// Sampled time series in long format, as the packet model writes them.
@@ -96,8 +97,9 @@ impl FluidSimulation {
     /// plus one packet's latency.
     pub(super) fn set_ideals(&mut self) {
         for f in 0..self.flows.len() {
-            let (conn, bytes, rate) = (self.flows[f].conn, self.flows[f].spec.bytes, self.flows[f].spec.rate);
-            self.flows[f].ideal = self.ideal_message(conn, bytes, rate);
+            let spec = &self.flows[f].spec;
+            let (conn, bytes, rate, verb) = (self.flows[f].conn, spec.bytes, spec.rate, spec.verb);
+            self.flows[f].ideal = self.ideal_message(conn, bytes, rate, verb);
         }
         for c in self.jobs.program.collectives.ids() {
             self.jobs.collective_ideal[c] = self.ideal_collective(c);
@@ -108,7 +110,7 @@ impl FluidSimulation {
     /// shares, each at the rate its route allows and no sooner than its
     /// first packet's serialization, then its packet's latency (a stream's
     /// own end, `message_latency`).
-    fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>) -> Time {
+    fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>, verb: Verb) -> Time {
         let qps = self.connections[conn as usize].clone();
         let mut slowest = Time::ZERO;
         for (&q, share) in qps.iter().zip(crate::workload::message_parts(bytes, qps.len())) {
@@ -116,7 +118,8 @@ impl FluidSimulation {
             let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
             let rate = self.rate_alone(&route, cap);
             let fluid = Time::from_secs_f64(share as f64 / rate);
-            slowest = slowest.max(fluid + self.message_latency(&route, share as f64, self.packet_payload(share), rate));
+            let wire = self.largest_packet(share, verb).wire;
+            slowest = slowest.max(fluid + self.message_latency(&route, share as f64, wire, rate));
         }
         slowest
     }
@@ -216,12 +219,13 @@ impl FluidSimulation {
                 Some(conn) => match alone.get(&(conn.0, transfer.bytes)) {
                     Some(&known) => known,
                     None => {
-                        let time = self.ideal_message(conn.0, transfer.bytes, None);
+                        let time = self.ideal_message(conn.0, transfer.bytes, None, run.verb);
                         // The smallest share's packet, on the first QP's path.
                         let qps = &self.connections[conn.0 as usize];
                         let (first, count) = (qps[0], qps.len() as u64);
                         let route = self.qp_route(first);
-                        let tail = self.latency(&route.path, self.packet_payload(transfer.bytes / count));
+                        let smallest = self.largest_packet(transfer.bytes / count, run.verb);
+                        let tail = self.latency(&route.path, smallest.wire);
                         alone.insert((conn.0, transfer.bytes), (time, tail));
                         (time, tail)
                     }

@@ -481,6 +481,12 @@ mod tests {
     }
     use crate::net::headers;
     use crate::topology::NodeId;
+    use crate::transport::{DataHeaders, Verb};
+
+    /// The wire bytes the simulator charges a data packet of `verb`.
+    fn charged(verb: Verb, first: bool, last: bool, addressed: bool, payload: u32) -> u16 {
+        headers::data_wire(IpVersion::Ipv6, payload, DataHeaders::of(verb, first, last, addressed).bytes()) as u16
+    }
 
     fn data(first: bool, last: bool, payload: u16) -> Packet {
         let mut flags = flag::ECT;
@@ -500,7 +506,7 @@ mod tests {
             qp: 0x0102_0304,
             psn: 0x0123_4567,
             payload,
-            wire: headers::data_wire(IpVersion::Ipv6, payload as u32, first) as u16,
+            wire: charged(Verb::Write, first, last, false, payload as u32),
             port: 0,
             ports_up: 0xFF,
             ack: 0,
@@ -527,14 +533,14 @@ mod tests {
         for (first, last) in [(true, false), (false, false), (false, true)] {
             let mut p = data(first, last, 4096);
             p.flags |= flag::ADDRESSED;
-            p.wire = headers::data_wire(IpVersion::Ipv6, 4096, true) as u16;
+            p.wire = charged(Verb::Write, first, last, true, 4096);
             let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
             assert_eq!(f[62], opcode::WRITE_ONLY);
         }
         let mut p = data(false, true, 100);
         p.flags |= flag::IMM;
-        p.wire = (headers::data_wire(IpVersion::Ipv6, 100, false) + headers::IMM_DT) as u16;
+        p.wire = charged(Verb::WriteImm, false, true, false, 100);
         let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
         assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire());
         assert_eq!(f[62], opcode::WRITE_LAST_WITH_IMM);
@@ -550,7 +556,7 @@ mod tests {
         ] {
             let mut p = data(first, last, 4096);
             p.kind = PacketKind::Send;
-            p.wire = headers::data_wire(IpVersion::Ipv6, 4096, false) as u16;
+            p.wire = charged(Verb::Send, first, last, false, 4096);
             let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
             assert_eq!(f[62], op);
@@ -566,16 +572,15 @@ mod tests {
 
     #[test]
     fn read_frames_carry_read_opcodes_and_their_headers() {
-        for (first, last, op, aeth) in [
-            (true, false, opcode::READ_RESPONSE_FIRST, true),
-            (false, false, opcode::READ_RESPONSE_MIDDLE, false),
-            (false, true, opcode::READ_RESPONSE_LAST, true),
-            (true, true, opcode::READ_RESPONSE_ONLY, true),
+        for (first, last, op) in [
+            (true, false, opcode::READ_RESPONSE_FIRST),
+            (false, false, opcode::READ_RESPONSE_MIDDLE),
+            (false, true, opcode::READ_RESPONSE_LAST),
+            (true, true, opcode::READ_RESPONSE_ONLY),
         ] {
             let mut p = data(first, last, 4096);
             p.kind = PacketKind::ReadResponse;
-            let extra = if aeth { headers::AETH } else { 0 };
-            p.wire = (headers::data_wire(IpVersion::Ipv6, 4096, false) + extra) as u16;
+            p.wire = charged(Verb::Read, first, last, false, 4096);
             let f = frame(&p, &hop(p.qp, IpVersion::Ipv6, 8192));
             assert_eq!(f.len() as u32 + headers::WIRE_OVERHEAD, p.wire(), "first={first} last={last}");
             assert_eq!(f[62], op);

@@ -1,7 +1,8 @@
 //! Wire sizes of RoCEv2 packets from their real headers.
 //!
-//! Eth 14 + FCS 4, IPv4 20 or IPv6 40, UDP 8, BTH 12, RETH 16 on the first
-//! packet of an RDMA WRITE, AETH 4 on ACK/NAK, ICRC 4; on the wire add the
+//! Eth 14 + FCS 4, IPv4 20 or IPv6 40, UDP 8, BTH 12, then a data packet's
+//! RETH 16, AETH 4 or ImmDt 4 (which, `transport::DataHeaders` says), an
+//! ACK/NAK's AETH 4, ICRC 4; on the wire add the
 //! preamble+SFD (8) and minimum inter-frame gap (12). A frame is at least
 //! 64 bytes. (IBTA Vol.1 s9.2 and Annex A17; ../shared/reference/protocols.md
 //! s2.1-s2.4: 4096 B payload over IPv6 gives a 4198 B wire packet, 97.57%
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 const ETH: u32 = 14 + 4;
 const UDP: u32 = 8;
 const BTH: u32 = 12;
-const RETH: u32 = 16;
+pub const RETH: u32 = 16;
 pub const AETH: u32 = 4;
 /// Immediate data of a write with immediate (IBTA ImmDt).
 pub const IMM_DT: u32 = 4;
@@ -45,11 +46,11 @@ fn on_wire(frame: u32) -> u32 {
     frame.max(MIN_FRAME) + WIRE_OVERHEAD
 }
 
-/// Wire bytes of a WRITE packet carrying `payload` bytes (padded to a
-/// multiple of 4, the BTH PadCnt), with a RETH when `reth` (the first
-/// packet of a message; every MRC packet).
-pub fn data_wire(ip: IpVersion, payload: u32, reth: bool) -> u32 {
-    on_wire(ETH + ip.header() + UDP + BTH + if reth { RETH } else { 0 } + payload.next_multiple_of(4) + ICRC)
+/// Wire bytes of a data packet carrying `payload` bytes (padded to a
+/// multiple of 4, the BTH PadCnt) after `extension` bytes of headers past
+/// its BTH (`transport::DataHeaders::bytes`).
+pub fn data_wire(ip: IpVersion, payload: u32, extension: u32) -> u32 {
+    on_wire(ETH + ip.header() + UDP + BTH + extension + payload.next_multiple_of(4) + ICRC)
 }
 
 /// Wire bytes of an RDMA READ request: its RETH names what to read.
@@ -83,7 +84,7 @@ pub fn trimmed_wire(wire: u32, trim_frame: u32) -> u32 {
 
 /// Payload bytes per wire byte for full packets of `mtu` payload.
 pub fn payload_efficiency(ip: IpVersion, mtu: u32) -> f64 {
-    mtu as f64 / data_wire(ip, mtu, false) as f64
+    mtu as f64 / data_wire(ip, mtu, 0) as f64
 }
 
 #[cfg(test)]
@@ -92,8 +93,8 @@ mod tests {
 
     #[test]
     fn matches_the_reference_sizes() {
-        assert_eq!(data_wire(IpVersion::Ipv6, 4096, false), 4198);
-        assert_eq!(data_wire(IpVersion::Ipv4, 4096, false), 4178);
+        assert_eq!(data_wire(IpVersion::Ipv6, 4096, 0), 4198);
+        assert_eq!(data_wire(IpVersion::Ipv4, 4096, 0), 4178);
         assert!((payload_efficiency(IpVersion::Ipv6, 4096) - 0.9757).abs() < 1e-4);
     }
 }

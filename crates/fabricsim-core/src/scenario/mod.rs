@@ -465,7 +465,9 @@ impl Scenario {
     fn validate_buffers(&self) -> Result<(), ScenarioError> {
         let sw = &self.switch;
         let srv6 = if sw.forwarding == Forwarding::Srv6 { crate::net::headers::SRV6_OUTER } else { 0 };
-        let frame = u64::from(crate::net::headers::data_wire(self.nic.ip, self.nic.mtu.0 as u32, true) + srv6);
+        let frame = u64::from(
+            crate::net::headers::data_wire(self.nic.ip, self.nic.mtu.0 as u32, crate::net::headers::RETH) + srv6,
+        );
         if sw.buffer.0 < frame {
             return invalid(
                 "switch.buffer",

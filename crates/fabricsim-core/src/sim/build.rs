@@ -20,7 +20,7 @@ use crate::switch::{
 };
 use crate::topology::{LinkId, NodeId, NodeRole, Topology};
 use crate::transport::{
-    CustomTransport, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, Verb, TIMERS,
+    CustomTransport, DataHeaders, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, Verb, TIMERS,
 };
 use crate::units::{Rate, Time};
 use crate::workload::program::{self, Program};
@@ -374,7 +374,7 @@ pub(super) fn build(
         .collect();
 
     let mtu = scenario.nic.mtu.0 as u32;
-    let full_wire = headers::data_wire(scenario.nic.ip, mtu, true) as u64;
+    let full_wire = headers::data_wire(scenario.nic.ip, mtu, headers::RETH) as u64;
     let headroom = ports
         .iter()
         .map(|p| match scenario.switch.pfc.headroom {
@@ -1058,7 +1058,9 @@ impl Simulation {
     /// of the packets on each: a bound no spreading beats. A flow paced
     /// below line rate takes no less, nor less than all but its last
     /// packet's wire bytes at that rate, then the last packet's
-    /// serialization and latency at every hop.
+    /// serialization and latency at every hop. A READ's data leaves only
+    /// once the reader's request has reached its sender
+    /// (`read_request_trip`).
     fn ideal_fct(&self, f: FlowId, pipelines: &mut Pipelines) -> Time {
         let flow = &self.flows[f];
         self.ideal_message(flow.conn, flow.bytes, flow.verb, flow.dst, flow.rate_limit, pipelines)
@@ -1071,30 +1073,26 @@ impl Simulation {
         &self,
         conn: ConnectionId,
         bytes: u64,
-        verb: crate::transport::Verb,
+        verb: Verb,
         dst: NodeId,
         rate_limit: Option<Rate>,
         pipelines: &mut Pipelines,
     ) -> Time {
-        let mtu = self.scenario.nic.mtu.0 as u32;
-        let ip = self.scenario.nic.ip;
-        let encap = self.framing.encap as u64;
-        let wire = |payload: u64, reth: bool| headers::data_wire(ip, payload as u32, reth) as u64 + encap;
+        let mtu = self.scenario.nic.mtu.0;
         let (mut wire_total, mut packets, mut first_wire, mut full_wire, mut last_wire) = (0, 0, 0, 0, 0);
         let mut planes = std::collections::BTreeSet::new();
         let conn = &self.connections[conn].qps;
         for (&q, share) in conn.iter().zip(message_parts(bytes, conn.len())) {
             let qp = &self.qps[q];
             planes.insert(qp.src_port);
-            let qp_packets = share.div_ceil(mtu as u64).max(1);
-            let last = share - (qp_packets - 1) * mtu as u64;
-            // Every sprayed packet carries a RETH (and PRO's); RoCE's first
-            // only, of a write (a SEND's names no address).
+            let qp_packets = share.div_ceil(mtu).max(1);
             let addressed = qp.transport.addresses_every_packet();
-            let first_reth = verb != crate::transport::Verb::Send || addressed;
-            let tail = wire(last, (qp_packets == 1 && first_reth) || addressed);
-            let full = wire(mtu as u64, addressed);
-            let first = if qp_packets == 1 { tail } else { wire(mtu as u64, first_reth) };
+            let wire = |payload: u64, first: bool, last: bool| {
+                self.framing.data_wire(payload as u32, DataHeaders::of(verb, first, last, addressed)) as u64
+            };
+            let tail = wire(share - (qp_packets - 1) * mtu, qp_packets == 1, true);
+            let full = wire(mtu, false, false);
+            let first = if qp_packets == 1 { tail } else { wire(mtu, true, false) };
             wire_total += if qp_packets == 1 { tail } else { first + full * (qp_packets - 2) + tail };
             packets += qp_packets;
             first_wire = first_wire.max(first);
@@ -1112,7 +1110,7 @@ impl Simulation {
         let stream = if conn.len() > 1 && bytes > 0 && per_plane <= FOLLOWED_PACKETS {
             // Several QPs' packets of several sizes, the NIC taking the QPs
             // in turn; a plane carries its share of them.
-            Stream::Listed(self.interleaved_wire(conn, bytes).into_iter().step_by(parallel).collect())
+            Stream::Listed(self.interleaved_wire(conn, bytes, verb).into_iter().step_by(parallel).collect())
         } else {
             Stream::Runs(match per_plane {
                 1 => Runs { first: first_wire, middle: 0, middles: 0, last: None },
@@ -1126,7 +1124,7 @@ impl Simulation {
             .map(|(p, ports)| Hop { rate: self.ports[p.0 as usize].rate, delay: self.ports[p.0 as usize].delay, ports })
             .collect();
         let unpaced = *pipelines.entry((path, stream)).or_insert_with_key(|(path, stream)| pipeline_time(path, stream));
-        match rate_limit {
+        let sent = match rate_limit {
             Some(limit) if (limit.0 as f64) < rate => {
                 // The last packet leaves the pacer after the rest's time.
                 let mut paced = Time::from_secs_f64((wire_total - last_wire) as f64 * 8.0 / limit.0 as f64);
@@ -1136,13 +1134,30 @@ impl Simulation {
                 paced.max(unpaced)
             }
             _ => unpaced,
+        };
+        match verb {
+            Verb::Read => self.read_request_trip(conn) + sent,
+            _ => sent,
         }
     }
 
-    /// The wire bytes of the packets of `bytes` split over `qps`, in the
-    /// order a NIC taking the QPs in turn sends them.
-    fn interleaved_wire(&self, qps: &[QpId], bytes: u64) -> Vec<u64> {
-        let (mtu, ip, encap) = (self.scenario.nic.mtu.0, self.scenario.nic.ip, self.framing.encap as u64);
+    /// What a READ's request takes to reach the end that sends the data, on
+    /// the quickest of the connection's QPs: the reader sends it when the
+    /// READ is posted, out of its own port, and no response leaves before
+    /// it arrives (`transport::reads`).
+    fn read_request_trip(&self, qps: &[QpId]) -> Time {
+        let wire = headers::read_request_wire(self.framing.ip) + self.framing.encap;
+        let trip = |qp: &Qp| {
+            let hops = self.path(qp.dst_port, qp.src).into_iter().map(|p| &self.ports[p.0 as usize]);
+            hops.fold(Time::ZERO, |t, port| t + port.delay + port.tx_time(wire))
+        };
+        qps.iter().map(|&q| trip(&self.qps[q])).min().unwrap_or(Time::ZERO)
+    }
+
+    /// The wire bytes of the packets of a message of `verb` and `bytes`
+    /// split over `qps`, in the order a NIC taking the QPs in turn sends them.
+    fn interleaved_wire(&self, qps: &[QpId], bytes: u64, verb: Verb) -> Vec<u64> {
+        let mtu = self.scenario.nic.mtu.0;
         let mut left: Vec<(u64, bool, bool)> = (qps.iter().zip(split_evenly(bytes, qps.len() as u64)))
             .map(|(&q, share)| (share, true, self.qps[q].transport.addresses_every_packet()))
             .collect();
@@ -1150,7 +1165,8 @@ impl Simulation {
         while left.iter().any(|&(share, _, _)| share > 0) {
             for (share, first, addressed) in left.iter_mut().filter(|(share, _, _)| *share > 0) {
                 let payload = (*share).min(mtu);
-                sizes.push(headers::data_wire(ip, payload as u32, *first || *addressed) as u64 + encap);
+                let carried = DataHeaders::of(verb, *first, payload == *share, *addressed);
+                sizes.push(self.framing.data_wire(payload as u32, carried) as u64);
                 (*share, *first) = (*share - payload, false);
             }
         }
@@ -1212,7 +1228,9 @@ impl Simulation {
     /// ports, less header overhead) or over the intra-host link at that
     /// link's rate, whichever is longer (the two carry bytes at once), plus
     /// the shortest tail: the smallest packet's way less the one
-    /// serialization those bytes already count. Slices pipeline the latency
+    /// serialization those bytes already count; the network's READs send
+    /// their bytes only once the first request has arrived
+    /// (`read_request_trip`). Slices pipeline the latency
     /// under the bandwidth, so the ideal is the larger bound, not their
     /// sum: small collectives are latency-bound, large ones bandwidth-bound.
     fn ideal_cct(&self, c: CollectiveId, pipelines: &mut Pipelines) -> Time {
@@ -1221,18 +1239,21 @@ impl Simulation {
             return Time::ZERO;
         }
         let job = &self.jobs.program.jobs[self.jobs.program.phases[run.phase].job];
-        let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
+        let mtu = self.scenario.nic.mtu.0;
         let transfers = &self.jobs.program.transfers[run.transfers];
         let conns = &self.jobs.transfer_conn[run.transfers];
-        let encap = self.framing.encap;
         let intra = &self.scenario.intra_host;
-        // Payload per wire byte of a full packet, as this fabric carries it
-        // (every MRC packet with a RETH, every packet with any SRv6 outer
-        // header).
-        let addressed = self.qps.iter().next().map_or(self.scenario.transport.sprays(), |qp| qp.sprays);
-        let efficiency = mtu as f64 / (headers::data_wire(ip, mtu as u32, addressed) + encap) as f64;
-        // Per connection and size: the message alone, and its tail.
-        let mut alone: FastMap<(ConnectionId, u64), (Time, Time)> = FastMap::default();
+        // Payload per wire byte of a full packet mid-message, as this fabric
+        // carries it (with a RETH where every packet is addressed, with any
+        // SRv6 outer header).
+        let addressed = self.qps.iter().next().is_some_and(|qp| qp.transport.addresses_every_packet());
+        let full = self.framing.data_wire(mtu as u32, DataHeaders::of(run.verb, false, false, addressed));
+        let efficiency = mtu as f64 / full as f64;
+        // Per connection and size: the message alone, its tail, and what a
+        // READ's request takes before its data can leave.
+        let mut alone: FastMap<(ConnectionId, u64), (Time, Time, Time)> = FastMap::default();
+        // The earliest the network's first data can leave.
+        let mut first_data = Time::MAX;
         // Latest finish of a chain ending with each transfer.
         let mut chain_end = vec![Time::ZERO; transfers.len()];
         // Shortest tails of the network's transfers and the intra-host ones.
@@ -1245,11 +1266,17 @@ impl Simulation {
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
             let (time, tail) = match conn {
                 None => (intra.alone(transfer.bytes), intra.latency),
-                Some(conn) => *alone.entry((conn, transfer.bytes)).or_insert_with(|| {
-                    let dst = job.nics[transfer.dst_rank as usize];
-                    let time = self.ideal_message(conn, transfer.bytes, run.verb, dst, None, pipelines);
-                    (time, self.smallest_packet_tail(conn, transfer.bytes, run.verb, dst))
-                }),
+                Some(conn) => {
+                    let (time, tail, asked) = *alone.entry((conn, transfer.bytes)).or_insert_with(|| {
+                        let dst = job.nics[transfer.dst_rank as usize];
+                        let time = self.ideal_message(conn, transfer.bytes, run.verb, dst, None, pipelines);
+                        let tail = self.smallest_packet_tail(conn, transfer.bytes, run.verb, dst);
+                        let qps = &self.connections[conn].qps;
+                        (time, tail, if run.verb == Verb::Read { self.read_request_trip(qps) } else { Time::ZERO })
+                    });
+                    first_data = first_data.min(asked);
+                    (time, tail)
+                }
             };
             let side = usize::from(conn.is_none());
             min_tail[side] = min_tail[side].min(tail);
@@ -1259,6 +1286,7 @@ impl Simulation {
         }
         let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
         let tail = |side: usize| if min_tail[side] == Time::MAX { Time::ZERO } else { min_tail[side] };
+        let first_data = if first_data == Time::MAX { Time::ZERO } else { first_data };
         let busiest = load
             .iter()
             .map(|(&rank, l)| {
@@ -1268,7 +1296,7 @@ impl Simulation {
                 // The NIC's ports and the intra-host link carry their bytes at once.
                 let network = l[0].max(l[1]) as f64 * 8.0 / (nic_rate as f64 * efficiency);
                 let intra = l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64;
-                (Time::from_secs_f64(network) + tail(0)).max(Time::from_secs_f64(intra) + tail(1))
+                (first_data + Time::from_secs_f64(network) + tail(0)).max(Time::from_secs_f64(intra) + tail(1))
             })
             .max()
             .unwrap_or(Time::ZERO);
@@ -1280,15 +1308,14 @@ impl Simulation {
     /// still takes after leaving its NIC, or a receiver's first before
     /// reaching it (the last of the smallest share, the QPs splitting the
     /// message evenly).
-    fn smallest_packet_tail(&self, conn: ConnectionId, bytes: u64, verb: crate::transport::Verb, dst: NodeId) -> Time {
-        let (mtu, ip) = (self.scenario.nic.mtu.0, self.scenario.nic.ip);
+    fn smallest_packet_tail(&self, conn: ConnectionId, bytes: u64, verb: Verb, dst: NodeId) -> Time {
+        let mtu = self.scenario.nic.mtu.0;
         let qps = &self.connections[conn].qps;
         let qp = &self.qps[qps[0]];
         let share = bytes / qps.len() as u64;
         let packets = share.div_ceil(mtu).max(1);
-        let addressed = qp.transport.addresses_every_packet();
-        let reth = addressed || (packets == 1 && verb != crate::transport::Verb::Send);
-        let wire = headers::data_wire(ip, (share - (packets - 1) * mtu) as u32, reth) + self.framing.encap;
+        let carried = DataHeaders::of(verb, packets == 1, true, qp.transport.addresses_every_packet());
+        let wire = self.framing.data_wire((share - (packets - 1) * mtu) as u32, carried);
         let path = self.path(qp.src_port, dst);
         let serializations = path.iter().map(|p| self.ports[p.0 as usize].tx_time(wire));
         let longest = serializations.clone().max().unwrap_or(Time::ZERO);
@@ -1305,8 +1332,8 @@ enum Stream {
     Listed(Vec<u64>),
 }
 
-/// A stream of one QP: the first packet (with its RETH), `middles` alike,
-/// then the last, if there is more than one.
+/// A stream of one QP: the first packet, `middles` alike, then the last,
+/// if there is more than one (each with its headers, `DataHeaders`).
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Runs {
     first: u64,

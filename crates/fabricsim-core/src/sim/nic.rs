@@ -397,7 +397,7 @@ impl Simulation {
             (data.first, flag::FIRST),
             (data.last, flag::LAST),
             (data.retransmission, flag::RETX),
-            (data.imm(), flag::IMM),
+            (data.headers().imm, flag::IMM),
             (data.addressed, flag::ADDRESSED),
         ] {
             if set {

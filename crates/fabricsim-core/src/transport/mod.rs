@@ -67,13 +67,47 @@ impl Verb {
     }
 }
 
-/// One data packet (of an RDMA WRITE or SEND) a transport's sender chose
-/// to send.
+/// The headers a data packet carries between its BTH and its payload, by
+/// its operation and place in its message (IBTA Vol.1 ch.9, the headers
+/// each opcode carries; RoCEv2, Annex A17): a WRITE's first or only packet
+/// carries the RETH naming where it goes, and so does every packet of a
+/// transport that lets the responder place each on its own (`addressed`);
+/// a READ response's first, last or only packet an AETH, its middle ones
+/// nothing; the last or only packet of a WRITE with immediate the ImmDt. A
+/// SEND's carry none (SEND with immediate is not modelled). The one rule
+/// for what a packet weighs on the wire, in both models' runs and ideals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataHeaders {
+    pub reth: bool,
+    pub aeth: bool,
+    pub imm: bool,
+}
+
+impl DataHeaders {
+    pub fn of(verb: Verb, first: bool, last: bool, addressed: bool) -> DataHeaders {
+        let write = matches!(verb, Verb::Write | Verb::WriteImm);
+        DataHeaders {
+            reth: addressed || (first && write),
+            aeth: verb == Verb::Read && (first || last),
+            imm: last && verb == Verb::WriteImm,
+        }
+    }
+
+    /// Their bytes.
+    pub fn bytes(self) -> u32 {
+        u32::from(self.reth) * headers::RETH
+            + u32::from(self.aeth) * headers::AETH
+            + u32::from(self.imm) * headers::IMM_DT
+    }
+}
+
+/// One data packet (of an RDMA WRITE or SEND, or a READ response) a
+/// transport's sender chose to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataPacket {
     pub psn: u32,
     pub payload: u32,
-    /// First packet of its message (carries the RETH).
+    /// First packet of its message.
     pub first: bool,
     /// Last packet of its message.
     pub last: bool,
@@ -88,20 +122,9 @@ pub struct DataPacket {
 }
 
 impl DataPacket {
-    /// Whether it carries the immediate data (ImmDt), which raises a
-    /// completion at the responder: the last packet of a write with one.
-    pub fn imm(&self) -> bool {
-        self.last && self.verb == Verb::WriteImm
-    }
-
-    /// Whether it carries a RETH: a write's first packet, or any addressed one.
-    pub fn reth(&self) -> bool {
-        (self.first && matches!(self.verb, Verb::Write | Verb::WriteImm)) || self.addressed
-    }
-
-    /// Whether it carries an AETH: the first and last READ responses.
-    pub fn aeth(&self) -> bool {
-        self.verb == Verb::Read && (self.first || self.last)
+    /// The headers it carries; its ImmDt raises a completion at the responder.
+    pub fn headers(&self) -> DataHeaders {
+        DataHeaders::of(self.verb, self.first, self.last, self.addressed)
     }
 }
 
@@ -214,16 +237,15 @@ pub struct Framing {
 }
 
 impl Framing {
-    /// Bytes on the wire of a data packet (with a RETH when `reth`, the
-    /// immediate when `imm`).
-    pub fn data_wire(&self, payload: u32, reth: bool, imm: bool) -> u32 {
-        headers::data_wire(self.ip, payload, reth) + if imm { headers::IMM_DT } else { 0 } + self.encap
+    /// Bytes on the wire of a data packet of `payload` bytes with `carried`.
+    pub fn data_wire(&self, payload: u32, carried: DataHeaders) -> u32 {
+        headers::data_wire(self.ip, payload, carried.bytes()) + self.encap
     }
 
     /// Bytes on the wire of `data`, with the headers its operation and
     /// place in its message give it.
     pub fn wire_of(&self, data: &DataPacket) -> u32 {
-        self.data_wire(data.payload, data.reth(), data.imm()) + if data.aeth() { headers::AETH } else { 0 }
+        self.data_wire(data.payload, data.headers())
     }
 }
 
@@ -607,5 +629,25 @@ impl QpFactory {
             QpFactory::Spx(c) => QpTransport::Spx(SpxQp::new(c.clone(), setup)),
             QpFactory::Custom(build) => QpTransport::Custom(build(setup)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_headers_follow_the_ibta_packet_formats() {
+        // Bytes past the BTH of the (first, middle, last, only) packets.
+        let bytes = |verb: Verb, addressed: bool| {
+            let of = |first, last| DataHeaders::of(verb, first, last, addressed).bytes();
+            [of(true, false), of(false, false), of(false, true), of(true, true)]
+        };
+        assert_eq!(bytes(Verb::Write, false), [16, 0, 0, 16], "RETH on the first and only");
+        assert_eq!(bytes(Verb::WriteImm, false), [16, 0, 4, 20], "and ImmDt on the last and only");
+        assert_eq!(bytes(Verb::Send, false), [0, 0, 0, 0]);
+        assert_eq!(bytes(Verb::Read, false), [4, 0, 4, 4], "AETH on the first, last and only responses");
+        assert_eq!(bytes(Verb::Write, true), [16, 16, 16, 16], "a RETH in every addressed packet");
+        assert_eq!(bytes(Verb::WriteImm, true), [16, 16, 20, 20]);
     }
 }

@@ -34,7 +34,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::rocev2::{local_ack_timeout, RoceConfig, RoceReceiver, RoceSender};
-use super::{Action, Control, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
+use super::{
+    Action, Control, DataHeaders, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport, Verb,
+};
 use crate::cc::{SpxCc, SpxCcConfig};
 use crate::net::{flag, Packet, PacketKind};
 use crate::units::{Bytes, Rate, Time, PS_PER_NS};
@@ -279,7 +281,8 @@ impl SpxQp {
             last_sent: Time::ZERO,
             heard: Time::ZERO,
         };
-        let full = setup.framing.data_wire(setup.mtu, true, false) as u64;
+        // Every packet is addressed; a full one mid-message carries nothing else.
+        let full = setup.framing.data_wire(setup.mtu, DataHeaders::of(Verb::Write, false, false, true)) as u64;
         SpxQp {
             timeout: cfg.retransmit_timeout(setup.job),
             window: cfg.window.map_or(setup.line_rate.bytes_in(Time::from_us(20)) as u64, |w| w.0).max(full),
@@ -557,8 +560,8 @@ impl Transport for SpxQp {
             // An acknowledgement on this plane makes the QP ready again.
             return None;
         }
-        let data = self.sender.next_packet()?;
-        let wire = self.framing.data_wire(data.payload, true, data.imm()) as u64;
+        let data = DataPacket { addressed: true, ..self.sender.next_packet()? };
+        let wire = self.framing.wire_of(&data) as u64;
         let mut not_before = now;
         let paced = self.cfg.cc.enabled;
         let plane = &mut self.planes[port];
@@ -588,7 +591,7 @@ impl Transport for SpxQp {
         }
         self.start_probing(now, out);
         let entropy = if lb == PlaneLb::Esr { self.esr_ev(port, now) } else { self.entropy };
-        Some(Outgoing { data: super::DataPacket { addressed: true, ..data }, entropy, not_before })
+        Some(Outgoing { data, entropy, not_before })
     }
 
     fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {

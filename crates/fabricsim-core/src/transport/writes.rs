@@ -94,9 +94,9 @@ mod tests {
         assert_eq!(w.post(1, 1000, Verb::Send), (3, 1));
         let p: Vec<DataPacket> = (0..4).map(|psn| w.packet(psn).unwrap()).collect();
         assert_eq!(p.iter().map(|p| p.payload).collect::<Vec<_>>(), [1000, 1000, 500, 1]);
-        assert_eq!(p.iter().map(|p| (p.first, p.last, p.imm())).collect::<Vec<_>>()[2], (false, true, true));
-        assert!(p[3].first && p[3].last && !p[3].imm() && p[3].verb == Verb::Send && !p[3].reth());
-        assert!(p[0].reth() && p[0].verb == Verb::WriteImm);
+        assert_eq!(p.iter().map(|p| (p.first, p.last, p.headers().imm)).collect::<Vec<_>>()[2], (false, true, true));
+        assert!(p[3].first && p[3].last && p[3].verb == Verb::Send && p[3].headers().bytes() == 0);
+        assert!(p[0].headers().reth && p[0].verb == Verb::WriteImm);
         assert_eq!((w.write_bytes(1), w.write_bytes(3), w.end()), (2500, 1, 4));
         w.forget_below(3);
         assert_eq!(w.packet(1), None);
