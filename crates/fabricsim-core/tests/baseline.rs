@@ -124,28 +124,45 @@ fn across_one_switch(mode: &str, op: &str, bytes: &str) -> serde_json::Value {
 /// last and only packets and no RETH, and leaves only once the reader's
 /// request (a RETH of 16 and no payload: 118 B) has crossed both hops; a
 /// write with immediate carries a RETH (16) on its first and ImmDt (4) on
-/// its last. The READ's ideal counted a RETH for the AETHs and no request
-/// (2.0 of it for one packet), the write's no ImmDt.
+/// its last. The flow model sends a message of several packets as a fluid
+/// at the rate of full ones (4096 payload bytes in 4198 on the wire), then
+/// its largest packet crosses the second hop. The READ's ideal counted a
+/// RETH for the AETHs and no request (2.0 of it for one packet), the
+/// write's no ImmDt.
 #[test]
 fn a_read_and_a_write_with_immediate_ideal_counts_their_headers() {
     let (byte, link) = (80e-12, 1e-6);
     let frame = |headers: f64, payload: f64| (18.0 + 40.0 + 8.0 + 12.0 + headers + payload + 4.0 + 20.0) * byte;
     let request = 2.0 * (link + frame(16.0, 0.0));
+    let fluid = 10_000.0 * 4198.0 / 4096.0 * byte;
+    // (op, bytes, the packet model's ideal, the flow model's).
     let cases = [
         // One 1 B packet (padded to 4): AETH, twice serialized.
-        ("read", "1B", request + 2.0 * link + 2.0 * frame(4.0, 4.0)),
+        ("read", "1B", request + 2.0 * link + 2.0 * frame(4.0, 4.0), request + 2.0 * link + 2.0 * frame(4.0, 4.0)),
         // 4096 + 4096 + 1808: AETH on the first and last, the first twice.
-        ("read", "10000B", request + 2.0 * link + 2.0 * frame(4.0, 4096.0) + frame(0.0, 4096.0) + frame(4.0, 1808.0)),
-        ("write_with_imm", "1B", 2.0 * link + 2.0 * frame(16.0 + 4.0, 4.0)),
-        ("write_with_imm", "10000B", 2.0 * link + 2.0 * frame(16.0, 4096.0) + frame(0.0, 4096.0) + frame(4.0, 1808.0)),
+        (
+            "read",
+            "10000B",
+            request + 2.0 * link + 2.0 * frame(4.0, 4096.0) + frame(0.0, 4096.0) + frame(4.0, 1808.0),
+            request + 2.0 * link + fluid + frame(4.0, 4096.0),
+        ),
+        ("write_with_imm", "1B", 2.0 * link + 2.0 * frame(16.0 + 4.0, 4.0), 2.0 * link + 2.0 * frame(16.0 + 4.0, 4.0)),
+        (
+            "write_with_imm",
+            "10000B",
+            2.0 * link + 2.0 * frame(16.0, 4096.0) + frame(0.0, 4096.0) + frame(4.0, 1808.0),
+            2.0 * link + fluid + frame(16.0, 4096.0),
+        ),
     ];
-    for (op, bytes, expected) in cases {
-        let out = run(across_one_switch("packet", op, bytes));
-        let ideal = floats(&out.flows, "ideal_fct_s")[0].unwrap();
-        assert!((ideal - expected).abs() < 1e-12, "{op} {bytes}: ideal {ideal:e} against {expected:e} by hand");
-        // The run takes just that: the packets carry what the ideal counts.
-        let fct = floats(&out.flows, "fct_s")[0].unwrap();
-        assert!((fct - expected).abs() < 1e-12, "{op} {bytes}: fct {fct:e} against {expected:e} by hand");
+    for (op, bytes, packet_model, flow_model) in cases {
+        for (mode, expected) in [("packet", packet_model), ("flow", flow_model)] {
+            let out = run(across_one_switch(mode, op, bytes));
+            let ideal = floats(&out.flows, "ideal_fct_s")[0].unwrap();
+            assert!((ideal - expected).abs() < 1e-12, "{mode}: {op} {bytes}: ideal {ideal:e}, by hand {expected:e}");
+            // The run takes just that: its packets carry what the ideal counts.
+            let fct = floats(&out.flows, "fct_s")[0].unwrap();
+            assert!((fct - expected).abs() < 1e-12, "{mode}: {op} {bytes}: fct {fct:e}, by hand {expected:e}");
+        }
     }
 }
 

@@ -413,6 +413,9 @@ struct Stream {
     moving: f64,
     /// Bumped whenever its rate changes: older finish events are stale.
     epoch: u32,
+    /// When its first byte may leave: when posted, or a READ's once the
+    /// reader's request has reached the sender (`read_request_trip`).
+    data_from: Time,
     /// Its QP has sent every message posted before it (since `began`).
     started: bool,
     began: Time,
@@ -1439,11 +1442,18 @@ impl FluidSimulation {
     /// A stream of `bytes` for `owner`, not yet started, in a free slot.
     fn new_stream(&mut self, owner: Owner, qp: u32, bytes: u64, cap: f64) -> u32 {
         let now = self.now();
+        let verb = self.verb_of(owner);
+        // The reader asks when the READ is posted (a collective run whole
+        // stands for many messages and asks nothing).
+        let asked = match owner {
+            Owner::Flow(_) | Owner::Transfer(_) if verb == Verb::Read => self.read_request_trip(qp),
+            _ => Time::ZERO,
+        };
         let stream = Stream {
             owner,
             qp,
             left: bytes as f64,
-            packet: self.largest_packet(bytes, self.verb_of(owner)),
+            packet: self.largest_packet(bytes, verb),
             rate: 0.0,
             cap,
             route: Route::default(),
@@ -1451,6 +1461,7 @@ impl FluidSimulation {
             updated: now,
             moving: 0.0,
             epoch: 0,
+            data_from: now + asked,
             started: false,
             began: now,
             flowing: false,
@@ -1492,10 +1503,13 @@ impl FluidSimulation {
             self.start_probing(self.streams[s as usize].qp);
             self.note_sending(self.streams[s as usize].qp);
         }
-        self.streams[s as usize].started = true;
-        self.streams[s as usize].began = self.now();
-        self.streams[s as usize].updated = self.now();
-        self.streams[s as usize].resume_at = self.now();
+        let now = self.now();
+        let stream = &mut self.streams[s as usize];
+        let begins = now.max(stream.data_from);
+        stream.started = true;
+        stream.began = begins;
+        stream.updated = now;
+        stream.resume_at = begins;
         let route = self.route_of(s);
         self.set_route(s, route);
     }
@@ -1935,6 +1949,19 @@ impl FluidSimulation {
         let payload = bytes.clamp(1, mtu) as u32;
         let carried = DataHeaders::of(verb, true, bytes <= mtu, self.scenario.transport.sprays());
         LargestPacket { payload, wire: headers::data_wire(self.scenario.nic.ip, payload, carried.bytes()) }
+    }
+
+    /// What QP `q`'s READ request takes to reach the end that sends the
+    /// data: from the reader's port of the QP's plane along the path its
+    /// hash picks back, serialized at every hop (the packet model's
+    /// `read_request_trip`).
+    pub(super) fn read_request_trip(&mut self, q: u32) -> Time {
+        let qp = self.qps[q as usize];
+        let ports = self.routing.node_ports(qp.dst);
+        let first = ports[qp.port_index as usize % ports.len()];
+        let back = paths::hashed(&mut fabric!(self), first, qp.dst, qp.src, qp.entropy);
+        let wire = headers::read_request_wire(self.scenario.nic.ip);
+        back.path.iter().fold(Time::ZERO, |t, &p| t + self.delay[p.0 as usize] + self.serialization(p, wire))
     }
 
     /// What the messages of `owner` post.

@@ -109,7 +109,8 @@ impl FluidSimulation {
     /// `bytes` over connection `conn` alone: the slowest of its QPs'
     /// shares, each at the rate its route allows and no sooner than its
     /// first packet's serialization, then its packet's latency (a stream's
-    /// own end, `message_latency`).
+    /// own end, `message_latency`); a READ's share once its request has
+    /// reached the sender (`read_request_trip`).
     fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>, verb: Verb) -> Time {
         let qps = self.connections[conn as usize].clone();
         let mut slowest = Time::ZERO;
@@ -119,7 +120,8 @@ impl FluidSimulation {
             let rate = self.rate_alone(&route, cap);
             let fluid = Time::from_secs_f64(share as f64 / rate);
             let wire = self.largest_packet(share, verb).wire;
-            slowest = slowest.max(fluid + self.message_latency(&route, share as f64, wire, rate));
+            let asked = if verb == Verb::Read { self.read_request_trip(q) } else { Time::ZERO };
+            slowest = slowest.max(asked + fluid + self.message_latency(&route, share as f64, wire, rate));
         }
         slowest
     }
@@ -185,9 +187,9 @@ impl FluidSimulation {
 
     /// A collective alone: the longer of its chain of dependent transfers,
     /// each the time its message takes alone (`ideal_message`), and its
-    /// busiest rank's bytes at its NIC's payload rate and the
-    /// shortest tail after them (the packet model's alpha-beta bound,
-    /// `sim/build.rs: ideal_cct`).
+    /// busiest rank's bytes at its NIC's payload rate, after the first
+    /// READ request's way for READs, and the shortest tail after them (the
+    /// packet model's alpha-beta bound, `sim/build.rs: ideal_cct`).
     fn ideal_collective(&mut self, c: crate::ids::CollectiveId) -> Time {
         if !self.jobs.program.collectives[c].pipelines.is_empty() {
             return self.ideal_pipelines(c);
@@ -202,8 +204,11 @@ impl FluidSimulation {
         let job = self.jobs.program.phases[run.phase].job;
         let nics = self.jobs.program.jobs[job].nics.clone();
         let intra = self.scenario.intra_host.clone();
-        // Per connection and size: the message alone, and its tail.
-        let mut alone: crate::engine::FastMap<(u32, u64), (Time, Time)> = Default::default();
+        // Per connection and size: the message alone, its tail, and what a
+        // READ's request takes before its data can leave.
+        let mut alone: crate::engine::FastMap<(u32, u64), (Time, Time, Time)> = Default::default();
+        // The earliest the network's first data can leave.
+        let mut first_data = Time::MAX;
         let mut chain_end = vec![Time::ZERO; run.transfers.len()];
         // Shortest tails of the network's transfers and the intra-host ones.
         let mut min_tail = [Time::MAX; 2];
@@ -216,20 +221,28 @@ impl FluidSimulation {
             load.entry(transfer.dst_rank).or_default()[side + 1] += transfer.bytes;
             let (time, tail) = match conn {
                 None => (intra.alone(transfer.bytes), intra.latency),
-                Some(conn) => match alone.get(&(conn.0, transfer.bytes)) {
-                    Some(&known) => known,
-                    None => {
-                        let time = self.ideal_message(conn.0, transfer.bytes, None, run.verb);
-                        // The smallest share's packet, on the first QP's path.
-                        let qps = &self.connections[conn.0 as usize];
-                        let (first, count) = (qps[0], qps.len() as u64);
-                        let route = self.qp_route(first);
-                        let smallest = self.largest_packet(transfer.bytes / count, run.verb);
-                        let tail = self.latency(&route.path, smallest.wire);
-                        alone.insert((conn.0, transfer.bytes), (time, tail));
-                        (time, tail)
-                    }
-                },
+                Some(conn) => {
+                    let (time, tail, asked) = match alone.get(&(conn.0, transfer.bytes)) {
+                        Some(&known) => known,
+                        None => {
+                            let time = self.ideal_message(conn.0, transfer.bytes, None, run.verb);
+                            // The smallest share's packet, on the first QP's path.
+                            let qps = self.connections[conn.0 as usize].clone();
+                            let route = self.qp_route(qps[0]);
+                            let smallest = self.largest_packet(transfer.bytes / qps.len() as u64, run.verb);
+                            let tail = self.latency(&route.path, smallest.wire);
+                            let asked = match run.verb {
+                                Verb::Read => qps.iter().map(|&q| self.read_request_trip(q)).min(),
+                                _ => None,
+                            };
+                            let known = (time, tail, asked.unwrap_or(Time::ZERO));
+                            alone.insert((conn.0, transfer.bytes), known);
+                            known
+                        }
+                    };
+                    first_data = first_data.min(asked);
+                    (time, tail)
+                }
             };
             let side = usize::from(conn.is_none());
             min_tail[side] = min_tail[side].min(tail);
@@ -238,13 +251,14 @@ impl FluidSimulation {
         }
         let latency = chain_end.into_iter().max().unwrap_or(Time::ZERO);
         let tail = |side: usize| if min_tail[side] == Time::MAX { Time::ZERO } else { min_tail[side] };
+        let first_data = if first_data == Time::MAX { Time::ZERO } else { first_data };
         let busiest = (load.iter())
             .map(|(&rank, l)| {
                 let nic = nics[rank as usize];
                 let rate: u64 = self.routing.node_ports(nic).iter().map(|p| self.rate[p.0 as usize]).sum();
                 let network = l[0].max(l[1]) as f64 / (rate as f64 / 8.0 * self.efficiency);
                 let intra = l[2].max(l[3]) as f64 * 8.0 / intra.rate.0 as f64;
-                (Time::from_secs_f64(network) + tail(0)).max(Time::from_secs_f64(intra) + tail(1))
+                (first_data + Time::from_secs_f64(network) + tail(0)).max(Time::from_secs_f64(intra) + tail(1))
             })
             .max()
             .unwrap_or(Time::ZERO);
