@@ -465,9 +465,8 @@ impl Scenario {
     fn validate_buffers(&self) -> Result<(), ScenarioError> {
         let sw = &self.switch;
         let srv6 = if sw.forwarding == Forwarding::Srv6 { crate::net::headers::SRV6_OUTER } else { 0 };
-        let frame = u64::from(
-            crate::net::headers::data_wire(self.nic.ip, self.nic.mtu.0 as u32, crate::net::headers::RETH) + srv6,
-        );
+        let most = crate::transport::DataHeaders::most().bytes();
+        let frame = u64::from(crate::net::headers::data_wire(self.nic.ip, self.nic.mtu.0 as u32, most) + srv6);
         if sw.buffer.0 < frame {
             return invalid(
                 "switch.buffer",

@@ -374,7 +374,7 @@ pub(super) fn build(
         .collect();
 
     let mtu = scenario.nic.mtu.0 as u32;
-    let full_wire = headers::data_wire(scenario.nic.ip, mtu, headers::RETH) as u64;
+    let full_wire = headers::data_wire(scenario.nic.ip, mtu, DataHeaders::most().bytes()) as u64;
     let headroom = ports
         .iter()
         .map(|p| match scenario.switch.pfc.headroom {

@@ -93,6 +93,12 @@ impl DataHeaders {
         }
     }
 
+    /// The most any data packet carries: a one-packet write with immediate
+    /// (RETH and ImmDt), what a full frame is sized by.
+    pub fn most() -> DataHeaders {
+        DataHeaders::of(Verb::WriteImm, true, true, true)
+    }
+
     /// Their bytes.
     pub fn bytes(self) -> u32 {
         u32::from(self.reth) * headers::RETH
@@ -649,5 +655,8 @@ mod tests {
         assert_eq!(bytes(Verb::Read, false), [4, 0, 4, 4], "AETH on the first, last and only responses");
         assert_eq!(bytes(Verb::Write, true), [16, 16, 16, 16], "a RETH in every addressed packet");
         assert_eq!(bytes(Verb::WriteImm, true), [16, 16, 20, 20]);
+        let verbs = [Verb::Write, Verb::WriteImm, Verb::Send, Verb::Read];
+        let any = verbs.iter().flat_map(|&v| [false, true].map(|a| bytes(v, a).into_iter().max().unwrap_or(0)));
+        assert_eq!(DataHeaders::most().bytes(), any.max().unwrap_or(0), "a full frame is sized by the most");
     }
 }
