@@ -6,6 +6,7 @@
 mod common;
 
 use common::{ints, run, summary_u64, texts, tx_rate};
+use fabricsim_core::transport::SpxConfig;
 use fabricsim_core::RunOutput;
 use serde_json::{json, Value};
 
@@ -103,6 +104,19 @@ fn a_remote_plane_failure_is_found_after_the_configured_missed_probes() {
     assert!((20.0..=45.0).contains(&(fct[1] - fct[0])), "fixed: three {}us, six {}us", fct[0], fct[1]);
     // Backing off: 10 + 20 + 40 = 70us of silence, or 630us.
     assert!((540.0..=580.0).contains(&(fct[3] - fct[2])), "backing off: three {}us, six {}us", fct[2], fct[3]);
+}
+
+#[test]
+fn a_remote_plane_failure_is_found_once_for_every_qp_to_that_destination() {
+    // Four QPs from nic0 to nic4 share nic0's plane contexts towards nic4:
+    // the dead plane is one failover, found by one set of probes, and no
+    // QP waits for its retransmission timer.
+    let out = plane_failure_of("8MB", "30us", json!({"qps": 4}), 4);
+    assert_eq!(summary_u64(&out, "flows_completed"), 1);
+    assert_eq!(summary_u64(&out, "plane_failovers"), 1, "{}", out.summary);
+    assert_eq!(summary_u64(&out, "timeouts"), 0);
+    let detection = SpxConfig::default().remote_failure_detection().as_secs_f64();
+    assert!(stopped_at(&out) <= 30e-6 + detection + 25e-6, "stopped at {}", stopped_at(&out));
 }
 
 /// Fifteen NICs write to nic0 with congestion control off, so that their

@@ -864,7 +864,7 @@ impl FluidSimulation {
             scenario,
         };
         if let Some((detection, Scope::NicLinks { recovery })) = sim.reactions.transport {
-            sim.probes = Some(probes::Probes::new(detection, recovery, &sim.topo, sim.qps.len()));
+            sim.probes = Some(probes::Probes::new(detection, recovery, &sim.topo, sim.probe_groups()));
         }
         if sim.balances_in_software() {
             sim.software_lb = software_lb::SoftwareLb::new(sim.qps.len());

@@ -1,15 +1,17 @@
 //! Spectrum-X's RTT probes in the flow model: what each sender has found of
 //! the NIC links at the far end of its planes.
 //!
-//! The packet model's NIC keeps one context per plane for every QP and
-//! probes the planes while the QP has data outstanding; a plane toward the
-//! QP's destination is dropped after `failure_probes` probe timeouts in a
-//! row (backing off) that heard nothing back, and taken back at the first
-//! reply
-//! (`transport/spx.rs`). So a sender that starts sending to a NIC whose
+//! The packet model's NIC keeps one context per plane for every
+//! destination NIC, shared by its QPs there, and probes the planes while
+//! one of them has data outstanding; a plane toward the destination is
+//! dropped after `failure_probes` probe timeouts in a row (backing off)
+//! that heard nothing back, and taken back at the first reply
+//! (`transport/spx/`). So a sender that starts sending to a NIC whose
 //! plane died long ago finds it dead only its own detection time later, and
-//! so does a QP that was idle when the link failed: each new destination
-//! costs the detection time again (spectrum-x.txt s4.4.1).
+//! so does one that was idle when the link failed: each new destination
+//! costs the detection time again (spectrum-x.txt s4.4.1), but a QP that
+//! joins one its NIC is already probing finds it when the probing does.
+//! With `plane_contexts: qp` each QP probes for itself.
 //!
 //! Here a NIC link is *found* dead once it has carried nothing for the
 //! detection time, whatever killed it (a port, its switch, a gray switch
@@ -26,6 +28,7 @@ use super::{Event, FluidSimulation};
 use crate::engine::FastMap;
 use crate::net::PortId;
 use crate::topology::{NodeId, NodeRole, Topology};
+use crate::transport::{PlaneContexts, TransportSpec};
 use crate::units::Time;
 
 /// A sender that is not probing now.
@@ -56,6 +59,10 @@ pub(super) struct Probes {
     found_down: FastMap<u32, ()>,
     /// Per QP, since when it has been probing; `IDLE` while it is not.
     since: Vec<Time>,
+    /// The QPs that share each QP's probing (its NIC's toward the same
+    /// destination, or itself alone), by index into `sharing`.
+    shared_by: Vec<u32>,
+    sharing: Vec<Vec<u32>>,
     /// Per QP that went on probing when it had sent all it had (its
     /// destination had a link down), since when it has been idle.
     idle_since: Vec<Time>,
@@ -66,7 +73,17 @@ pub(super) struct Probes {
 }
 
 impl Probes {
-    pub fn new(detection: Time, recovery: Time, topo: &Topology, qps: usize) -> Probes {
+    /// `groups`, per QP: the QPs whose probing it shares are those of the
+    /// same number.
+    pub fn new(detection: Time, recovery: Time, topo: &Topology, groups: Vec<u32>) -> Probes {
+        let qps = groups.len();
+        let mut sharing: Vec<Vec<u32>> = Vec::new();
+        for (qp, &group) in groups.iter().enumerate() {
+            if sharing.len() <= group as usize {
+                sharing.resize(group as usize + 1, Vec::new());
+            }
+            sharing[group as usize].push(qp as u32);
+        }
         let plane_of = (topo.nodes.iter())
             .map(|node| match node.role {
                 NodeRole::Switch { plane, .. } => plane,
@@ -81,6 +98,8 @@ impl Probes {
             checks: Vec::new(),
             found_down: FastMap::default(),
             since: vec![IDLE; qps],
+            shared_by: groups,
+            sharing,
             idle_since: vec![IDLE; qps],
             sender_checks: Vec::new(),
         }
@@ -88,6 +107,22 @@ impl Probes {
 }
 
 impl FluidSimulation {
+    /// Per QP, the group of QPs whose probing it shares: its NIC's toward
+    /// the same destination, unless the contexts are per QP.
+    pub(super) fn probe_groups(&self) -> Vec<u32> {
+        let per_qp = matches!(&self.scenario.transport, TransportSpec::Spx(c) if c.plane_contexts == PlaneContexts::Qp);
+        if per_qp {
+            return (0..self.qps.len() as u32).collect();
+        }
+        let mut of_pair: FastMap<(NodeId, NodeId), u32> = FastMap::default();
+        (self.qps.iter())
+            .map(|q| {
+                let next = of_pair.len() as u32;
+                *of_pair.entry((q.src, q.dst)).or_insert(next)
+            })
+            .collect()
+    }
+
     /// The link of NIC port `port` began or stopped carrying traffic: the
     /// probes look at it once it has held that long.
     pub(super) fn probes_watch(&mut self, port: PortId, alive: bool) {
@@ -147,8 +182,16 @@ impl FluidSimulation {
         let probes = self.probes.as_mut().expect("looked at above");
         probes.idle_since[qp as usize] = IDLE;
         if restart {
-            probes.since[qp as usize] = now;
-            self.check_after_detection(dst);
+            // It joins the probing its NIC already runs toward `dst` for
+            // the QPs there that have data (not one idle, whose probing may
+            // have stopped when the links came back).
+            let sharing = &probes.sharing[probes.shared_by[qp as usize] as usize];
+            let sending = |&&q: &&u32| q != qp && probes.idle_since[q as usize] == IDLE;
+            let running =
+                sharing.iter().filter(sending).map(|&q| probes.since[q as usize]).filter(|&t| t != IDLE).min();
+            let since = running.unwrap_or(now);
+            probes.since[qp as usize] = since;
+            self.check_after_detection(dst, since);
         }
     }
 
@@ -191,20 +234,22 @@ impl FluidSimulation {
     /// An all-to-all's pairs start probing at its start (`ExchangeRun::started`).
     pub(super) fn exchange_probing(&mut self, x: u32) {
         if self.probes.is_some() {
+            let now = self.now();
             for nic in self.exchanges[x as usize].nics.clone() {
-                self.check_after_detection(nic);
+                self.check_after_detection(nic, now);
             }
         }
     }
 
-    /// A sender began probing toward `dst`: if one of its links is down,
-    /// its routes are looked at again when the sender can have found it.
-    fn check_after_detection(&mut self, dst: NodeId) {
+    /// A sender probing toward `dst` since `since`: if one of its links is
+    /// down, its routes are looked at again when the sender can have found
+    /// it.
+    fn check_after_detection(&mut self, dst: NodeId, since: Time) {
         if !self.nic_link_down(dst) {
             return;
         }
         let probes = self.probes.as_mut().expect("only while probing");
-        let at = self.events.now() + probes.detection;
+        let at = (since + probes.detection).max(self.events.now());
         probes.sender_checks.push((at, dst));
         self.schedule_transport_catch_up(at);
     }

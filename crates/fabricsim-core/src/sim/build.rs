@@ -905,6 +905,7 @@ impl Links {
         let src_port = src_ports[port_index % src_ports.len()];
         let setup = QpSetup {
             qp: id,
+            nics: (src, dst),
             seed: self.seed,
             mtu: self.mtu,
             framing: self.framing,

@@ -28,12 +28,13 @@ use serde::Serialize;
 
 use crate::ids::QpId;
 use crate::net::{headers, Ev, IpVersion, Packet, PacketKind};
+use crate::topology::NodeId;
 use crate::units::{Rate, Time};
 
 pub use mrc::{EvChange, EvSet, EvState, MrcConfig, MrcQp};
 pub use placement::DegreeHistogram;
 pub use rocev2::{RoceConfig, RoceQp};
-pub use spx::{PlaneLb, SpxConfig, SpxQp};
+pub use spx::{Destinations, PlaneContexts, PlaneLb, SpxConfig, SpxQp};
 
 /// What a posted work request asks the requester to do: the RDMA
 /// operations the model carries (IBTA Vol.1 ch.9.4).
@@ -259,6 +260,8 @@ impl Framing {
 #[derive(Clone, Copy, Debug)]
 pub struct QpSetup {
     pub qp: QpId,
+    /// The requester's NIC and the responder's.
+    pub nics: (NodeId, NodeId),
     pub seed: u64,
     pub mtu: u32,
     pub framing: Framing,
@@ -615,7 +618,9 @@ pub type CustomTransport = Box<dyn Fn(&QpSetup) -> Box<dyn Transport>>;
 pub enum QpFactory {
     Rocev2(Arc<RoceConfig>),
     Mrc(Arc<MrcConfig>),
-    Spx(Arc<SpxConfig>),
+    /// With what each NIC keeps per destination, which all its QPs there
+    /// share (spectrum-x.txt s4.3).
+    Spx(Arc<SpxConfig>, Destinations),
     Custom(CustomTransport),
 }
 
@@ -624,7 +629,7 @@ impl QpFactory {
         match spec {
             TransportSpec::Rocev2(c) => QpFactory::Rocev2(Arc::new(c.clone())),
             TransportSpec::Mrc(c) => QpFactory::Mrc(Arc::new(c.clone())),
-            TransportSpec::Spx(c) => QpFactory::Spx(Arc::new(c.clone())),
+            TransportSpec::Spx(c) => QpFactory::Spx(Arc::new(c.clone()), Destinations::default()),
         }
     }
 
@@ -632,7 +637,9 @@ impl QpFactory {
         match self {
             QpFactory::Rocev2(c) => QpTransport::Rocev2(RoceQp::new(c.clone(), setup)),
             QpFactory::Mrc(c) => QpTransport::Mrc(MrcQp::new(c.clone(), setup)),
-            QpFactory::Spx(c) => QpTransport::Spx(SpxQp::new(c.clone(), setup)),
+            QpFactory::Spx(c, destinations) => {
+                QpTransport::Spx(SpxQp::new(c.clone(), setup, destinations.of(c, setup)))
+            }
             QpFactory::Custom(build) => QpTransport::Custom(build(setup)),
         }
     }

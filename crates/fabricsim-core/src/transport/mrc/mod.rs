@@ -549,6 +549,7 @@ mod tests {
     fn qp() -> MrcQp {
         let setup = QpSetup {
             qp: QpId(0),
+            nics: (NodeId(0), NodeId(1)),
             seed: 1,
             mtu: 4096,
             framing: Framing { ip: IpVersion::Ipv6, encap: 0 },

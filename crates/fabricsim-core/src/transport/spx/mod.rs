@@ -25,8 +25,11 @@
 //! marked packet is avoided for a while, so congestion control and load
 //! balancing act on the same signal).
 //!
-//! The paper's contexts are per destination NIC; here they are per QP, the
-//! same when a connection has one QP (the default).
+//! The contexts are the NIC's, per destination NIC as the paper has them
+//! (`destination`): every QP from one NIC to another shares them, except
+//! under `sw_lb`, whose QPs are ordinary RoCE QPs each with its own.
+
+mod destination;
 
 use std::sync::Arc;
 
@@ -37,16 +40,26 @@ use super::rocev2::{local_ack_timeout, RoceConfig, RoceReceiver, RoceSender};
 use super::{
     Action, Control, DataHeaders, DataPacket, End, Framing, Outgoing, QpSetup, QpStats, Timer, Transport, Verb,
 };
-use crate::cc::{SpxCc, SpxCcConfig};
+use crate::cc::SpxCcConfig;
+use crate::ids::QpId;
 use crate::net::{flag, Packet, PacketKind};
 use crate::units::{Bytes, Rate, Time, PS_PER_NS};
+
+use destination::{Destination, Shared};
+pub use destination::Destinations;
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SpxConfig {
-    /// QPs per connection. Default 1. Each QP keeps its own plane
-    /// contexts and probes: per destination, as s4.3 has them, with one.
+    /// QPs per connection. Default 1.
     pub qps: u32,
+    /// Whose the plane contexts (congestion control, rate allowance, RTT
+    /// probes, plane failures) are: `destination`, the NIC's per
+    /// destination NIC, shared by all its QPs (and connections) there, as
+    /// s4.3 has them (the default); or `qp`, each QP's own, as an ordinary
+    /// RoCE NIC keeps congestion state, for comparison. `sw_lb` is always
+    /// per QP: it runs above ordinary QPs.
+    pub plane_contexts: PlaneContexts,
     /// The responder acknowledges every this many packets, and always when
     /// a message completes. Default 1, as `rocev2`.
     pub ack_every: u32,
@@ -119,6 +132,7 @@ impl Default for SpxConfig {
     fn default() -> Self {
         SpxConfig {
             qps: 1,
+            plane_contexts: PlaneContexts::Destination,
             ack_every: 1,
             timeout_exponent: None,
             retry_count: 7,
@@ -188,22 +202,18 @@ impl PlaneLb {
     }
 }
 
-/// What the requester keeps per plane.
-#[derive(Clone, Debug)]
-struct Plane {
-    cc: SpxCc,
-    /// The rate allowance lets the next packet go at this time.
-    next_send: Time,
-    /// The NIC's own port is up (as the NIC reported it).
-    port_up: bool,
-    /// Taken out of use: probes went unanswered (or, under `sw_lb`, the
-    /// retransmission timer fired while it was silent).
-    failed: bool,
-    /// When the probe still out left, until a round finds it answered or
-    /// timed out.
-    probe_sent: Option<Time>,
-    /// Its probes that timed out in a row.
-    missed: u32,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlaneContexts {
+    #[default]
+    Destination,
+    Qp,
+}
+
+/// What a QP keeps per plane of its own; the plane's contexts are its
+/// destination's (`destination::PlaneContext`).
+#[derive(Clone, Debug, Default)]
+struct QpPlane {
     /// `esr`: its entropy values, each with the time until which it is
     /// avoided, and the one to take next.
     evs: Vec<(u16, Time)>,
@@ -212,29 +222,23 @@ struct Plane {
     /// acknowledged (the window).
     sent: u64,
     in_flight: u64,
-    /// A data packet last left on it, and an ACK, CNP or probe reply last
-    /// arrived on it.
+    /// A data packet last left on it.
     last_sent: Time,
-    heard: Time,
-}
-
-impl Plane {
-    fn usable(&self, lb: PlaneLb) -> bool {
-        // Software load balancing above the transport does not see the
-        // NIC's port state; the NIC simply stops asking a dead port.
-        !self.failed && (self.port_up || lb == PlaneLb::SwLb)
-    }
 }
 
 pub struct SpxQp {
     cfg: Arc<SpxConfig>,
+    id: QpId,
     sender: RoceSender,
     receiver: RoceReceiver,
-    planes: Vec<Plane>,
-    /// `global_cc`'s one context, at the NIC's whole rate.
-    global: SpxCc,
-    /// The responder's last CNP per plane.
-    cnp_sent: Vec<Option<Time>>,
+    planes: Vec<QpPlane>,
+    /// The NIC's contexts towards the destination, shared with every
+    /// other QP there.
+    dest: Shared,
+    /// The destination's plane failures, and failures and returns, this
+    /// QP has acted on.
+    seen_failures: u64,
+    seen_changes: u64,
     /// The responder's oldest gap: since when PSN `.1` (its next expected)
     /// has been missing while later ones arrived, and the port the latest
     /// of them came by (a working plane, for the NAK).
@@ -261,38 +265,35 @@ pub struct SpxQp {
 }
 
 impl SpxQp {
-    pub fn new(cfg: Arc<SpxConfig>, setup: &QpSetup) -> SpxQp {
+    /// A QP whose plane contexts are `dest`'s (`Destinations::of`).
+    pub fn new(cfg: Arc<SpxConfig>, setup: &QpSetup, dest: Shared) -> SpxQp {
         let planes = setup.requester_ports.max(1);
         let evs = if cfg.plane_lb == PlaneLb::Esr { cfg.esr_evs as usize } else { 0 };
-        let plane = |k: usize| Plane {
+        let plane = |k: usize| QpPlane {
             // RoCEv2 source ports (0xC000 up), distinct over the QP's planes.
             evs: (0..evs)
                 .map(|e| (0xC000 | (setup.entropy.wrapping_add((k * evs + e) as u16) & 0x3FFF), Time::ZERO))
                 .collect(),
-            next_ev: 0,
-            cc: SpxCc::new(setup.line_rate),
-            next_send: Time::ZERO,
-            port_up: true,
-            failed: false,
-            probe_sent: None,
-            missed: 0,
-            sent: 0,
-            in_flight: 0,
-            last_sent: Time::ZERO,
-            heard: Time::ZERO,
+            ..QpPlane::default()
         };
         // Every packet is addressed; a full one mid-message carries nothing else.
         let full = setup.framing.data_wire(setup.mtu, DataHeaders::of(Verb::Write, false, false, true)) as u64;
+        let (seen_failures, seen_changes) = {
+            let d = dest.borrow();
+            (d.failures, d.changes)
+        };
         SpxQp {
             timeout: cfg.retransmit_timeout(setup.job),
             window: cfg.window.map_or(setup.line_rate.bytes_in(Time::from_us(20)) as u64, |w| w.0).max(full),
             acked_per_ack: full * u64::from(cfg.ack_every),
             cfg,
+            id: setup.qp,
             sender: RoceSender::default(),
             receiver: RoceReceiver::new(true),
             planes: (0..planes).map(plane).collect(),
-            global: SpxCc::new(setup.nic_rate),
-            cnp_sent: vec![None; setup.responder_ports.max(1)],
+            dest,
+            seen_failures,
+            seen_changes,
             gap: None,
             framing: setup.framing,
             mtu: setup.mtu,
@@ -311,30 +312,40 @@ impl SpxQp {
         self.cfg.plane_lb
     }
 
-    /// The context that `plane`'s signals feed.
-    fn cc_of(&mut self, plane: usize) -> &mut SpxCc {
-        match self.cfg.plane_lb {
-            PlaneLb::GlobalCc | PlaneLb::Esr => &mut self.global,
-            PlaneLb::Plb | PlaneLb::SwLb => &mut self.planes[plane].cc,
-        }
-    }
-
     /// Whether `sw_lb`'s equal shares let `plane` send the next packet:
     /// it is not a packet ahead of the plane furthest behind.
-    fn has_its_share(&self, plane: usize) -> bool {
+    fn has_its_share(&self, dest: &Destination, plane: usize) -> bool {
         let lb = self.lb();
-        let behind = self.planes.iter().filter(|p| p.usable(lb)).map(|p| p.sent).min().unwrap_or(0);
+        let usable = self.planes.iter().zip(&dest.planes).filter(|(_, c)| c.usable(lb));
+        let behind = usable.map(|(p, _)| p.sent).min().unwrap_or(0);
         self.planes[plane].sent <= behind
     }
 
-    /// A plane is out of use from now on: what was sent and not
-    /// acknowledged is sent again on the others.
+    /// A plane is out of use from now on, for every QP to the destination;
+    /// this one resends what it has not had acknowledged on the others.
     fn fail_plane(&mut self, plane: usize, out: &mut Vec<Action>) {
-        if !self.planes[plane].failed {
-            self.planes[plane].failed = true;
+        if self.dest.borrow_mut().fail(plane) {
             self.plane_failovers += 1;
         }
-        self.go_back();
+        self.catch_up(out);
+    }
+
+    /// Acts on what this QP or another to the same destination found since
+    /// it last looked: after a plane failure, what was outstanding may be
+    /// lost on it and is sent again; after a failure or a return, the
+    /// planes it may use changed, and it asks the NIC for its ports again.
+    fn catch_up(&mut self, out: &mut Vec<Action>) {
+        let (failures, changes) = {
+            let d = self.dest.borrow();
+            (d.failures, d.changes)
+        };
+        if changes == self.seen_changes {
+            return;
+        }
+        if failures != self.seen_failures {
+            self.go_back();
+        }
+        (self.seen_failures, self.seen_changes) = (failures, changes);
         out.push(Action::Ready);
     }
 
@@ -350,7 +361,7 @@ impl SpxQp {
     /// would), which the reply echoes.
     fn send_probes(&mut self, now: Time, out: &mut Vec<Action>) {
         let stamp = (now.0 / PS_PER_NS) as u32;
-        for (k, plane) in self.planes.iter_mut().enumerate() {
+        for (k, plane) in self.dest.borrow_mut().planes.iter_mut().enumerate() {
             if !plane.port_up || plane.probe_sent.is_some() {
                 continue;
             }
@@ -371,37 +382,44 @@ impl SpxQp {
         out.push(Action::Arm { timer: Timer::Probe, at: now });
     }
 
-    /// A probe round, every `probe_interval`. A plane's probe is answered
-    /// once anything at all (probe reply, ACK, CNP) came back on the plane
-    /// after it left, so a plane whose probes wait behind a long queue is
-    /// slow, not dead; it times out when nothing did within its timeout,
-    /// which grows with each timeout in a row (`failure_backoff`); after
-    /// `failure_probes` in a row the plane fails, and from then on it is
-    /// probed every round, to be back as soon as one gets through.
+    /// A probe round, every `probe_interval`, run for the destination by
+    /// one of the QPs probing it. A plane's probe is answered once anything
+    /// at all (probe reply, ACK, CNP) came back on the plane after it left,
+    /// so a plane whose probes wait behind a long queue is slow, not dead;
+    /// it times out when nothing did within its timeout, which grows with
+    /// each timeout in a row (`failure_backoff`); after `failure_probes` in
+    /// a row the plane fails, and from then on it is probed every round, to
+    /// be back as soon as one gets through.
     fn on_probe_timer(&mut self, now: Time, out: &mut Vec<Action>) {
-        let limit = self.cfg.failure_probes;
-        for k in 0..self.planes.len() {
-            let plane = &mut self.planes[k];
-            let Some(sent) = plane.probe_sent else { continue };
-            if !plane.port_up {
+        let round = self.dest.borrow_mut().take_round(self.id, now, self.cfg.probe_interval);
+        if round {
+            let limit = self.cfg.failure_probes;
+            for k in 0..self.planes.len() {
+                let mut d = self.dest.borrow_mut();
+                let plane = &mut d.planes[k];
+                let Some(sent) = plane.probe_sent else { continue };
+                if !plane.port_up {
+                    plane.probe_sent = None;
+                    continue;
+                }
+                if plane.heard >= sent {
+                    plane.probe_sent = None;
+                    plane.missed = 0;
+                    continue;
+                }
+                let timeout = if plane.failed { self.cfg.probe_interval } else { self.cfg.probe_timeout(plane.missed) };
+                if now < sent + timeout {
+                    continue;
+                }
                 plane.probe_sent = None;
-                continue;
-            }
-            if plane.heard >= sent {
-                plane.probe_sent = None;
-                plane.missed = 0;
-                continue;
-            }
-            let timeout = if plane.failed { self.cfg.probe_interval } else { self.cfg.probe_timeout(plane.missed) };
-            if now < sent + timeout {
-                continue;
-            }
-            plane.probe_sent = None;
-            plane.missed += 1;
-            if plane.missed >= limit && !plane.failed {
-                self.fail_plane(k, out);
+                plane.missed += 1;
+                if plane.missed >= limit && !plane.failed {
+                    drop(d);
+                    self.fail_plane(k, out);
+                }
             }
         }
+        self.catch_up(out);
         // Tail loss: data outstanding, and not one acknowledgement for a
         // whole `loss_timeout`.
         let sent = self.planes.iter().map(|p| p.last_sent).max().unwrap_or(Time::ZERO);
@@ -410,26 +428,37 @@ impl SpxQp {
             self.go_back();
             out.push(Action::Ready);
         }
-        let active = self.sender.outstanding() || self.planes.iter().any(|p| p.failed);
-        if !active || self.sender.failed {
+        let any_failed = self.dest.borrow().planes.iter().any(|p| p.failed);
+        if !(self.sender.outstanding() || any_failed) || self.sender.failed {
             self.probing = false;
+            self.dest.borrow_mut().leave_rounds(self.id);
             return;
         }
-        self.send_probes(now, out);
+        if round {
+            self.send_probes(now, out);
+        }
         out.push(Action::Arm { timer: Timer::Probe, at: now + self.cfg.probe_interval });
     }
 
     fn on_probe_reply(&mut self, plane: usize, stamp: u32, now: Time, out: &mut Vec<Action>) {
-        let Some(p) = self.planes.get_mut(plane) else { return };
-        p.heard = now;
-        p.missed = 0;
-        let rtt = Time(u64::from(((now.0 / PS_PER_NS) as u32).wrapping_sub(stamp)) * PS_PER_NS);
-        p.cc.on_rtt(rtt);
-        if p.failed && p.port_up {
-            p.failed = false;
-            out.push(Action::Ready);
+        {
+            let mut d = self.dest.borrow_mut();
+            let Some(p) = d.planes.get_mut(plane) else { return };
+            p.heard = now;
+            p.missed = 0;
+            // Its own probe's reply: the probe's age no longer bounds the
+            // round trip from below (a reply to an older one says nothing).
+            if p.probe_sent.is_some_and(|t| (t.0 / PS_PER_NS) as u32 == stamp) {
+                p.probe_sent = None;
+            }
+            let rtt = Time(u64::from(((now.0 / PS_PER_NS) as u32).wrapping_sub(stamp)) * PS_PER_NS);
+            p.cc.on_rtt(rtt);
+            if p.port_up {
+                d.restore(plane);
+            }
+            d.global.on_rtt(rtt);
         }
-        self.global.on_rtt(rtt);
+        self.catch_up(out);
     }
 
     /// `esr`: the next EV of `plane` not avoided now (or the next one, if
@@ -447,20 +476,21 @@ impl SpxQp {
         if plane >= self.planes.len() || !self.cfg.cc.enabled {
             return;
         }
-        self.planes[plane].heard = now;
         let until = now + self.cfg.esr_avoid;
         if let Some(marked) = self.planes[plane].evs.iter_mut().find(|(e, _)| *e == ev) {
             marked.1 = until;
         }
-        let cfg = self.cfg.clone();
-        let probe_sent = match self.lb() {
-            PlaneLb::GlobalCc | PlaneLb::Esr => self.planes.iter().filter_map(|p| p.probe_sent).min(),
-            PlaneLb::Plb | PlaneLb::SwLb => self.planes[plane].probe_sent,
+        let lb = self.lb();
+        let mut d = self.dest.borrow_mut();
+        d.planes[plane].heard = now;
+        let probe_sent = match lb {
+            PlaneLb::GlobalCc | PlaneLb::Esr => d.planes.iter().filter_map(|p| p.probe_sent).min(),
+            PlaneLb::Plb | PlaneLb::SwLb => d.planes[plane].probe_sent,
         };
-        self.cc_of(plane).on_cnp(&cfg.cc, now, probe_sent);
+        d.cc_of(lb, plane).on_cnp(&self.cfg.cc, now, probe_sent);
         if !self.recovering {
             self.recovering = true;
-            out.push(Action::Arm { timer: Timer::Congestion, at: now + cfg.cc.increase_interval });
+            out.push(Action::Arm { timer: Timer::Congestion, at: now + self.cfg.cc.increase_interval });
         }
     }
 
@@ -479,8 +509,12 @@ impl SpxQp {
                 control: Control::new(kind, psn, self.entropy),
             });
         }
-        let Some(last) = self.cnp_sent.get_mut(port) else { return };
-        if self.cfg.cc.enabled && pkt.has(flag::CE) && last.is_none_or(|t| now - t >= self.cfg.cnp_interval) {
+        if !self.cfg.cc.enabled || !pkt.has(flag::CE) {
+            return;
+        }
+        let mut d = self.dest.borrow_mut();
+        let Some(last) = d.cnp_sent.get_mut(port) else { return };
+        if last.is_none_or(|t| now - t >= self.cfg.cnp_interval) {
             *last = Some(now);
             // It names the marked packet's EV (`esr` avoids it).
             let cnp = Control { echo: pkt.entropy, ..Control::new(PacketKind::Cnp, 0, self.entropy) };
@@ -540,48 +574,48 @@ impl Transport for SpxQp {
     }
 
     fn paced_until(&self, port: usize) -> Time {
-        self.planes.get(port).map_or(Time::ZERO, |p| p.next_send)
+        self.dest.borrow().paced_until(port)
     }
 
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
         let lb = self.lb();
-        let plane = self.planes.get(port)?;
-        if !plane.usable(lb) {
-            return None;
-        }
+        let dest = self.dest.clone();
+        let mut d = dest.borrow_mut();
+        let context = d.planes.get(port)?;
         // (The NIC asks only once `paced_until` has passed.)
-        if plane.next_send > now {
+        if !context.usable(lb) || context.next_send > now {
             return None;
         }
-        if lb == PlaneLb::SwLb && !self.has_its_share(port) {
+        if lb == PlaneLb::SwLb && !self.has_its_share(&d, port) {
             return None;
         }
-        if plane.in_flight >= self.window {
+        if self.planes[port].in_flight >= self.window {
             // An acknowledgement on this plane makes the QP ready again.
             return None;
         }
         let data = DataPacket { addressed: true, ..self.sender.next_packet()? };
         let wire = self.framing.wire_of(&data) as u64;
-        let mut not_before = now;
-        let paced = self.cfg.cc.enabled;
         let plane = &mut self.planes[port];
         plane.last_sent = now;
         plane.in_flight += wire;
-        match lb {
-            PlaneLb::Plb | PlaneLb::SwLb if paced && plane.cc.rate() < self.line => {
-                plane.next_send = now + plane.cc.rate().tx_time(wire);
-            }
-            PlaneLb::GlobalCc | PlaneLb::Esr if paced && self.global.rate() < self.nic_line => {
-                not_before = now + self.global.rate().tx_time(wire);
-            }
-            _ => {}
-        }
         if lb == PlaneLb::SwLb {
             plane.sent += wire;
             // The planes held back for their share may go again, once this
             // packet is on its way (a timer: the port is mid-pull).
             out.push(Action::Arm { timer: Timer::Wake, at: now });
         }
+        if self.cfg.cc.enabled {
+            match lb {
+                PlaneLb::Plb | PlaneLb::SwLb if d.planes[port].cc.rate() < self.line => {
+                    d.planes[port].next_send = now + d.planes[port].cc.rate().tx_time(wire);
+                }
+                PlaneLb::GlobalCc | PlaneLb::Esr if d.global.rate() < self.nic_line => {
+                    d.global_next_send = now + d.global.rate().tx_time(wire);
+                }
+                _ => {}
+            }
+        }
+        drop(d);
         self.rotation = (port + 1) % self.planes.len();
         if self.sender.rto_deadline.is_none() {
             let at = now + self.timeout;
@@ -591,7 +625,7 @@ impl Transport for SpxQp {
         }
         self.start_probing(now, out);
         let entropy = if lb == PlaneLb::Esr { self.esr_ev(port, now) } else { self.entropy };
-        Some(Outgoing { data, entropy, not_before })
+        Some(Outgoing { data, entropy, not_before: now })
     }
 
     fn on_packet(&mut self, _end: End, port: usize, pkt: &Packet, now: Time, out: &mut Vec<Action>) {
@@ -599,10 +633,11 @@ impl Transport for SpxQp {
             PacketKind::Data => self.on_data(port, pkt, now, out),
             PacketKind::Ack | PacketKind::Nak => {
                 self.acked_at = now;
-                let window = self.window;
+                if let Some(context) = self.dest.borrow_mut().planes.get_mut(port) {
+                    context.heard = now;
+                }
                 if let Some(plane) = self.planes.get_mut(port) {
-                    plane.heard = now;
-                    if plane.in_flight >= window {
+                    if plane.in_flight >= self.window {
                         out.push(Action::Ready);
                     }
                     plane.in_flight = plane.in_flight.saturating_sub(self.acked_per_ack);
@@ -622,6 +657,7 @@ impl Transport for SpxQp {
                         self.planes.iter_mut().for_each(|p| p.in_flight = 0);
                     }
                 }
+                self.catch_up(out);
             }
             PacketKind::Cnp => self.on_cnp(port, pkt.echo, now, out),
             PacketKind::Probe => {
@@ -654,24 +690,20 @@ impl Transport for SpxQp {
                     // down: its share held the others up), is taken out.
                     let silent_since = Time(now.0.saturating_sub(self.timeout.0));
                     for k in 0..self.planes.len() {
-                        let p = &self.planes[k];
-                        if !p.failed && (p.last_sent > p.heard || !p.port_up) && p.heard <= silent_since {
+                        let dead = {
+                            let c = &self.dest.borrow().planes[k];
+                            !c.failed && (self.planes[k].last_sent > c.heard || !c.port_up) && c.heard <= silent_since
+                        };
+                        if dead {
                             self.fail_plane(k, out);
                         }
                     }
                 }
             }
             Timer::Congestion => {
-                let cfg = self.cfg.clone();
-                let oldest_probe = self.planes.iter().filter_map(|p| p.probe_sent).min();
-                let global = self.global.on_increase_timer(&cfg.cc, now, oldest_probe);
-                let mut more = global && matches!(self.lb(), PlaneLb::GlobalCc | PlaneLb::Esr);
-                for plane in &mut self.planes {
-                    more |= plane.cc.on_increase_timer(&cfg.cc, now, plane.probe_sent);
-                }
-                self.recovering = more;
-                if more {
-                    out.push(Action::Arm { timer, at: now + cfg.cc.increase_interval });
+                self.recovering = self.dest.borrow_mut().recover(&self.cfg.cc, self.lb(), now);
+                if self.recovering {
+                    out.push(Action::Arm { timer, at: now + self.cfg.cc.increase_interval });
                 }
             }
             Timer::Probe => self.on_probe_timer(now, out),
@@ -682,17 +714,25 @@ impl Transport for SpxQp {
     }
 
     fn on_port_state(&mut self, port: usize, up: bool) {
-        let Some(plane) = self.planes.get_mut(port) else { return };
-        plane.port_up = up;
+        let lb = self.lb();
+        let mut d = self.dest.borrow_mut();
+        let Some(context) = d.planes.get_mut(port) else { return };
+        context.port_up = up;
         if up {
-            plane.failed = false;
-            plane.missed = 0;
-        } else if self.cfg.plane_lb != PlaneLb::SwLb {
+            context.missed = 0;
+            d.restore(port);
+        } else if lb != PlaneLb::SwLb && d.fail(port) {
             // The PLB sees its own port go down and moves at once.
-            plane.failed = true;
             self.plane_failovers += 1;
+        }
+        // Every QP of the NIC is told, and made ready after: each goes back
+        // (a failure) and takes its ports again without waiting.
+        let (failures, changes) = (d.failures, d.changes);
+        drop(d);
+        if failures != self.seen_failures {
             self.go_back();
         }
+        (self.seen_failures, self.seen_changes) = (failures, changes);
     }
 
     fn message_bytes(&self, psn: u32) -> u64 {
@@ -714,5 +754,181 @@ impl Transport for SpxQp {
 
     fn ooo_degrees(&self) -> Option<&super::DegreeHistogram> {
         self.receiver.degrees()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::net::IpVersion;
+    use crate::topology::NodeId;
+
+    /// QPs from NIC 0, two planes of 100G each, built as the factory does.
+    struct Nic {
+        cfg: Arc<SpxConfig>,
+        destinations: Destinations,
+    }
+
+    impl Nic {
+        fn new() -> Nic {
+            Nic::with(SpxConfig::default())
+        }
+
+        fn with(cfg: SpxConfig) -> Nic {
+            Nic { cfg: Arc::new(cfg), destinations: Destinations::default() }
+        }
+
+        fn qp(&self, qp: u32, dst: u32) -> SpxQp {
+            let setup = QpSetup {
+                qp: QpId(qp),
+                nics: (NodeId(0), NodeId(dst)),
+                seed: 1,
+                mtu: 4096,
+                framing: Framing { ip: IpVersion::Ipv4, encap: 0 },
+                entropy: 0xC000 + qp as u16,
+                requester_ports: 2,
+                responder_ports: 2,
+                line_rate: Rate::from_gbps(100),
+                nic_rate: Rate::from_gbps(200),
+                paths: None,
+                job: false,
+            };
+            SpxQp::new(self.cfg.clone(), &setup, self.destinations.of(&self.cfg, &setup))
+        }
+    }
+
+    fn arrive(qp: &mut SpxQp, kind: PacketKind, port: usize, ack: u32, now: Time) -> Vec<Action> {
+        let mut pkt = Packet::control(kind, NodeId(1), NodeId(0), 0, 0, 0, 64);
+        pkt.ack = ack;
+        let mut out = Vec::new();
+        qp.on_packet(End::Requester, port, &pkt, now, &mut out);
+        out
+    }
+
+    /// A probe reply on `port` at `now` that measured `rtt`.
+    fn reply(qp: &mut SpxQp, port: usize, rtt: Time, now: Time) {
+        let stamp = ((now.0 - rtt.0) / PS_PER_NS) as u32;
+        arrive(qp, PacketKind::ProbeReply, port, stamp, now);
+    }
+
+    fn probes(out: &[Action]) -> usize {
+        out.iter().filter(|a| matches!(a, Action::Send { control, .. } if control.kind == PacketKind::Probe)).count()
+    }
+
+    #[test]
+    fn qps_to_one_destination_share_each_planes_allowance() {
+        let nic = Nic::new();
+        let (mut a, mut b, mut elsewhere) = (nic.qp(0, 1), nic.qp(1, 1), nic.qp(2, 2));
+        // QP a learns plane 0's base round trip (2us), then 30us of it
+        // queueing, and a CNP cuts plane 0's rate to half.
+        reply(&mut a, 0, Time::from_us(2), Time::from_us(10));
+        reply(&mut a, 0, Time::from_us(30), Time::from_us(50));
+        let now = Time::from_us(51);
+        arrive(&mut a, PacketKind::Cnp, 0, 0, now);
+        let mut out = Vec::new();
+        for qp in [&mut b, &mut elsewhere] {
+            qp.post(1 << 20, Verb::Write, now, &mut out);
+            assert!(qp.next_packet(0, now, &mut out).is_some());
+        }
+        // QP b's packet is paced by the context a's CNP cut: half of 100G.
+        let gap = Time(b.paced_until(0).0.saturating_sub(now.0));
+        let half = Rate::from_gbps(50).tx_time(4096 + 100);
+        assert!(gap >= Rate::from_gbps(50).tx_time(4096) && gap <= half, "b paced {gap:?} after its packet");
+        assert_eq!(a.paced_until(0), b.paced_until(0), "one allowance for the destination");
+        assert_eq!(b.paced_until(1), Time::ZERO, "plane 1 is not congested");
+        assert_eq!(elsewhere.paced_until(0), Time::ZERO, "another destination's contexts are its own");
+    }
+
+    #[test]
+    fn an_answered_probe_does_not_count_its_age_as_the_round_trip() {
+        let nic = Nic::new();
+        let mut qp = nic.qp(0, 1);
+        let mut out = Vec::new();
+        qp.post(1 << 20, Verb::Write, Time::ZERO, &mut out);
+        assert!(qp.next_packet(0, Time::ZERO, &mut out).is_some());
+        // A round at 10us sends the probes; plane 0's comes back in 2us.
+        let sent = Time::from_us(10);
+        qp.on_timer(Timer::Probe, sent, &mut out);
+        reply(&mut qp, 0, Time::from_us(2), sent + Time::from_us(2));
+        // A CNP 15us after the probe left finds no queueing: the probe was
+        // answered, and its age is not a round trip still under way.
+        let now = sent + Time::from_us(15);
+        arrive(&mut qp, PacketKind::Cnp, 0, 0, now);
+        assert!(qp.next_packet(0, now, &mut out).is_some());
+        assert_eq!(qp.paced_until(0), Time::ZERO, "the mark cut nothing: the rate is still the line's");
+    }
+
+    #[test]
+    fn a_destination_is_probed_once_per_round_however_many_qps_go_there() {
+        let nic = Nic::new();
+        let (mut a, mut b, mut elsewhere) = (nic.qp(0, 1), nic.qp(1, 1), nic.qp(2, 2));
+        let now = Time::from_us(1);
+        let mut sent = Vec::new();
+        for qp in [&mut a, &mut b, &mut elsewhere] {
+            let mut out = Vec::new();
+            qp.post(1 << 20, Verb::Write, now, &mut out);
+            qp.next_packet(0, now, &mut out);
+            qp.on_timer(Timer::Probe, now, &mut out);
+            sent.push(probes(&out));
+        }
+        assert_eq!(sent, [2, 0, 2], "a probes both planes of destination 1 for b too");
+    }
+
+    #[test]
+    fn contexts_are_per_qp_only_when_asked_or_under_software_load_balancing() {
+        let shared = |cfg: SpxConfig| {
+            let nic = Nic::with(cfg);
+            Rc::ptr_eq(&nic.qp(0, 1).dest, &nic.qp(1, 1).dest)
+        };
+        assert!(shared(SpxConfig::default()));
+        assert!(!shared(SpxConfig { plane_contexts: PlaneContexts::Qp, ..SpxConfig::default() }));
+        // Above the transport, each QP is an ordinary RoCE QP on one plane.
+        assert!(!shared(SpxConfig { plane_lb: PlaneLb::SwLb, ..SpxConfig::default() }));
+    }
+
+    #[test]
+    fn a_destination_sends_one_cnp_per_interval_for_all_the_qps_of_a_pair() {
+        let nic = Nic::new();
+        let mut qps = [nic.qp(0, 1), nic.qp(1, 1)];
+        let mut cnps = 0;
+        for (k, q) in [0, 1, 0].into_iter().enumerate() {
+            let mut pkt = Packet::control(PacketKind::Data, NodeId(0), NodeId(1), 0, 0, 0, 4200);
+            pkt.flags |= flag::CE;
+            let mut out = Vec::new();
+            qps[q].on_packet(End::Responder, 0, &pkt, Time::from_us(1 + k as u64), &mut out);
+            let cnp = |a: &Action| matches!(a, Action::Send { control, .. } if control.kind == PacketKind::Cnp);
+            cnps += out.iter().filter(|a| cnp(a)).count();
+        }
+        assert_eq!(cnps, 1, "three marked packets within 4us, of two QPs: one CNP");
+    }
+
+    #[test]
+    fn a_plane_one_qp_finds_dead_is_left_by_every_qp_to_that_destination() {
+        let nic = Nic::new();
+        let (mut a, mut b) = (nic.qp(0, 1), nic.qp(1, 1));
+        let mut out = Vec::new();
+        for qp in [&mut a, &mut b] {
+            qp.post(1 << 20, Verb::Write, Time::ZERO, &mut out);
+            assert!(qp.next_packet(1, Time::ZERO, &mut out).is_some());
+        }
+        // Only a probes: plane 1 answers nothing, and after
+        // `failure_probes` rounds a takes it out.
+        let interval = nic.cfg.probe_interval;
+        for round in 1..=nic.cfg.failure_probes + 1 {
+            let now = interval.times(u64::from(round));
+            reply(&mut a, 0, Time::from_us(2), now);
+            a.on_timer(Timer::Probe, now, &mut out);
+        }
+        assert_eq!(a.stats().plane_failovers, 1);
+        assert!(b.next_packet(1, Time::from_us(200), &mut out).is_none(), "b sends nothing more on plane 1");
+        // b learns of it at its next event, and sends again what it had
+        // out on the failed plane.
+        let mut told = Vec::new();
+        b.on_timer(Timer::Probe, Time::from_us(200), &mut told);
+        assert!(told.iter().any(|a| matches!(a, Action::Ready)));
+        assert!(b.next_packet(0, Time::from_us(200), &mut out).is_some_and(|o| o.data.psn == 0), "goes back");
+        assert_eq!(b.stats().plane_failovers, 0, "one failover, counted once");
     }
 }
