@@ -857,6 +857,14 @@ EXPLICIT_YAML = (
         ),
         (BASE_YAML, ["-s", "faults=[{kind: link_flap, at: 1us, port: 't0.p0.0:2', duration: 0ns}]"], "duration: 0ns"),
         (BASE_YAML, ["-s", "faults=[{kind: random_links_down, at: 1us, count: 0}]"], "faults[0].count: 0"),
+        (
+            BASE_YAML,
+            [
+                "-s",
+                "faults=[{kind: switch_down, at: 1us, switch: t1.p0.0}, {kind: switch_down, at: 2us, switch: t1.p0.0}]",
+            ],
+            "faults[1]: switch_down at 2us: switch 't1.p0.0' is down already then",
+        ),
         (BASE_YAML, ["-s", "traffic=[{kind: incast, receiver: 0, senders: [], bytes: 1KB}]"], "traffic[0].senders: []"),
         (
             BASE_YAML,
@@ -875,6 +883,7 @@ EXPLICIT_YAML = (
         "fault-after-duration",
         "flap-of-0ns",
         "no-link-down",
+        "switch-down-twice",
         "incast-of-none",
         "rack-to-itself",
         "unnamed-job",
@@ -897,9 +906,17 @@ def test_impossible_or_meaningless_input_is_one_error_line_and_writes_nothing(
     [
         (EXPLICIT_YAML, ["-s", "topology.nodes.0.tier=0"]),
         (BASE_YAML, ["-s", "faults=[{kind: link_down, at: 49us, port: 't0.p0.0:2'}]"]),
+        (
+            BASE_YAML,
+            [
+                "-s",
+                "faults=[{kind: link_flap, at: 20us, port: 't0.p0.0:2', duration: 10us},"
+                " {kind: link_flap, at: 10us, port: 't0.p0.0:2', duration: 10us}]",
+            ],
+        ),
         (BASE_YAML, ["-s", "jobs=[{name: j, ranks: 1, phases: [{name: c, collective: {op: all_reduce, bytes: 0B}}]}]"]),
     ],
-    ids=["explicit-two-tiers", "fault-just-before-the-end", "one-rank-job-of-0B"],
+    ids=["explicit-two-tiers", "fault-just-before-the-end", "back-to-back-flaps", "one-rank-job-of-0B"],
 )
 def test_edge_cases_that_are_valid_still_run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, args: list[str]

@@ -67,11 +67,16 @@ def _with_traffic(kind: str, name: str) -> dict[str, Any]:
 
 
 def _with_fault(kind: str) -> dict[str, Any]:
-    """The faults base (or MRC's, for the faults it alone uses) with only its first fault of `kind`."""
+    """The faults base (or MRC's, for the faults it alone uses) with only its first fault of `kind`, first.
+
+    A fault that brings something back up keeps the one that took it down (listed after it): alone it would change
+    nothing, and be refused.
+    """
     for base in (contract.faults(), contract.mrc_faults()):
         chosen = [f for f in base["faults"] if f["kind"] == kind]
         if chosen:
-            base["faults"] = chosen[:1]
+            downs = [f for f in base["faults"] if kind.endswith("_up") and f["kind"] == kind.replace("_up", "_down")]
+            base["faults"] = chosen[:1] + downs[:1]
             return base
     raise LookupError(f"no base has a fault of kind {kind}")
 

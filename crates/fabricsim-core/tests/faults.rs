@@ -292,3 +292,105 @@ fn faults_that_would_change_nothing_are_refused() {
         assert_eq!(err.to_string(), expected);
     }
 }
+
+fn expanded(
+    faults: serde_json::Value,
+) -> Result<Vec<(fabricsim_core::units::Time, fabricsim_core::faults::FaultAction)>, String> {
+    use fabricsim_core::faults::{expand, FaultSpec};
+    use fabricsim_core::topology::TopologySpec;
+    let topo: TopologySpec = serde_json::from_value(topology()).unwrap();
+    let topo = topo.build().unwrap();
+    let specs: Vec<FaultSpec> = serde_json::from_value(faults).unwrap();
+    expand(&specs, &topo, &topo.node_ports(), 1).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_fault_that_finds_its_link_or_switch_as_it_would_leave_it_is_refused() {
+    let down = |at: &str| json!({"kind": "link_down", "at": at, "port": "t0.p0.0:2"});
+    let up = |at: &str| json!({"kind": "link_up", "at": at, "port": "t0.p0.0:2"});
+    let flap =
+        |at: &str, duration: &str| json!({"kind": "link_flap", "at": at, "port": "t0.p0.0:2", "duration": duration});
+    let switch = |kind: &str, at: &str| json!({"kind": kind, "at": at, "switch": "t1.p0.0"});
+    let nic_port = |kind: &str, at: &str| json!({"kind": kind, "at": at, "nic": 0, "port": 0});
+    let unchanged = "a fault that changes nothing contradicts the schedule";
+    for (faults, expected) in [
+        (json!([up("5us")]), "faults[0]: link_up at 5us: link 't0.p0.0:2' is up already then, as it is from the start"),
+        (
+            json!([down("1us"), down("2us")]),
+            "faults[1]: link_down at 2us: link 't0.p0.0:2' is down already then, as faults[0] (link_down at 1us) left it",
+        ),
+        (
+            json!([flap("10us", "10us"), flap("15us", "10us")]),
+            "faults[1]: link_flap at 15us: link 't0.p0.0:2' is down already then, as faults[0] (link_flap at 10us) \
+             left it",
+        ),
+        (
+            json!([flap("10us", "20us"), up("20us")]),
+            "faults[0]: link_flap at 10us, ending at 30us: link 't0.p0.0:2' is up already then, as faults[1] \
+             (link_up at 20us) left it",
+        ),
+        (
+            json!([
+                {"kind": "link_down", "at": "1us", "port": "t0.p0.0:2", "direction": "egress"},
+                {"kind": "link_flap", "at": "2us", "port": "t0.p0.0:2", "duration": "1us", "direction": "egress"},
+            ]),
+            "faults[1]: link_flap at 2us: link 't0.p0.0:2' (egress) is down already then, as faults[0] (link_down \
+             at 1us) left it",
+        ),
+        (
+            json!([{"kind": "link_down", "at": "1us", "port": "nic0:0"}, nic_port("nic_port_down", "2us")]),
+            "faults[1]: nic_port_down at 2us: port 0 of NIC 0 is down already then, as faults[0] (link_down at 1us) \
+             left it",
+        ),
+        (json!([nic_port("nic_port_up", "1us")]), "faults[0]: nic_port_up at 1us: port 0 of NIC 0 is up already then"),
+        (
+            json!([switch("switch_down", "1us"), switch("switch_down", "2us")]),
+            "faults[1]: switch_down at 2us: switch 't1.p0.0' is down already then, as faults[0] (switch_down at 1us) \
+             left it",
+        ),
+        (json!([switch("switch_up", "1us")]), "faults[0]: switch_up at 1us: switch 't1.p0.0' is up already then"),
+    ] {
+        let e = expanded(faults.clone()).expect_err(&faults.to_string());
+        assert!(e.starts_with(expected) && e.ends_with(unchanged), "{faults}: {e}");
+    }
+}
+
+#[test]
+fn schedules_that_change_their_elements_each_time_are_accepted() {
+    use fabricsim_core::faults::FaultAction;
+    use fabricsim_core::units::Time;
+    let flap = |at: &str| json!({"kind": "link_flap", "at": at, "port": "t0.p0.0:2", "duration": "10us"});
+    let down =
+        |at: &str, direction: &str| json!({"kind": "link_down", "at": at, "port": "t0.p0.0:2", "direction": direction});
+    let switch_down =
+        |at: &str, gray: bool| json!({"kind": "switch_down", "at": at, "switch": "t1.p0.0", "gray": gray});
+    for faults in [
+        json!([flap("10us"), flap("30us")]),
+        json!([down("10us", "both"), {"kind": "link_up", "at": "20us", "port": "t0.p0.0:2"}]),
+        // The ingress direction is still up.
+        json!([down("10us", "egress"), down("20us", "both")]),
+        // A link and the switch at its end are each their own element.
+        json!([down("10us", "both"), switch_down("20us", false)]),
+        // A gray failure whose control plane then fails too.
+        json!([switch_down("10us", true), switch_down("20us", false)]),
+        // Links the seed draws: every switch-to-switch link is down already.
+        json!([
+            {"kind": "random_links_down", "at": "1us", "fraction": 1.0},
+            down("10us", "both"),
+            {"kind": "link_up", "at": "20us", "port": "t0.p0.0:3"},
+        ]),
+        json!([{"kind": "random_flaps", "mtbf": "5us", "duration": "5us", "until": "100us"}, flap("10us")]),
+    ] {
+        expanded(faults.clone()).unwrap_or_else(|e| panic!("{faults}: {e}"));
+    }
+    // Back-to-back flaps, listed either way round: the link stays down at
+    // 20us, where it came back up between them when the later was listed first.
+    for faults in [json!([flap("10us"), flap("20us")]), json!([flap("20us"), flap("10us")])] {
+        let actions = expanded(faults.clone()).unwrap();
+        let at_20: Vec<bool> = (actions.iter())
+            .filter(|(t, _)| *t == Time::from_us(20))
+            .map(|(_, a)| matches!(a, FaultAction::PortUp { up: true, .. }))
+            .collect();
+        assert_eq!(at_20, [true, true, false, false], "{faults}");
+    }
+}

@@ -92,6 +92,52 @@ impl FaultSpec {
             FaultSpec::RandomLinksDown(f) => f.at,
         }
     }
+
+    /// Its `kind`, as a scenario writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FaultSpec::LinkDown(_) => "link_down",
+            FaultSpec::LinkUp(_) => "link_up",
+            FaultSpec::LinkFlap(_) => "link_flap",
+            FaultSpec::SwitchDown(_) => "switch_down",
+            FaultSpec::SwitchUp(_) => "switch_up",
+            FaultSpec::NicPortDown(_) => "nic_port_down",
+            FaultSpec::NicPortUp(_) => "nic_port_up",
+            FaultSpec::LossRate(_) => "loss_rate",
+            FaultSpec::NicLoss(_) => "nic_loss",
+            FaultSpec::EvLoss(_) => "ev_loss",
+            FaultSpec::RandomFlaps(_) => "random_flaps",
+            FaultSpec::RandomLinksDown(_) => "random_links_down",
+        }
+    }
+
+    /// Whether the seed draws the links it strikes.
+    fn is_random(&self) -> bool {
+        matches!(self, FaultSpec::RandomFlaps(_) | FaultSpec::RandomLinksDown(_))
+    }
+
+    /// What it strikes, as the scenario names it.
+    fn element(&self) -> String {
+        let direction = |d: Direction| match d {
+            Direction::Both => "",
+            Direction::Egress => " (egress)",
+            Direction::Ingress => " (ingress)",
+        };
+        match self {
+            FaultSpec::LinkDown(LinkChange { port, direction: d, .. })
+            | FaultSpec::LinkUp(LinkChange { port, direction: d, .. })
+            | FaultSpec::LinkFlap(LinkFlap { port, direction: d, .. }) => format!("link '{port}'{}", direction(*d)),
+            FaultSpec::NicPortDown(NicPortChange { nic, port, .. })
+            | FaultSpec::NicPortUp(NicPortChange { nic, port, .. }) => match nic {
+                NicRef::Index(n) => format!("port {port} of NIC {n}"),
+                NicRef::Name(n) => format!("port {port} of NIC '{n}'"),
+            },
+            FaultSpec::SwitchDown(SwitchDown { switch, .. }) | FaultSpec::SwitchUp(SwitchUp { switch, .. }) => {
+                format!("switch '{switch}'")
+            }
+            _ => unreachable!("only the up and down kinds are refused for changing nothing"),
+        }
+    }
 }
 
 /// A link goes down (`link_down`) or comes back up (`link_up`). `port` names
@@ -293,6 +339,8 @@ pub fn expand(
 ) -> Result<Vec<(Time, FaultAction)>, ScenarioError> {
     let nics = topo.nics();
     let mut actions = Vec::new();
+    // The fault each action comes from, by index in `specs`.
+    let mut origins = Vec::new();
     let both = |port: PortId, dir: Direction| -> Vec<PortId> {
         match dir {
             Direction::Both => vec![port, port.peer()],
@@ -447,9 +495,84 @@ pub fn expand(
                 }
             }
         }
+        origins.resize(actions.len(), i);
     }
-    actions.sort_by_key(|(t, _)| *t);
-    Ok(actions)
+    let mut timed: Vec<(Time, FaultAction, usize)> =
+        actions.into_iter().zip(origins).map(|((t, action), i)| (t, action, i)).collect();
+    // At one instant what comes back up does so before what fails, as a
+    // fault's effect lasts from its start up to, not including, its end: a
+    // link flapped over [10us, 20us) and again from 20us is down at 20us,
+    // whichever flap is listed first.
+    timed.sort_by_key(|&(t, action, _)| (t, !restores(action)));
+    refuse_changes_of_nothing(specs, &timed)?;
+    Ok(timed.into_iter().map(|(t, action, _)| (t, action)).collect())
+}
+
+/// Whether `action` brings a port or a switch back up.
+fn restores(action: FaultAction) -> bool {
+    matches!(action, FaultAction::PortUp { up: true, .. } | FaultAction::SwitchUp { up: true, .. })
+}
+
+/// Refuses a scheduled fault that finds its element as it would leave it:
+/// a link brought up while it is up, a switch failed twice, a flap started
+/// while the link is down. The simulation sets states, it does not count
+/// failures, so the second of two overlapping failures would silently end
+/// with the first (or never begin). A change that finds only some of its
+/// directions already so is allowed (it changes the others), as is a
+/// gray switch failing for good. The random kinds are never refused, and
+/// nor is a fault that finds its element as a random one left it: their
+/// links are drawn by the seed, not written by the user. `timed` is the
+/// expanded schedule in the order it is applied, with each action's fault.
+fn refuse_changes_of_nothing(specs: &[FaultSpec], timed: &[(Time, FaultAction, usize)]) -> Result<(), ScenarioError> {
+    use std::collections::HashMap;
+    /// The fault that last set an element, and when.
+    type SetBy = Option<(usize, Time)>;
+    // Up, and for a switch also whether its control plane advertises it:
+    // every element starts up.
+    let mut ports: HashMap<PortId, (bool, SetBy)> = HashMap::new();
+    let mut switches: HashMap<NodeId, ((bool, bool), SetBy)> = HashMap::new();
+    for group in timed.chunk_by(|a, b| (a.0, a.2) == (b.0, b.2)) {
+        let (at, _, i) = group[0];
+        let (mut changes, mut by_random, mut found) = (false, false, None);
+        for &(_, action, _) in group {
+            let (already, set_by) = match action {
+                FaultAction::PortUp { port, up, .. } => {
+                    let state = ports.entry(port).or_insert((true, None));
+                    let was = std::mem::replace(state, (up, Some((i, at))));
+                    (was.0 == up, was.1)
+                }
+                FaultAction::SwitchUp { node, up, gray } => {
+                    let state = switches.entry(node).or_insert(((true, true), None));
+                    let was = std::mem::replace(state, ((up, up || gray), Some((i, at))));
+                    (was.0 == (up, up || gray), was.1)
+                }
+                FaultAction::PortLoss { .. } | FaultAction::EvLoss { .. } => continue,
+            };
+            changes |= !already;
+            by_random |= set_by.is_some_and(|(k, _)| specs[k].is_random());
+            found = found.or(Some(set_by));
+        }
+        let Some(set_by) = found else { continue };
+        if changes || specs[i].is_random() || by_random {
+            continue;
+        }
+        let spec = &specs[i];
+        let when = if at == spec.at() { format!("at {at}") } else { format!("at {}, ending at {at}", spec.at()) };
+        let state = if group.iter().any(|&(_, action, _)| restores(action)) { "up" } else { "down" };
+        let left = match set_by {
+            Some((k, t)) => format!("as faults[{k}] ({} at {t}) left it", specs[k].kind()),
+            None => "as it is from the start".to_string(),
+        };
+        return invalid(
+            format!("faults[{i}]"),
+            format!(
+                "{} {when}: {} is {state} already then, {left}; a fault that changes nothing contradicts the schedule",
+                spec.kind(),
+                spec.element()
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// The most fault events a scenario may schedule (128 MB of them): random
