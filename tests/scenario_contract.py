@@ -635,7 +635,7 @@ def resolved_memory(limits: Any) -> int | str | None:
         limits = {"memory": limits["memory"]} if "memory" in limits else {}
     probe = {"topology": {"kind": "clos", "tiers": 2, "radix": 2, "link_rate": "1Gbps"}, "limits": limits}
     try:
-        resolved = json.loads(_core.resolve(to_json(probe), MEMORY_BYTES))
+        resolved = json.loads(_core.resolve(to_json(probe), MEMORY_BYTES, to_run=False))
     except ScenarioError:
         return "invalid"
     memory = resolved["limits"]["memory"]

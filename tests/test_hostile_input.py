@@ -874,6 +874,20 @@ EXPLICIT_YAML = (
         (BASE_YAML, ["-s", "jobs=[{name: '', ranks: 2, phases: [{name: c, compute: 1us}]}]"], "jobs[0].name: is empty"),
         (BASE_YAML, ["-s", "telemetry.ports=['t0.p0.0:1']"], "telemetry.ports: 1 port(s) listed, but"),
         (BASE_YAML, ["-s", "telemetry.pcap={ports: []}"], "telemetry.pcap.ports: []"),
+        (BASE_YAML, ["-s", "topology.link_rate=1bps"], "topology.link_rate: 1bps: below 1Mbps"),
+        (BASE_YAML, ["-s", "traffic.0.rate=1bps"], "traffic[0].rate: 1bps: below 1Kbps"),
+        (
+            BASE_YAML,
+            ["-s", "telemetry={sample_interval: 1ms, hosts: [0]}"],
+            "telemetry.sample_interval: 1ms: not shorter than duration 50us",
+        ),
+        (
+            BASE_YAML,
+            ["-s", "telemetry.imbalance={groups: [{tier: 0, facing: up}, {tier: 0, facing: up}]}"],
+            "telemetry.imbalance.groups[1]: {tier: 0, facing: up}: listed already",
+        ),
+        (BASE_YAML, ["-s", "traffic=[]"], "traffic: [], and no jobs: a run would send nothing"),
+        (BASE_YAML + "sweep: {parameter: seed, values: [1, 2]}\n", ["-s", "traffic=[]"], "a run would send nothing"),
         (BASE_YAML + "sweep: {parameter: traffic.0.bytes, values: [1KB, 1000B]}\n", [], "the same scenario as point 1"),
     ],
     ids=[
@@ -889,6 +903,12 @@ EXPLICIT_YAML = (
         "unnamed-job",
         "ports-unsampled",
         "pcap-of-nothing",
+        "link-of-1bps",
+        "flow-paced-at-1bps",
+        "sampled-after-the-end",
+        "imbalance-group-twice",
+        "nothing-to-send",
+        "sweep-of-nothing-to-send",
         "sweep-point-twice",
     ],
 )
@@ -924,3 +944,17 @@ def test_edge_cases_that_are_valid_still_run(
     code, _, err = fabricsim_cli(capsys, "run", _write(tmp_path / "s.yaml", text), "-o", tmp_path / "out", *args)
     assert code == 0, err
     assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_a_file_that_sends_nothing_is_a_topology_to_topo_not_a_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A topology-only file (scenarios/topologies/) is read by `topo`; `run` would have "completed" sending nothing."""
+    path = _write(tmp_path / "fabric.yaml", TINY_YAML)
+    code, out, err = fabricsim_cli(capsys, "topo", path)
+    assert code == 0, err
+    assert out
+    code, _, err = fabricsim_cli(capsys, "run", path, "-o", tmp_path / "out")
+    assert code == 2
+    _one_error_line(err, "traffic: [], and no jobs: a run would send nothing")
+    assert not (tmp_path / "out").exists()

@@ -784,8 +784,8 @@ def _leading(source: Path) -> list[str]:
 def _cmd_topo(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.overrides)
     # The whole scenario is checked, as `run` checks it (a bad reference is bad input whatever the command), but
-    # not against the machine's memory: only the topology is built.
-    _core.resolve(to_json(scenario), _NO_MEMORY_BOUND)
+    # not against the machine's memory, and it need not send anything: only the topology is built.
+    _core.resolve(to_json(scenario), _NO_MEMORY_BOUND, to_run=False)
     report = json.loads(_core.topology_report(to_json(scenario)))
     if args.json:
         print(json.dumps(report, indent=2))

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::units::Rate;
+
 /// A scenario that cannot be simulated as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioError {
@@ -73,6 +75,20 @@ pub fn once_each<T: Eq + std::hash::Hash>(
         if let Some(k) = first.insert(item, i) {
             return invalid(format!("{field}[{i}]"), format!("{}: listed already, as {field}[{k}]", quote(i)));
         }
+    }
+    Ok(())
+}
+
+/// Refuses a link or port (`field`) slower than `Rate::SLOWEST_LINK`.
+pub fn link_rate(field: impl Into<String>, rate: Rate) -> Result<(), ScenarioError> {
+    if rate < Rate::SLOWEST_LINK {
+        return invalid(
+            field,
+            format!(
+                "{rate}: below {}, a tenth of the slowest Ethernet (10BASE-T); is a unit missing?",
+                Rate::SLOWEST_LINK
+            ),
+        );
     }
     Ok(())
 }

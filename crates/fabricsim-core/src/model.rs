@@ -16,6 +16,7 @@ impl Model {
     /// Builds the model `scenario.mode` names, as `setup` says; `Ok(None)`
     /// when its hook stopped the build.
     pub fn build(scenario: Scenario, setup: &mut Setup<'_>) -> Result<Option<Model>, ScenarioError> {
+        scenario.check_sends_something()?;
         Ok(match scenario.mode {
             Mode::Packet => Simulation::new_within(scenario, setup)?.map(Model::Packet),
             Mode::Flow => FluidSimulation::new_within(scenario, setup)?.map(Model::Flow),
@@ -23,7 +24,8 @@ impl Model {
     }
 
     /// Checks `scenario` as `build` would, within `setup`, keeping nothing;
-    /// `Ok(false)` when its hook stopped the check.
+    /// `Ok(false)` when its hook stopped the check. A scenario that sends
+    /// nothing passes: its topology can still be reported.
     pub fn check(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<bool, ScenarioError> {
         match scenario.mode {
             Mode::Packet => Simulation::check_within(scenario, setup),

@@ -97,6 +97,13 @@ impl Sub for Time {
 impl Rate {
     /// The fastest rate a scenario may write, 2^50 b/s (about 1.1 Pb/s).
     pub const MAX: Rate = Rate(1 << 50);
+    /// The slowest link or port a scenario may have, 1 Mb/s: a tenth of
+    /// the slowest Ethernet (10BASE-T). Slower is a unit slip (`100bps`
+    /// for `100Gbps`), a link that takes 72 ms to send one 9000 B frame.
+    pub const SLOWEST_LINK: Rate = Rate(1_000_000);
+    /// The slowest a NIC paces a flow, 1 kb/s: the unit its per-QP rate
+    /// limiter is set in (`ibv_modify_qp_rate_limit` takes kb/s).
+    pub const SLOWEST_PACING: Rate = Rate(1_000);
 
     pub const fn from_gbps(g: u64) -> Rate {
         Rate(g * 1_000_000_000)

@@ -694,3 +694,82 @@ fn a_telemetry_list_that_names_a_port_or_nic_twice_is_refused() {
         }
     }
 }
+
+#[test]
+fn rates_no_device_runs_at_are_refused() {
+    let explicit = json!({
+        "kind": "explicit",
+        "nodes": [{"name": "tor", "kind": "switch"}, {"name": "a", "kind": "nic"}, {"name": "b", "kind": "nic"}],
+        "links": [{"a": "a", "b": "tor", "rate": "100Gbps"}, {"a": "b", "b": "tor", "rate": "100bps"}],
+    });
+    let link = "below 1Mbps, a tenth of the slowest Ethernet (10BASE-T); is a unit missing?";
+    for (scenario, expected) in [
+        (with("topology.link_rate", json!("1bps")), format!("topology.link_rate: 1bps: {link}")),
+        (with("topology.link_rate", json!(["100Gbps", "999Kbps"])), format!("topology.link_rate[1]: 999Kbps: {link}")),
+        (with("topology.native_port_rate", json!("1bps")), format!("topology.native_port_rate: 1bps: {link}")),
+        (with("topology", explicit), format!("topology.links[1].rate: 100bps: {link}")),
+        (with("intra_host.rate", json!("1bps")), format!("intra_host.rate: 1bps: {link}")),
+        (
+            with("traffic.0.rate", json!("1bps")),
+            "traffic[0].rate: 1bps: below 1Kbps, the unit a NIC's rate limiter is set in; is a unit missing?".into(),
+        ),
+    ] {
+        assert_eq!(error_of(scenario), expected);
+    }
+    // The slowest of each is a rate a device runs at.
+    let mut slowest = with("topology.link_rate", json!("1Mbps"));
+    slowest["traffic"][0]["rate"] = json!("1Kbps");
+    slowest["intra_host"] = json!({"rate": "1Mbps"});
+    Simulation::new(Scenario::from_json(&slowest.to_string()).unwrap()).unwrap();
+}
+
+#[test]
+fn telemetry_sampled_too_seldom_for_the_run_or_twice_over_is_refused() {
+    let telemetry = |t: Value| {
+        let mut s = with("duration", json!("50us"));
+        s["telemetry"] = t;
+        s
+    };
+    for (scenario, expected) in [
+        (
+            telemetry(json!({"sample_interval": "1ms", "hosts": [0]})),
+            "telemetry.sample_interval: 1ms: not shorter than duration 50us, so no tick would fall between its start \
+             and end",
+        ),
+        (
+            telemetry(json!({"sample_interval": "50us", "hosts": [0]})),
+            "telemetry.sample_interval: 50us: not shorter than duration 50us, so no tick would fall between its \
+             start and end",
+        ),
+        (
+            telemetry(json!({"imbalance": {"groups": [{"tier": 0, "facing": "up"}], "load_interval": "51us"}})),
+            "telemetry.imbalance.load_interval: 51us: longer than duration 50us, so it would never be sampled",
+        ),
+        (
+            telemetry(json!({"imbalance": {"groups": [
+                {"tier": 0, "facing": "up"}, {"tier": 1, "facing": "down"}, {"tier": 0, "facing": "up"},
+            ]}})),
+            "telemetry.imbalance.groups[2]: {tier: 0, facing: up}: listed already, as telemetry.imbalance.groups[0]",
+        ),
+    ] {
+        assert_eq!(error_of(scenario), expected);
+    }
+    let sampled = telemetry(json!({"sample_interval": "49us", "hosts": [0]}));
+    Simulation::new(Scenario::from_json(&sampled.to_string()).unwrap()).unwrap();
+}
+
+/// A run with nothing to send completed at once and reported a fabric
+/// that carried nothing; its topology is still checked and reported.
+#[test]
+fn a_run_that_would_send_nothing_is_refused_but_its_topology_checks() {
+    use fabricsim_core::Model;
+    let mut idle = base();
+    idle.as_object_mut().unwrap().remove("traffic");
+    let scenario = Scenario::from_json(&idle.to_string()).unwrap();
+    assert!(Simulation::check_within(&scenario, &mut Setup::default()).unwrap());
+    let e = Model::build(scenario, &mut Setup::default()).err().map(|e| e.to_string());
+    assert_eq!(e.as_deref(), Some("traffic: [], and no jobs: a run would send nothing; give it traffic or a job"));
+    // A job of compute alone is a run of something.
+    let computing = with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "c", "compute": "1us"}]}));
+    Model::build(Scenario::from_json(&computing.to_string()).unwrap(), &mut Setup::default()).unwrap();
+}

@@ -92,14 +92,18 @@ fn available_memory() -> Option<u64> {
 
 /// Validates a scenario, and that it fits in `available_memory` bytes
 /// (unset: what the machine has available now), and returns it with every
-/// default filled in.
+/// default filled in. With `to_run` false, one that sends nothing passes,
+/// for its topology alone (`fabricsim topo`).
 /// Ctrl-C is honoured while it plans.
 #[pyfunction]
-#[pyo3(signature = (scenario_json, available_memory = None))]
-fn resolve(py: Python<'_>, scenario_json: &str, available_memory: Option<u64>) -> PyResult<String> {
+#[pyo3(signature = (scenario_json, available_memory = None, to_run = true))]
+fn resolve(py: Python<'_>, scenario_json: &str, available_memory: Option<u64>, to_run: bool) -> PyResult<String> {
     py.detach(|| {
         guarded(|| {
             let scenario = Scenario::from_json(scenario_json).map_err(scenario_error)?;
+            if to_run {
+                scenario.check_sends_something().map_err(scenario_error)?;
+            }
             // Planning catches what the schema cannot: topology, hosts, ports, memory.
             let available_memory = available_memory.or_else(machine::available_memory);
             let mut keep_going = || Python::attach(|py| py.check_signals()).is_ok();

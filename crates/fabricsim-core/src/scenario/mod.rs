@@ -9,15 +9,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::clustermapper::ClustermapperConfig;
-use crate::error::{invalid, number, ScenarioError};
+use crate::error::{invalid, number, once_each, ScenarioError};
 use crate::faults::FaultSpec;
-use crate::metrics::TelemetryConfig;
+use crate::metrics::{Facing, TelemetryConfig};
 use crate::net::{Forwarding, SwitchConfig};
 use crate::nic::{NicConfig, PathSelection};
 use crate::tagged::nest;
 use crate::topology::TopologySpec;
 use crate::transport::TransportSpec;
-use crate::units::{Bytes, Time};
+use crate::units::{Bytes, Rate, Time};
 use crate::workload::job::{IntraHostConfig, JobSpec};
 use crate::workload::TrafficSpec;
 
@@ -196,6 +196,18 @@ impl Scenario {
         serde_json::to_string_pretty(self).expect("a scenario serializes")
     }
 
+    /// Refuses a run with nothing to send: no traffic, no job, no
+    /// Clustermapper probing. It would complete at once, reporting a fabric
+    /// that carried nothing. Only a run asks it (`Model::build`, and
+    /// `resolve` for one): `fabricsim topo` reads such a file for its
+    /// topology.
+    pub fn check_sends_something(&self) -> Result<(), ScenarioError> {
+        if self.traffic.is_empty() && self.jobs.is_empty() && self.clustermapper.is_none() {
+            return invalid("traffic", "[], and no jobs: a run would send nothing; give it traffic or a job");
+        }
+        Ok(())
+    }
+
     /// Checks the values serde cannot: ranges and relations between fields.
     fn validate(&self) -> Result<(), ScenarioError> {
         let sw = &self.switch;
@@ -230,6 +242,7 @@ impl Scenario {
         }
         self.validate_transport()?;
         self.validate_buffers()?;
+        self.validate_rates()?;
         if matches!(self.duration, Some(Time(0))) {
             return Err(ScenarioError::new("duration", "0ns: a run must last some time"));
         }
@@ -246,11 +259,49 @@ impl Scenario {
         self.validate_relations()
     }
 
+    /// Refuses rates no device runs at: a flow paced below what a NIC's
+    /// rate limiter can be set to, a link between GPUs slower than any
+    /// link (the fabric's links are checked with the topology).
+    fn validate_rates(&self) -> Result<(), ScenarioError> {
+        for (i, traffic) in self.traffic.iter().enumerate() {
+            if let Some(rate) = traffic.rate().filter(|&r| r < Rate::SLOWEST_PACING) {
+                return invalid(
+                    format!("traffic[{i}].rate"),
+                    format!(
+                        "{rate}: below {}, the unit a NIC's rate limiter is set in; is a unit missing?",
+                        Rate::SLOWEST_PACING
+                    ),
+                );
+            }
+        }
+        crate::error::link_rate("intra_host.rate", self.intra_host.rate)
+    }
+
     /// Refuses faults timed at or after `duration`: the run ends before
     /// they would strike. (Traffic and jobs may start later: their QPs
     /// exist from the start, idle, as shift/table1_idle_qps.yaml needs.)
+    /// Likewise what is sampled too seldom to be sampled within it.
     fn validate_within_duration(&self) -> Result<(), ScenarioError> {
         let Some(end) = self.duration else { return Ok(()) };
+        // Sampled at the start and, for the tail, at the end: with no tick
+        // in between, the series is the run's average, said already.
+        if let Some(interval) = self.telemetry.sample_interval.filter(|&t| t >= end) {
+            return invalid(
+                "telemetry.sample_interval",
+                format!("{interval}: not shorter than duration {end}, so no tick would fall between its start and end"),
+            );
+        }
+        if let Some(imbalance) = &self.telemetry.imbalance {
+            for (name, t) in [("queue_interval", imbalance.queue_interval), ("load_interval", imbalance.load_interval)]
+            {
+                if t > end {
+                    return invalid(
+                        format!("telemetry.imbalance.{name}"),
+                        format!("{t}: longer than duration {end}, so it would never be sampled"),
+                    );
+                }
+            }
+        }
         match self.faults.iter().position(|f| f.at() >= end) {
             Some(i) => invalid(
                 format!("faults[{i}].at"),
@@ -558,6 +609,11 @@ impl Scenario {
                     return invalid(format!("telemetry.imbalance.{name}"), format!("{t}: at least 1ns"));
                 }
             }
+            let groups: Vec<_> = imbalance.groups.iter().map(|g| (g.tier, g.facing)).collect();
+            once_each("telemetry.imbalance.groups", &groups, |i| {
+                let (tier, facing) = groups[i];
+                format!("{{tier: {tier}, facing: {}}}", if facing == Facing::Up { "up" } else { "down" })
+            })?;
             // Two tiers' ups and downs for each of 8 tiers at most.
             if imbalance.groups.len() > 16 {
                 return invalid(

@@ -23,7 +23,7 @@ use serde::de::{self, IntoDeserializer};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Link, ModuleSpec, Node, NodeId, NodeRole, Topology};
-use crate::error::{invalid, number, ScenarioError};
+use crate::error::{invalid, link_rate, number, ScenarioError};
 use crate::units::{Rate, Time};
 
 /// Logical ports per switch accepted before we call a value a typo. Real
@@ -164,6 +164,17 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for PerTier<T> {
     }
 }
 
+impl<T: Copy> PerTier<T> {
+    /// Each value as written, with its field: `field` itself, or
+    /// `field[i]` for the values of a list.
+    fn written(&self, field: &str) -> Vec<(String, T)> {
+        match self {
+            PerTier::One(value) => vec![(field.to_string(), *value)],
+            PerTier::Each(values) => values.iter().enumerate().map(|(i, v)| (format!("{field}[{i}]"), *v)).collect(),
+        }
+    }
+}
+
 impl<T: Copy + Display> PerTier<T> {
     /// The value at each of `n` tiers; `layers` names them for the message.
     fn resolve(&self, n: usize, field: &str, layers: &str) -> Result<Vec<T>, ScenarioError> {
@@ -244,6 +255,10 @@ impl Plan {
         let ports = tier_ports(spec, tiers)?;
 
         let rate = spec.link_rate.resolve(tiers, "topology.link_rate", LINK_LAYERS[tiers])?;
+        let natives = spec.native_port_rate.iter().flat_map(|n| n.written("topology.native_port_rate"));
+        for (field, written) in spec.link_rate.written("topology.link_rate").into_iter().chain(natives) {
+            link_rate(field, written)?;
+        }
         let delay = spec.link_delay.resolve(tiers, "topology.link_delay", LINK_LAYERS[tiers])?;
         let latency = spec.switch_latency.resolve(tiers, "topology.switch_latency", SWITCH_TIERS[tiers])?;
         // A switch's physical ports are by default as fast as its fastest

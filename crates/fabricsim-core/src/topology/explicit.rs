@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Link, ModuleSpec, Node, NodeId, NodeRole, Topology};
-use crate::error::{invalid, named, ScenarioError};
+use crate::error::{invalid, link_rate, named, ScenarioError};
 use crate::units::{Rate, Time};
 
 /// Nodes and links listed one by one.
@@ -133,6 +133,9 @@ impl ExplicitSpec {
                             format!("{tier}: a switch is of tier 0 (ToR), 1 or 2, as in a Clos of up to 3 tiers"),
                         );
                     }
+                    if let Some(native) = spec.native_port_rate {
+                        link_rate(field("native_port_rate"), native)?;
+                    }
                     let index = switches_per_tier.entry(tier).or_insert(0);
                     *index += 1;
                     Node {
@@ -168,6 +171,7 @@ impl ExplicitSpec {
                 })
             };
             let (mut a, mut b) = (end(&spec.a, "a")?, end(&spec.b, "b")?);
+            link_rate(format!("topology.links[{i}].rate"), spec.rate)?;
             if a == b {
                 return invalid(format!("topology.links[{i}]"), format!("'{}' is linked to itself", spec.a));
             }

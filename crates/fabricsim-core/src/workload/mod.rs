@@ -40,6 +40,21 @@ crate::kind_tagged!(TrafficSpec {
     "double_binary_tree" => DoubleBinaryTree,
 });
 
+impl TrafficSpec {
+    /// The rate its flows are paced at, if it sets one.
+    pub fn rate(&self) -> Option<Rate> {
+        match self {
+            TrafficSpec::Flow(t) => t.rate,
+            TrafficSpec::Permutation(t) => t.rate,
+            TrafficSpec::Incast(t) => t.rate,
+            TrafficSpec::AllToAll(t) => t.rate,
+            TrafficSpec::UniformRandom(t) => t.rate,
+            TrafficSpec::RacksToRacks(t) => t.rate,
+            TrafficSpec::DoubleBinaryTree(t) => t.rate,
+        }
+    }
+}
+
 /// One flow: an RDMA WRITE of `bytes` from `src` to `dst`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
