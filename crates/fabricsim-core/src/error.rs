@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::units::Rate;
+use crate::units::{Rate, Time};
 
 /// A scenario that cannot be simulated as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +87,21 @@ pub fn link_rate(field: impl Into<String>, rate: Rate) -> Result<(), ScenarioErr
             format!(
                 "{rate}: below {}, a tenth of the slowest Ethernet (10BASE-T); is a unit missing?",
                 Rate::SLOWEST_LINK
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a link (`field`) whose propagation delay is longer than
+/// `Time::LONGEST_LINK`.
+pub fn link_delay(field: impl Into<String>, delay: Time) -> Result<(), ScenarioError> {
+    if delay > Time::LONGEST_LINK {
+        return invalid(
+            field,
+            format!(
+                "{delay}: longer than {}, the delay of 200km of fibre; no data-centre link is that long",
+                Time::LONGEST_LINK
             ),
         );
     }

@@ -38,6 +38,12 @@ impl Time {
     pub const ZERO: Time = Time(0);
     /// Later than anything can happen: time arithmetic saturates here.
     pub const MAX: Time = Time(u64::MAX);
+    /// The longest propagation delay a link may have, 1 ms: 200 km of
+    /// fibre at 5 ns/m, past the reach of the metro interconnects (up to
+    /// about 100 km) that join the buildings of one training cluster. A
+    /// longer one is a unit slip, and outlasts the transports' timers: a
+    /// link of 1 s ran to "completed" with every flow timed out.
+    pub const LONGEST_LINK: Time = Time::from_ms(1);
     /// The longest time a scenario may write, 2^62 ps (about 53 days):
     /// a quarter of the clock's range, so sums of a few such times stay
     /// exact, and further sums saturate at `MAX`, past every run's end.

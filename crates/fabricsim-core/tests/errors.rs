@@ -773,3 +773,24 @@ fn a_run_that_would_send_nothing_is_refused_but_its_topology_checks() {
     let computing = with_job(json!({"name": "j", "ranks": 2, "phases": [{"name": "c", "compute": "1us"}]}));
     Model::build(Scenario::from_json(&computing.to_string()).unwrap(), &mut Setup::default()).unwrap();
 }
+
+/// A link of 1 s ran to "completed" with every flow timed out: no link in
+/// a data centre is longer than 200 km of fibre (1 ms).
+#[test]
+fn a_link_longer_than_any_fibre_in_a_data_centre_is_refused() {
+    let explicit = json!({
+        "kind": "explicit",
+        "nodes": [{"name": "tor", "kind": "switch"}, {"name": "a", "kind": "nic"}, {"name": "b", "kind": "nic"}],
+        "links": [{"a": "a", "b": "tor", "rate": "100Gbps"}, {"a": "b", "b": "tor", "rate": "100Gbps", "delay": "1s"}],
+    });
+    let far = "longer than 1ms, the delay of 200km of fibre; no data-centre link is that long";
+    for (scenario, expected) in [
+        (with("topology.link_delay", json!("1s")), format!("topology.link_delay: 1s: {far}")),
+        (with("topology.link_delay", json!(["1us", "1001us"])), format!("topology.link_delay[1]: 1001us: {far}")),
+        (with("topology", explicit), format!("topology.links[1].delay: 1s: {far}")),
+    ] {
+        assert_eq!(error_of(scenario), expected);
+    }
+    let metro = with("topology.link_delay", json!(["1us", "1ms"]));
+    Simulation::new(Scenario::from_json(&metro.to_string()).unwrap()).unwrap();
+}

@@ -23,7 +23,7 @@ use serde::de::{self, IntoDeserializer};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Link, ModuleSpec, Node, NodeId, NodeRole, Topology};
-use crate::error::{invalid, link_rate, number, ScenarioError};
+use crate::error::{invalid, link_delay, link_rate, number, ScenarioError};
 use crate::units::{Rate, Time};
 
 /// Logical ports per switch accepted before we call a value a typo. Real
@@ -258,6 +258,9 @@ impl Plan {
         let natives = spec.native_port_rate.iter().flat_map(|n| n.written("topology.native_port_rate"));
         for (field, written) in spec.link_rate.written("topology.link_rate").into_iter().chain(natives) {
             link_rate(field, written)?;
+        }
+        for (field, written) in spec.link_delay.written("topology.link_delay") {
+            link_delay(field, written)?;
         }
         let delay = spec.link_delay.resolve(tiers, "topology.link_delay", LINK_LAYERS[tiers])?;
         let latency = spec.switch_latency.resolve(tiers, "topology.switch_latency", SWITCH_TIERS[tiers])?;

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Link, ModuleSpec, Node, NodeId, NodeRole, Topology};
-use crate::error::{invalid, link_rate, named, ScenarioError};
+use crate::error::{invalid, link_delay, link_rate, named, ScenarioError};
 use crate::units::{Rate, Time};
 
 /// Nodes and links listed one by one.
@@ -172,6 +172,7 @@ impl ExplicitSpec {
             };
             let (mut a, mut b) = (end(&spec.a, "a")?, end(&spec.b, "b")?);
             link_rate(format!("topology.links[{i}].rate"), spec.rate)?;
+            link_delay(format!("topology.links[{i}].delay"), spec.delay)?;
             if a == b {
                 return invalid(format!("topology.links[{i}]"), format!("'{}' is linked to itself", spec.a));
             }
