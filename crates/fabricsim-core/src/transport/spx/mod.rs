@@ -45,8 +45,8 @@ use crate::ids::QpId;
 use crate::net::{flag, Packet, PacketKind};
 use crate::units::{Bytes, Rate, Time, PS_PER_NS};
 
-use destination::{Destination, Shared};
 pub use destination::Destinations;
+use destination::{Destination, Shared};
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -104,8 +104,9 @@ pub struct SpxConfig {
     /// fixed timeouts, fast detection as the paper has it. At 2 a dead
     /// plane is found after 20 + 40 + 80 + 160 + 320 = 620us of silence.
     pub failure_backoff: f64,
-    /// The responder sends at most one CNP per plane per interval. Default
-    /// 4us, NVIDIA NICs' default (protocols.md s3.6).
+    /// The responder's NIC sends a source NIC at most one CNP per plane per
+    /// interval, whichever of the pair's QPs was marked. Default 4us,
+    /// NVIDIA NICs' default (protocols.md s3.6).
     pub cnp_interval: Time,
     /// A gap in the PSNs that outlasts this is a loss, not reordering: the
     /// responder NAKs the first missing PSN and the requester goes back to
@@ -119,7 +120,7 @@ pub struct SpxConfig {
     /// drain a 32MB switch buffer (the default) at 400G is 0.64ms. The
     /// paper gives no value.
     pub loss_timeout: Time,
-    /// Bytes a plane may have sent and not yet acknowledged: the paper's
+    /// Bytes a QP may have sent on a plane and not yet had acknowledged: the paper's
     /// "transmission windows" that absorb bursts (s4.2) before congestion
     /// control has reacted. Unset: one plane's line rate over 20us, twice
     /// the bandwidth-delay product of a two-tier fabric's 10us round trip
