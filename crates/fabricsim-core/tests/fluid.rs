@@ -1538,3 +1538,24 @@ fn a_scenario_runs_in_the_model_its_mode_names() {
     assert!(matches!(model, Model::Flow(_)));
     assert_eq!(model.run(&mut |_| true).summary["mode"], json!("flow"));
 }
+
+/// nic0 writes to nic4, whose plane-1 port is dead from the start, a long
+/// flow from 0 and a short one on a QP of its own from 300us; the probes
+/// take 500us to find the plane. The NIC has probed toward nic4 since 0,
+/// so the late flow leaves the plane at 500us, as the packet model's
+/// shared contexts do; with `plane_contexts: qp` its QP probes for itself
+/// and sprays into the dead plane until 800us.
+#[test]
+fn a_qp_joins_the_probing_its_nic_runs_toward_the_same_destination() {
+    let late = |contexts: &str| {
+        let mut s = converging_in_500us(json!([{"kind": "nic_port_down", "at": "0us", "nic": 4, "port": 1}]));
+        s["transport"]["plane_contexts"] = json!(contexts);
+        s["traffic"] = json!([
+            {"kind": "flow", "src": 0, "dst": 4, "bytes": "64MB"},
+            {"kind": "flow", "src": 0, "dst": 4, "bytes": "1MB", "start": "300us"},
+        ]);
+        fcts(&run_flow(s))[1]
+    };
+    let (shared, own) = (late("destination"), late("qp"));
+    assert!(own - shared > 250e-6, "shared {shared}s, per QP {own}s");
+}
