@@ -54,10 +54,19 @@ pub fn variant<'de, D: Deserializer<'de>, T: DeserializeOwned>(fields: Value) ->
 }
 
 /// Implements `Deserialize` for an enum whose variants each hold one struct,
-/// selected by the `kind` field.
+/// selected by the `kind` field, and `kind()`, the kind a value was written as.
 #[macro_export]
 macro_rules! kind_tagged {
     ($enum:ident { $($kind:literal => $variant:ident),+ $(,)? }) => {
+        impl $enum {
+            /// Its `kind`, as a scenario writes it.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $($enum::$variant(_) => $kind,)+
+                }
+            }
+        }
+
         impl<'de> serde::Deserialize<'de> for $enum {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let (kind, fields) = $crate::tagged::split_kind(d, &[$($kind),+])?;

@@ -93,24 +93,6 @@ impl FaultSpec {
         }
     }
 
-    /// Its `kind`, as a scenario writes it.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            FaultSpec::LinkDown(_) => "link_down",
-            FaultSpec::LinkUp(_) => "link_up",
-            FaultSpec::LinkFlap(_) => "link_flap",
-            FaultSpec::SwitchDown(_) => "switch_down",
-            FaultSpec::SwitchUp(_) => "switch_up",
-            FaultSpec::NicPortDown(_) => "nic_port_down",
-            FaultSpec::NicPortUp(_) => "nic_port_up",
-            FaultSpec::LossRate(_) => "loss_rate",
-            FaultSpec::NicLoss(_) => "nic_loss",
-            FaultSpec::EvLoss(_) => "ev_loss",
-            FaultSpec::RandomFlaps(_) => "random_flaps",
-            FaultSpec::RandomLinksDown(_) => "random_links_down",
-        }
-    }
-
     /// Whether the seed draws the links it strikes.
     fn is_random(&self) -> bool {
         matches!(self, FaultSpec::RandomFlaps(_) | FaultSpec::RandomLinksDown(_))

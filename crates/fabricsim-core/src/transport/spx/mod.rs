@@ -580,8 +580,7 @@ impl Transport for SpxQp {
 
     fn next_packet(&mut self, port: usize, now: Time, out: &mut Vec<Action>) -> Option<Outgoing> {
         let lb = self.lb();
-        let dest = self.dest.clone();
-        let mut d = dest.borrow_mut();
+        let mut d = self.dest.borrow_mut();
         let context = d.planes.get(port)?;
         // (The NIC asks only once `paced_until` has passed.)
         if !context.usable(lb) || context.next_send > now {
