@@ -349,6 +349,22 @@ fn a_fault_that_finds_its_link_or_switch_as_it_would_leave_it_is_refused() {
              left it",
         ),
         (json!([switch("switch_up", "1us")]), "faults[0]: switch_up at 1us: switch 't1.p0.0' is up already then"),
+        // A random failure is not the schedule's to end, nor does it end
+        // the schedule's own failure.
+        (
+            json!([{"kind": "random_links_down", "at": "1us", "fraction": 1.0}, up("20us")]),
+            "faults[1]: link_up at 20us: link 't0.p0.0:2' is up already then, as the schedule has it from the start \
+             (a random failure is not the schedule's to end)",
+        ),
+        (
+            json!([
+                down("1us"),
+                {"kind": "random_flaps", "mtbf": "5us", "duration": "5us", "until": "100us"},
+                down("50us"),
+            ]),
+            "faults[2]: link_down at 50us: link 't0.p0.0:2' is down already then, as faults[0] (link_down at 1us) \
+             left it",
+        ),
     ] {
         let e = expanded(faults.clone()).expect_err(&faults.to_string());
         assert!(e.starts_with(expected) && e.ends_with(unchanged), "{faults}: {e}");
@@ -373,11 +389,11 @@ fn schedules_that_change_their_elements_each_time_are_accepted() {
         json!([down("10us", "both"), switch_down("20us", false)]),
         // A gray failure whose control plane then fails too.
         json!([switch_down("10us", true), switch_down("20us", false)]),
-        // Links the seed draws: every switch-to-switch link is down already.
+        // Links the seed draws hold them down apart from the schedule.
         json!([
             {"kind": "random_links_down", "at": "1us", "fraction": 1.0},
             down("10us", "both"),
-            {"kind": "link_up", "at": "20us", "port": "t0.p0.0:3"},
+            {"kind": "link_up", "at": "20us", "port": "t0.p0.0:2"},
         ]),
         json!([{"kind": "random_flaps", "mtbf": "5us", "duration": "5us", "until": "100us"}, flap("10us")]),
     ] {
@@ -393,4 +409,61 @@ fn schedules_that_change_their_elements_each_time_are_accepted() {
             .collect();
         assert_eq!(at_20, [true, true, false, false], "{faults}");
     }
+}
+
+/// The up state of `port` after each fault action, from the start.
+fn states_of(
+    port: fabricsim_core::topology::PortId,
+    actions: &[(fabricsim_core::units::Time, fabricsim_core::faults::FaultAction)],
+) -> Vec<(fabricsim_core::units::Time, bool, bool)> {
+    use fabricsim_core::faults::FaultAction;
+    (actions.iter())
+        .filter_map(|&(t, a)| match a {
+            FaultAction::PortUp { port: p, up, routed } if p == port => Some((t, up, routed)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_link_is_down_while_any_fault_holds_it_down() {
+    use fabricsim_core::topology::TopologySpec;
+    use fabricsim_core::units::Time;
+    let topo: TopologySpec = serde_json::from_value(topology()).unwrap();
+    let topo = topo.build().unwrap();
+    let port = fabricsim_core::faults::resolve_port(&topo, &topo.node_ports(), "t0.p0.0:2", "port").unwrap();
+    let flaps = json!({"kind": "random_flaps", "mtbf": "3us", "duration": "2us", "until": "200us"});
+    let (down, up) = (Time::from_us(50), Time::from_us(120));
+    // The schedule takes the link down over [50us, 120us) while random
+    // flaps come and go on it: none of their ends brings it back early,
+    // and the schedule's own repair waits for a flap still on.
+    let faults = json!([
+        flaps,
+        {"kind": "link_down", "at": "50us", "port": "t0.p0.0:2"},
+        {"kind": "link_up", "at": "120us", "port": "t0.p0.0:2"},
+    ]);
+    let actions = expanded(faults).unwrap();
+    for p in [port, port.peer()] {
+        let states = states_of(p, &actions);
+        let mut up_now = true;
+        for &(at, is_up, routed) in &states {
+            // Only changes are applied, and a routed failure told.
+            assert!(is_up != up_now || (routed && !is_up), "{p:?} at {at}: {states:?}");
+            up_now = is_up;
+            assert!(!(is_up && at >= down && at < up), "{p:?} back up at {at}, inside the scheduled failure");
+        }
+        assert!(states.iter().any(|&(at, is_up, _)| !is_up && at < down), "flaps before it: {states:?}");
+        // The scheduled failure is routed: the control plane hears of it at
+        // 50us even when a flap had the link down already, and of the repair.
+        let routed: Vec<_> = states.iter().filter(|s| s.2).map(|s| (s.0, s.1)).collect();
+        assert_eq!(routed.first(), Some(&(down, false)), "{states:?}");
+        assert!(routed.len() == 2 && routed[1].1 && routed[1].0 >= up, "{states:?}");
+    }
+    // Two random failures over one link: it comes back when both are over.
+    let faults = json!([
+        {"kind": "random_links_down", "at": "1us", "fraction": 1.0, "control_plane": false},
+        {"kind": "random_flaps", "mtbf": "3us", "duration": "2us", "until": "200us"},
+    ]);
+    let actions = expanded(faults).unwrap();
+    assert_eq!(states_of(port, &actions), [(Time::from_us(1), false, false)]);
 }

@@ -487,7 +487,56 @@ pub fn expand(
     // whichever flap is listed first.
     timed.sort_by_key(|&(t, action, _)| (t, !restores(action)));
     refuse_changes_of_nothing(specs, &timed)?;
-    Ok(timed.into_iter().map(|(t, action, _)| (t, action)).collect())
+    Ok(hold_while_any_fault_holds(specs, timed))
+}
+
+/// A port is down while any fault holds it down: the schedule the user
+/// wrote (its own changes never overlap, `refuse_changes_of_nothing`)
+/// or any random failure drawn over it. Without this, a random flap
+/// ending on a link the schedule had taken down would bring it back up
+/// early, and an explicit `link_up` would end a random failure. So each
+/// port keeps the schedule's state and a count of random failures on it,
+/// and only changes of the two together are applied. A routed failure
+/// that finds its port down already still tells the control plane (it
+/// would see the failure), and a port comes back routed when the control
+/// plane was told it went down.
+fn hold_while_any_fault_holds(specs: &[FaultSpec], timed: Vec<(Time, FaultAction, usize)>) -> Vec<(Time, FaultAction)> {
+    use std::collections::HashMap;
+    #[derive(Clone, Copy)]
+    struct Held {
+        scheduled_up: bool,
+        random_holds: u32,
+        /// The control plane was told of a failure and not yet of the repair.
+        told_down: bool,
+    }
+    let mut held: HashMap<PortId, Held> = HashMap::new();
+    let mut applied = Vec::with_capacity(timed.len());
+    for (at, action, i) in timed {
+        let FaultAction::PortUp { port, up, routed } = action else {
+            applied.push((at, action));
+            continue;
+        };
+        let state = held.entry(port).or_insert(Held { scheduled_up: true, random_holds: 0, told_down: false });
+        let was_up = state.scheduled_up && state.random_holds == 0;
+        match (specs[i].is_random(), up) {
+            (true, false) => state.random_holds += 1,
+            (true, true) => state.random_holds -= 1,
+            (false, _) => state.scheduled_up = up,
+        }
+        let is_up = state.scheduled_up && state.random_holds == 0;
+        let routed = if is_up != was_up {
+            routed || (is_up && state.told_down)
+        } else if routed && !up && !state.told_down {
+            true
+        } else {
+            continue;
+        };
+        if routed {
+            state.told_down = !is_up;
+        }
+        applied.push((at, FaultAction::PortUp { port, up: is_up, routed }));
+    }
+    applied
 }
 
 /// Whether `action` brings a port or a switch back up.
@@ -497,14 +546,15 @@ fn restores(action: FaultAction) -> bool {
 
 /// Refuses a scheduled fault that finds its element as it would leave it:
 /// a link brought up while it is up, a switch failed twice, a flap started
-/// while the link is down. The simulation sets states, it does not count
-/// failures, so the second of two overlapping failures would silently end
-/// with the first (or never begin). A change that finds only some of its
-/// directions already so is allowed (it changes the others), as is a
-/// gray switch failing for good. The random kinds are never refused, and
-/// nor is a fault that finds its element as a random one left it: their
-/// links are drawn by the seed, not written by the user. `timed` is the
-/// expanded schedule in the order it is applied, with each action's fault.
+/// while the link is down. A scheduled failure is the user's statement of
+/// the element's state, so two that overlap contradict each other (the
+/// second would end with the first, or never begin). A change that finds
+/// only some of its directions already so is allowed (it changes the
+/// others), as is a gray switch failing for good. The random kinds are
+/// neither refused nor counted: they hold links down apart from the
+/// schedule (`hold_while_any_fault_holds`), so a `link_up` never ends one.
+/// `timed` is the expanded schedule in the order it is applied, with each
+/// action's fault.
 fn refuse_changes_of_nothing(specs: &[FaultSpec], timed: &[(Time, FaultAction, usize)]) -> Result<(), ScenarioError> {
     use std::collections::HashMap;
     /// The fault that last set an element, and when.
@@ -513,9 +563,10 @@ fn refuse_changes_of_nothing(specs: &[FaultSpec], timed: &[(Time, FaultAction, u
     // every element starts up.
     let mut ports: HashMap<PortId, (bool, SetBy)> = HashMap::new();
     let mut switches: HashMap<NodeId, ((bool, bool), SetBy)> = HashMap::new();
-    for group in timed.chunk_by(|a, b| (a.0, a.2) == (b.0, b.2)) {
+    let scheduled = timed.iter().filter(|&&(_, _, i)| !specs[i].is_random()).copied().collect::<Vec<_>>();
+    for group in scheduled.chunk_by(|a, b| (a.0, a.2) == (b.0, b.2)) {
         let (at, _, i) = group[0];
-        let (mut changes, mut by_random, mut found) = (false, false, None);
+        let (mut changes, mut found) = (false, None);
         for &(_, action, _) in group {
             let (already, set_by) = match action {
                 FaultAction::PortUp { port, up, .. } => {
@@ -531,11 +582,10 @@ fn refuse_changes_of_nothing(specs: &[FaultSpec], timed: &[(Time, FaultAction, u
                 FaultAction::PortLoss { .. } | FaultAction::EvLoss { .. } => continue,
             };
             changes |= !already;
-            by_random |= set_by.is_some_and(|(k, _)| specs[k].is_random());
             found = found.or(Some(set_by));
         }
         let Some(set_by) = found else { continue };
-        if changes || specs[i].is_random() || by_random {
+        if changes {
             continue;
         }
         let spec = &specs[i];
@@ -543,6 +593,9 @@ fn refuse_changes_of_nothing(specs: &[FaultSpec], timed: &[(Time, FaultAction, u
         let state = if group.iter().any(|&(_, action, _)| restores(action)) { "up" } else { "down" };
         let left = match set_by {
             Some((k, t)) => format!("as faults[{k}] ({} at {t}) left it", specs[k].kind()),
+            None if specs.iter().any(FaultSpec::is_random) => {
+                "as the schedule has it from the start (a random failure is not the schedule's to end)".to_string()
+            }
             None => "as it is from the start".to_string(),
         };
         return invalid(
