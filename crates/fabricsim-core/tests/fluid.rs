@@ -1559,3 +1559,33 @@ fn a_qp_joins_the_probing_its_nic_runs_toward_the_same_destination() {
     let (shared, own) = (late("destination"), late("qp"));
     assert!(own - shared > 250e-6, "shared {shared}s, per QP {own}s");
 }
+
+/// A RoCE QP that addresses every packet (PRO's `ooo_window`, MP-RDMA's
+/// bitmap) carries a RETH in each: its flows take that much longer on
+/// the wire in both models (the flow model once charged the RETH only to
+/// the spraying transports).
+#[test]
+fn a_reth_in_every_packet_costs_both_models_alike() {
+    let fct = |flow: bool, addressed: Value| {
+        let mut scenario = line();
+        scenario["transport"] = json!({"kind": "rocev2", "qps": 1});
+        for (key, value) in addressed.as_object().unwrap() {
+            scenario["transport"][key] = value.clone();
+        }
+        scenario["traffic"] = json!([{"kind": "flow", "src": "gpu3", "dst": "gpu2", "bytes": "4MB"}]);
+        fcts(&if flow { run_flow(scenario) } else { run(scenario) })[0]
+    };
+    let packets = 4e6_f64 / 4096.0;
+    let reth_time = packets.ceil() * RETH as f64 * 8.0 / 100e9;
+    for addressed in
+        [json!({"ooo_window": true, "direct_placement": true}), json!({"mprdma_bitmap": 64, "direct_placement": true})]
+    {
+        for flow in [true, false] {
+            let extra = fct(flow, addressed.clone()) - fct(flow, json!({"direct_placement": true}));
+            assert!(
+                (extra / reth_time - 1.0).abs() < 0.05,
+                "{addressed}, flow model {flow}: {extra:e} s more, a RETH a packet is {reth_time:e} s"
+            );
+        }
+    }
+}

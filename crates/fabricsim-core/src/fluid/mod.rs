@@ -773,7 +773,7 @@ impl FluidSimulation {
         }
         let mtu = scenario.nic.mtu.0 as u32;
         let encap = if scenario.switch.forwarding == Forwarding::Srv6 { headers::SRV6_OUTER } else { 0 };
-        let addressed = scenario.transport.sprays();
+        let addressed = scenario.transport.addresses_every_packet();
         // A full packet mid-message carries the same headers whatever its verb.
         let full = DataHeaders::of(Verb::Write, false, false, addressed);
         let efficiency = mtu as f64 / (headers::data_wire(scenario.nic.ip, mtu, full.bytes()) + encap) as f64;
@@ -1947,7 +1947,7 @@ impl FluidSimulation {
     fn largest_packet(&self, bytes: u64, verb: Verb) -> LargestPacket {
         let mtu = self.scenario.nic.mtu.0;
         let payload = bytes.clamp(1, mtu) as u32;
-        let carried = DataHeaders::of(verb, true, bytes <= mtu, self.scenario.transport.sprays());
+        let carried = DataHeaders::of(verb, true, bytes <= mtu, self.scenario.transport.addresses_every_packet());
         LargestPacket { payload, wire: headers::data_wire(self.scenario.nic.ip, payload, carried.bytes()) }
     }
 

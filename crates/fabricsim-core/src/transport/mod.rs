@@ -593,6 +593,15 @@ impl TransportSpec {
         matches!(self, TransportSpec::Mrc(_) | TransportSpec::Spx(_))
     }
 
+    /// Whether every data packet of its QPs carries its RDMA address (see
+    /// `Transport::addresses_every_packet`).
+    pub fn addresses_every_packet(&self) -> bool {
+        match self {
+            TransportSpec::Rocev2(c) => c.addresses_every_packet(),
+            TransportSpec::Mrc(_) | TransportSpec::Spx(_) => true,
+        }
+    }
+
     /// How long a QP that makes no progress keeps trying before it fails:
     /// a job's (`job`, NCCL's timeout) or a flow's (perftest's).
     pub fn give_up_time(&self, job: bool) -> Time {

@@ -160,6 +160,13 @@ impl RoceConfig {
     /// The `rnr_retry` that never gives up (IBTA).
     pub const RNR_RETRY_FOREVER: u32 = 7;
 
+    /// Whether every data packet carries its RETH: PRO's NIC extends every
+    /// packet's so that it can be placed in any order
+    /// (pro-deterministic-lb.txt s5, Fig 6); so does MP-RDMA's.
+    pub fn addresses_every_packet(&self) -> bool {
+        self.ooo_window || self.mprdma_bitmap.is_some()
+    }
+
     /// The RNR NAK timer code of `rnr_timer` (IBTA Vol.1 Table 45): the
     /// shortest listed wait at least as long, 0 (655.36 ms) past the others.
     pub fn rnr_timer_code(&self) -> u8 {
@@ -791,10 +798,8 @@ impl Transport for RoceQp {
         false
     }
 
-    /// PRO's NIC extends every packet's RETH so that it can be placed in
-    /// any order (pro-deterministic-lb.txt s5, Fig 6); so does MP-RDMA's.
     fn addresses_every_packet(&self) -> bool {
-        self.cfg.ooo_window || self.cfg.mprdma_bitmap.is_some()
+        self.cfg.addresses_every_packet()
     }
 
     #[inline]
