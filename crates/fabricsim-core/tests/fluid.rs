@@ -240,6 +240,16 @@ fn what_the_flow_model_does_not_model_is_refused_by_name() {
     s["transport"]["plane_lb"] = json!("global_cc");
     let ignores = run_flow(s).summary["flow_mode_ignores"].to_string();
     assert!(ignores.contains("transport.plane_lb"), "{ignores}");
+    // Switches choosing their own way: spread as adaptive routing, and said.
+    for (forwarding, said) in [("drill", true), ("letflow", true), ("ar_tomahawk", true), ("conweave", true)]
+        .into_iter()
+        .chain([("adaptive", false), ("ecmp", false)])
+    {
+        let mut s = permutation(1);
+        s["switch"] = json!({"forwarding": forwarding});
+        let ignores = run_flow(s).summary["flow_mode_ignores"].to_string();
+        assert_eq!(ignores.contains(&format!("switch.forwarding: {forwarding}'s")), said, "{forwarding}: {ignores}");
+    }
 }
 
 /// A permutation over Spectrum-X whose nic0 loses its only port at once,
@@ -1587,5 +1597,47 @@ fn a_reth_in_every_packet_costs_both_models_alike() {
                 "{addressed}, flow model {flow}: {extra:e} s more, a RETH a packet is {reth_time:e} s"
             );
         }
+    }
+}
+
+/// What the packet model refuses of a scenario for its transport (NIC
+/// ports it cannot use, verbs it cannot carry), the flow model refuses
+/// with the same words: a scenario file is valid in both models or in
+/// neither (the flow model once ran an all-to-all sprayed over 5,652
+/// planes, slowly, and READs over MRC).
+#[test]
+fn both_models_refuse_what_their_transport_cannot_do_alike() {
+    let refusal = |mode: &str, planes: u32, transport: &Value, workload: &Value| {
+        let mut s = json!({
+            "mode": mode,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 4, "nics": 8, "planes": planes, "link_rate": "100Gbps"},
+            "switch": {"forwarding": "adaptive"},
+            "transport": transport,
+        });
+        for (key, value) in workload.as_object().unwrap() {
+            s[key] = value.clone();
+        }
+        let scenario = Scenario::from_json(&s.to_string()).expect("valid scenario");
+        let mut setup = Setup { available_memory: None, keep_going: None };
+        match Model::build(scenario, &mut setup) {
+            Ok(_) => panic!("{mode}, {planes} planes, {transport}, {workload}: built"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let all_to_all = json!({"traffic": [{"kind": "all_to_all", "bytes": "16KiB"}]});
+    let read = json!({"traffic": [{"kind": "flow", "src": 0, "dst": 5, "bytes": "64KiB", "op": "read"}]});
+    let send = json!({"jobs": [{"name": "j", "ranks": 4, "phases": [{"name": "p",
+        "collective": {"op": "all_gather", "bytes": "64KiB", "rdma_op": "send"}}]}]});
+    for (planes, transport, workload, field) in [
+        (9, json!({"kind": "spx"}), &all_to_all, "topology: nic0 has 9 ports"),
+        (9, json!({"kind": "mrc"}), &all_to_all, "topology: nic0 has 9 ports"),
+        (1, json!({"kind": "spx", "plane_lb": "global_cc"}), &all_to_all, "transport.plane_lb: global_cc"),
+        (2, json!({"kind": "mrc"}), &read, "traffic: flow 0: op: read needs"),
+        (1, json!({"kind": "rocev2", "direct_placement": true}), &read, "traffic: flow 0: op: read needs"),
+        (2, json!({"kind": "spx"}), &send, "jobs[0]: a collective's rdma_op: send needs"),
+    ] {
+        let packet = refusal("packet", planes, &transport, workload);
+        assert!(packet.starts_with(field), "{packet}");
+        assert_eq!(refusal("flow", planes, &transport, workload), packet);
     }
 }

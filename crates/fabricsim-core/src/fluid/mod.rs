@@ -628,6 +628,7 @@ impl FluidSimulation {
         check_memory(&scenario, &topo, setup)?;
         let seed = scenario.seed;
         let node_ports = topo.node_ports();
+        crate::sim::build::check_nic_ports(&scenario, &topo, &node_ports)?;
         if topo.nics().is_empty() {
             return invalid("topology", "it has no NICs: nothing could send");
         }
@@ -1387,7 +1388,7 @@ impl FluidSimulation {
     ) -> Route {
         let src_ports = self.routing.node_ports(src).to_vec();
         let probed = if nic { self.planes_toward(&src_ports, dst, since) } else { Vec::new() };
-        let probes_say = |p: &PortId| probed.iter().find(|(q, _)| q == p).map(|&(_, plane)| plane);
+        let probes_say = |k: usize| probed.get(k).copied().flatten();
         if unaware {
             self.make_unaware_routes();
         }
@@ -1406,16 +1407,17 @@ impl FluidSimulation {
             rate: &self.rate,
         };
         let first: Vec<(PortId, f64)> = if nic {
-            let usable: Vec<PortId> = (src_ports.iter().copied())
-                .filter(|p| fabric.nic_sees[p.0 as usize] && fabric.view.usable(*p))
-                .filter(|p| {
-                    let tor = fabric.routing.peer(*p);
-                    match probes_say(p) {
+            let usable: Vec<PortId> = (src_ports.iter().copied().enumerate())
+                .filter(|&(_, p)| fabric.nic_sees[p.0 as usize] && fabric.view.usable(p))
+                .filter(|&(k, p)| {
+                    let tor = fabric.routing.peer(p);
+                    match probes_say(k) {
                         Some(Plane::Found) => false,
                         Some(Plane::Unfound) => true,
                         None => tor == dst || fabric.routing.distance(tor, dst, fabric.view).is_some(),
                     }
                 })
+                .map(|(_, p)| p)
                 .collect();
             let total: u64 = usable.iter().map(|p| fabric.rate[p.0 as usize]).sum();
             usable.iter().map(|&p| (p, fabric.rate[p.0 as usize] as f64 / total as f64)).collect()
@@ -2227,6 +2229,19 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
             PlaneLb::Plb => {}
         }
     }
+    // Switches that choose among next hops spread a stream over them by
+    // the capacity left (`placement_of`), whatever their own way of
+    // choosing: said, as it is what the forwarding's name promises.
+    let own_choices = match s.switch.forwarding {
+        Forwarding::Drill => Some("switch.forwarding: drill's sampled queues (spread by remaining capacity)"),
+        Forwarding::Letflow => Some("switch.forwarding: letflow's flowlets (spread by remaining capacity)"),
+        Forwarding::ArTomahawk => Some("switch.forwarding: ar_tomahawk's port quality (spread by remaining capacity)"),
+        Forwarding::Conweave => {
+            Some("switch.forwarding: conweave's rerouting and reordering (spread by remaining capacity)")
+        }
+        Forwarding::Ecmp | Forwarding::Srv6 | Forwarding::Adaptive | Forwarding::PathId => None,
+    };
+    ignored.extend(own_choices);
     if s.switch.pfc.enabled {
         ignored.push("switch.pfc: PFC pauses (no queues in the flow model)");
     }

@@ -275,23 +275,25 @@ impl FluidSimulation {
     /// sender probing for the detection time itself: left out) and the
     /// ones it has not (`Unfound`: sprayed into, even where the routes no
     /// longer reach `dst`, as the NIC knows nothing of routes).
-    pub(super) fn planes_toward(&self, src_ports: &[PortId], dst: NodeId, since: Time) -> Vec<(PortId, Plane)> {
+    /// By position in `src_ports` (empty where no probes run): linear in
+    /// the ports, as a NIC may have many.
+    pub(super) fn planes_toward(&self, src_ports: &[PortId], dst: NodeId, since: Time) -> Vec<Option<Plane>> {
         let Some(probes) = self.probes.as_ref() else { return Vec::new() };
         let sender_found = since != IDLE && self.now() >= since + probes.detection;
-        let found = |p: PortId| probes.found_down.contains_key(&p.0);
         let plane = |p: PortId| probes.plane_of[self.routing.peer(p).0 as usize];
-        let dst_ports = self.routing.node_ports(dst);
-        (src_ports.iter().copied())
-            .filter_map(|p| {
-                let on_plane = || dst_ports.iter().copied().filter(move |&q| plane(q) == plane(p));
-                on_plane().next()?;
-                if on_plane().all(|q| sender_found && found(q)) {
-                    Some((p, Plane::Found))
-                } else if on_plane().all(|q| !self.view.usable(q)) {
-                    Some((p, Plane::Unfound))
-                } else {
-                    None
-                }
+        // Per plane of `dst`: whether its every link there is found down,
+        // and whether every one is unusable.
+        let mut toward: FastMap<u16, (bool, bool)> = FastMap::default();
+        for &q in self.routing.node_ports(dst) {
+            let (found, unusable) = toward.entry(plane(q)).or_insert((true, true));
+            *found &= sender_found && probes.found_down.contains_key(&q.0);
+            *unusable &= !self.view.usable(q);
+        }
+        (src_ports.iter())
+            .map(|&p| match toward.get(&plane(p)) {
+                Some(&(true, _)) => Some(Plane::Found),
+                Some(&(false, true)) => Some(Plane::Unfound),
+                _ => None,
             })
             .collect()
     }

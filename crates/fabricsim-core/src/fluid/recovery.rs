@@ -166,7 +166,7 @@ impl FluidSimulation {
                 let since = self.qp_probing_since(stream.qp);
                 // Its NIC goes back as it drops a plane: one its probes
                 // found dead, or its own port it sees down.
-                if self.planes_toward(ports, qp.dst, since).iter().any(|(_, plane)| *plane == Plane::Found)
+                if self.planes_toward(ports, qp.dst, since).contains(&Some(Plane::Found))
                     || ports.iter().any(|p| !self.nic_sees[p.0 as usize])
                 {
                     return now;

@@ -228,11 +228,17 @@ impl Routing {
         hops.clear();
         let Some(d) = self.distance(switch, dst, view) else { return };
         if d == 1 {
-            // The switch's ports into the NIC, found from the NIC's few
-            // ports (a switch's ports are numbered in order, as its list is).
-            let from_switch = |p: &&PortId| self.peer_node[p.0 as usize] == switch && view.usable(p.peer());
-            hops.extend(self.node_ports[dst.0 as usize].iter().filter(from_switch).map(|p| p.peer()));
-            hops.sort_unstable_by_key(|p| p.0);
+            // The switch's ports into the NIC, found from the shorter of
+            // the two lists of ports: a NIC has few, unless it has many
+            // planes, and a switch many.
+            let (nic_ports, ports) = (&self.node_ports[dst.0 as usize], &self.node_ports[switch.0 as usize]);
+            if nic_ports.len() <= ports.len() {
+                let from_switch = |p: &&PortId| self.peer_node[p.0 as usize] == switch && view.usable(p.peer());
+                hops.extend(nic_ports.iter().filter(from_switch).map(|p| p.peer()));
+                hops.sort_unstable_by_key(|p| p.0);
+            } else {
+                hops.extend(ports.iter().copied().filter(|&p| self.peer_node[p.0 as usize] == dst && view.usable(p)));
+            }
             return;
         }
         let c = self.searched.class_of[&dst.0];

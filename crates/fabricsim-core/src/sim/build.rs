@@ -97,31 +97,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         | Forwarding::Conweave => None,
         Forwarding::Srv6 => Some(Srv6::build(&topo, &node_ports, port_node)?),
     };
-    if scenario.transport.sprays() {
-        if let Some(nic) = topo.nics().into_iter().find(|n| node_ports[n.0 as usize].len() > MAX_PLANES) {
-            return invalid(
-                "topology",
-                format!(
-                    "{} has {} ports: a spraying transport names a NIC port (plane) in an EV's low 3 bits, so at \
-                     most {MAX_PLANES}",
-                    topo.name(nic),
-                    node_ports[nic.0 as usize].len()
-                ),
-            );
-        }
-    }
-    if let TransportSpec::Spx(c) = &scenario.transport {
-        let planes = topo.nics().iter().map(|n| node_ports[n.0 as usize].len()).max().unwrap_or(0);
-        if c.plane_lb != PlaneLb::Plb && planes < 2 {
-            return invalid(
-                "transport.plane_lb",
-                format!(
-                    "{}: a way of spreading over planes, and no NIC here has more than one port",
-                    c.plane_lb.name()
-                ),
-            );
-        }
-    }
+    check_nic_ports(scenario, &topo, &node_ports)?;
     if !setup.goes_on() {
         return Ok(None);
     }
@@ -129,16 +105,6 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         return invalid("topology", "it has no NICs: nothing could send");
     }
     let Some((flows, program)) = expand_workload(scenario, &topo, &node_ports, setup)? else { return Ok(None) };
-    for (f, spec) in flows.iter().enumerate() {
-        if matches!(spec.verb, Verb::Send | Verb::Read) && !scenario.transport.sends_and_reads() {
-            return invalid("traffic", format!("flow {f}: op: {} {SENDS_NEED}", spec.verb.name()));
-        }
-    }
-    let two_sided = |c: &&program::CollectiveRun| matches!(c.verb, Verb::Send | Verb::Read);
-    if let Some(run) = program.collectives.iter().find(two_sided).filter(|_| !scenario.transport.sends_and_reads()) {
-        let j = program.phases[run.phase].job.0;
-        return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: {} {SENDS_NEED}", run.verb.name()));
-    }
     let port = |text: &str, field: String| faults::resolve_port(&topo, &node_ports, text, &field);
     let faults = faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
     let telemetry = &scenario.telemetry;
@@ -231,6 +197,16 @@ pub(crate) fn expand_workload(
             return invalid(format!("jobs[{j}]"), format!("its ranks cannot all reach each other: {why}"));
         }
     }
+    if !scenario.transport.sends_and_reads() {
+        if let Some((f, spec)) = flows.iter().enumerate().find(|(_, spec)| matches!(spec.verb, Verb::Send | Verb::Read))
+        {
+            return invalid("traffic", format!("flow {f}: op: {} {SENDS_NEED}", spec.verb.name()));
+        }
+        if let Some(run) = program.collectives.iter().find(|c| matches!(c.verb, Verb::Send | Verb::Read)) {
+            let j = program.phases[run.phase].job.0;
+            return invalid(format!("jobs[{j}]"), format!("a collective's rdma_op: {} {SENDS_NEED}", run.verb.name()));
+        }
+    }
     Ok(Some((flows, program)))
 }
 
@@ -291,6 +267,42 @@ pub(crate) fn transfer_connections(
 pub(crate) struct Connections {
     pub transfer: Arena<TransferId, Option<ConnectionId>>,
     pub pipeline_hops: Vec<Vec<Option<ConnectionId>>>,
+}
+
+/// What the NICs' ports must be for the transport, in either model: a
+/// spraying transport names a port in an EV's low bits, and Spectrum-X's
+/// ways of spreading over planes need planes.
+pub(crate) fn check_nic_ports(
+    scenario: &Scenario,
+    topo: &Topology,
+    node_ports: &[Vec<PortId>],
+) -> Result<(), ScenarioError> {
+    if scenario.transport.sprays() {
+        if let Some(nic) = topo.nics().into_iter().find(|n| node_ports[n.0 as usize].len() > MAX_PLANES) {
+            return invalid(
+                "topology",
+                format!(
+                    "{} has {} ports: a spraying transport names a NIC port (plane) in an EV's low 3 bits, so at \
+                     most {MAX_PLANES}",
+                    topo.name(nic),
+                    node_ports[nic.0 as usize].len()
+                ),
+            );
+        }
+    }
+    if let TransportSpec::Spx(c) = &scenario.transport {
+        let planes = topo.nics().iter().map(|n| node_ports[n.0 as usize].len()).max().unwrap_or(0);
+        if c.plane_lb != PlaneLb::Plb && planes < 2 {
+            return invalid(
+                "transport.plane_lb",
+                format!(
+                    "{}: a way of spreading over planes, and no NIC here has more than one port",
+                    c.plane_lb.name()
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Refuses SHIFT where a host's backup rail would be the NIC itself: on a
