@@ -607,6 +607,8 @@ pub struct FluidSimulation {
     samples: report::Samples,
     telemetry_ports: Vec<PortId>,
     telemetry_hosts: Vec<NodeId>,
+    /// Each port's place among its node's ports (its name's number).
+    port_index: Vec<u32>,
     ignored: Vec<&'static str>,
 }
 
@@ -797,6 +799,12 @@ impl FluidSimulation {
         }
         let n_nodes = topo.nodes.len();
         let n_bundles = bundles.len();
+        let mut port_index = vec![0; n_ports];
+        for ports in &node_ports {
+            for (i, p) in ports.iter().enumerate() {
+                port_index[p.0 as usize] = i as u32;
+            }
+        }
         let mut sim = FluidSimulation {
             reactions: reactions_of(&scenario),
             routing: Routing::new(&topo, node_ports),
@@ -859,6 +867,7 @@ impl FluidSimulation {
             samples: report::Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
             telemetry_ports,
             telemetry_hosts,
+            port_index,
             ignored,
             bundles,
             topo,

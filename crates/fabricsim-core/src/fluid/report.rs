@@ -36,8 +36,7 @@ impl Samples {
 impl FluidSimulation {
     fn port_name(&self, port: PortId) -> String {
         let node = self.routing.peer(port.peer());
-        let index = self.routing.node_ports(node).iter().position(|&p| p == port).unwrap_or(0);
-        format!("{}:{index}", self.topo.name(node))
+        format!("{}:{}", self.topo.name(node), self.port_index[port.0 as usize])
     }
 
     /// Wire bytes port `p` has sent: its share of its bundle's payload,
@@ -322,14 +321,7 @@ impl FluidSimulation {
         let ids: Vec<PortId> = (0..self.alive.len() as u32).map(PortId).collect();
         let owner = |p: &PortId| self.routing.peer(p.peer());
         ports.push("node", Column::Text(ids.iter().map(|p| self.topo.name(owner(p))).collect()));
-        ports.push(
-            "port",
-            Column::Int(
-                ids.iter()
-                    .map(|&p| self.routing.node_ports(owner(&p)).iter().position(|&q| q == p).unwrap_or(0) as u64)
-                    .collect(),
-            ),
-        );
+        ports.push("port", Column::Int(ids.iter().map(|p| u64::from(self.port_index[p.0 as usize])).collect()));
         ports.push("peer", Column::Text(ids.iter().map(|&p| self.port_name(p.peer())).collect()));
         ports.push("rate_bps", Column::Int(ids.iter().map(|p| self.rate[p.0 as usize]).collect()));
         ports.push("tx_bytes", Column::Int(ids.iter().map(|&p| self.port_tx_bytes(p).round() as u64).collect()));

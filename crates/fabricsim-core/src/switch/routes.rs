@@ -226,13 +226,18 @@ impl Routes {
             let start = direct.len() as u32;
             for &port in &node_ports[nic] {
                 let sw = port_node(port.peer()).0 as usize;
-                if switch_slot[sw] == NO_ROUTE || direct[start as usize..].iter().any(|&(s, _)| s == switch_slot[sw]) {
+                if switch_slot[sw] == NO_ROUTE {
                     continue;
                 }
                 let entry = &mut table[switch_slot[sw] as usize * nics as usize + d];
-                direct.push((switch_slot[sw], *entry));
-                *entry = DIRECT;
+                // A switch with several links to the NIC is listed once.
+                if *entry != DIRECT {
+                    direct.push((switch_slot[sw], *entry));
+                    *entry = DIRECT;
+                }
             }
+            // By switch: a NIC of many planes has as many switches.
+            direct[start as usize..].sort_unstable_by_key(|&(s, _)| s);
             direct_range.push((start, direct.len() as u32));
         }
         let (columns, nic_column) = route_classes(&table, nics as usize, switches as usize);
@@ -320,7 +325,8 @@ impl Routes {
     /// The group of switch slot `s` toward NIC number `d`, attached to it.
     fn direct_group(&self, s: u32, d: usize) -> Option<usize> {
         let (start, end) = self.direct_range[d];
-        let &(_, group) = self.direct[start as usize..end as usize].iter().find(|&&(sw, _)| sw == s)?;
+        let attached = &self.direct[start as usize..end as usize];
+        let (_, group) = attached[attached.binary_search_by_key(&s, |&(sw, _)| sw).ok()?];
         (group != NO_ROUTE).then_some(group as usize)
     }
 
