@@ -528,7 +528,7 @@ impl Plan {
                 }
             }
         }
-        Topology { nodes, links, names: Vec::new() }
+        Topology { nodes, links, ..Topology::default() }
     }
 
     fn link(&self, layer: usize, a: NodeId, b: NodeId) -> Link {

@@ -212,7 +212,7 @@ impl ExplicitSpec {
             };
         }
 
-        Ok(Topology { nodes, links, names: self.nodes.iter().map(|n| n.name.clone()).collect() })
+        Ok(Topology { nodes, links, names: self.nodes.iter().map(|n| n.name.clone()).collect(), ..Topology::default() })
     }
 }
 

@@ -17,6 +17,8 @@ mod nic_ref;
 mod path_space;
 mod report;
 
+use std::collections::HashMap;
+
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -113,6 +115,9 @@ pub struct Topology {
     pub links: Vec<Link>,
     /// Node names given by an explicit topology; generated names otherwise.
     pub names: Vec<String>,
+    /// Every node by its name, made when a name is first looked up: a
+    /// scenario may name each of 100,000 NICs.
+    by_name: std::sync::OnceLock<HashMap<String, NodeId>>,
 }
 
 /// Which generator builds the topology, with its parameters.
@@ -241,7 +246,15 @@ impl Topology {
 
     /// Looks a node up by the name `name()` gives it.
     pub fn find(&self, name: &str) -> Option<NodeId> {
-        (0..self.nodes.len() as u32).map(NodeId).find(|&n| self.name(n) == name)
+        let by_name = self.by_name.get_or_init(|| {
+            let mut by_name = HashMap::with_capacity(self.nodes.len());
+            for n in (0..self.nodes.len() as u32).map(NodeId) {
+                // The first of two nodes of one name, as a search finds.
+                by_name.entry(self.name(n)).or_insert(n);
+            }
+            by_name
+        });
+        by_name.get(name).copied()
     }
 
     /// Counts for the topology calculator.

@@ -416,10 +416,12 @@ fn place(
                 return invalid(field, format!("{} NICs listed for {} ranks", list.len(), spec.ranks));
             }
             let mut out = Vec::with_capacity(want);
+            let mut listed = std::collections::HashSet::with_capacity(want);
             for (r, nic) in list.iter().enumerate() {
                 let id = nic.resolve(topo, nics, &format!("{field}.explicit[{r}]"))?;
-                let i = nics.iter().position(|&n| n == id).expect("a resolved NIC is in the list");
-                if !free[i] || out.contains(&i) {
+                // `nics` is in node order.
+                let i = nics.binary_search(&id).expect("a resolved NIC is in the list");
+                if !free[i] || !listed.insert(i) {
                     return invalid(format!("{field}.explicit[{r}]"), format!("{} is already taken", topo.name(id)));
                 }
                 out.push(i);
