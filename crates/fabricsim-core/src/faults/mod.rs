@@ -520,7 +520,7 @@ fn hold_while_any_fault_holds(specs: &[FaultSpec], timed: Vec<(Time, FaultAction
         let was_up = state.scheduled_up && state.random_holds == 0;
         match (specs[i].is_random(), up) {
             (true, false) => state.random_holds += 1,
-            (true, true) => state.random_holds -= 1,
+            (true, true) => state.random_holds = state.random_holds.saturating_sub(1),
             (false, _) => state.scheduled_up = up,
         }
         let is_up = state.scheduled_up && state.random_holds == 0;
