@@ -45,6 +45,7 @@ import itertools
 import json
 import math
 import shutil
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -160,7 +161,8 @@ def expand(scenario: Mapping[str, Any]) -> tuple[list[str], list[SweepPoint]]:
     fields = {name: field for axis in axes for name, field in zip(axis[0], axis[1], strict=True)}
     parameters = [name for axis in axes for name in axis[0]]
     if len(fields) != len(parameters):
-        twice = next(name for name in parameters if parameters.count(name) > 1)
+        counts = Counter(parameters)
+        twice = next(name for name in parameters if counts[name] > 1)
         raise ScenarioError(f"sweep: {twice}: a parameter is swept twice")
     for name, where in fields.items():
         if top_key(name) == SWEEP_KEY:
