@@ -60,10 +60,12 @@ fn rates_are_max_min_fair_to_the_byte() {
     for (got, want) in fcts(&out).iter().zip(expected) {
         assert!((got - want).abs() < 2e-12, "{got} vs {want}");
     }
-    // Sprayed by adaptive switches over the same single paths, to the same
-    // rates and every hop's latency, the last hop into the NIC included.
+    // Sprayed (PRO's orchestrated paths) over the same single paths, to the
+    // same rates and every hop's latency, the last hop into the NIC
+    // included. (Adaptive switches, which sprayed here before, have
+    // nothing to choose between on this fabric, and both models refuse them.)
     let mut sprayed = line();
-    sprayed["switch"] = json!({"forwarding": "adaptive"});
+    sprayed["nic"] = json!({"path_selection": "orchestrated"});
     for (got, want) in fcts(&run_flow(sprayed)).iter().zip(expected) {
         assert!((got - want).abs() < 2e-12, "sprayed: {got} vs {want}");
     }
@@ -1615,6 +1617,10 @@ fn both_models_refuse_what_their_transport_cannot_do_alike() {
             "transport": transport,
         });
         for (key, value) in workload.as_object().unwrap() {
+            if let Some((section, field)) = key.split_once('.') {
+                s[section][field] = value.clone();
+                continue;
+            }
             s[key] = value.clone();
         }
         let scenario = Scenario::from_json(&s.to_string()).expect("valid scenario");
@@ -1639,5 +1645,24 @@ fn both_models_refuse_what_their_transport_cannot_do_alike() {
         let packet = refusal("packet", planes, &transport, workload);
         assert!(packet.starts_with(field), "{packet}");
         assert_eq!(refusal("flow", planes, &transport, workload), packet);
+    }
+    // The switches' own choosers, checked on the packet model's routes.
+    let roce = json!({"kind": "rocev2"});
+    let with = |settings: Value| {
+        let mut w = all_to_all.clone();
+        for (key, value) in settings.as_object().unwrap() {
+            w[key] = value.clone();
+        }
+        w
+    };
+    let one_spine = json!({"topology.radix": 2, "topology.nics": 2,
+        "traffic": [{"kind": "flow", "src": 0, "dst": 1, "bytes": "1KiB"}]});
+    for (workload, field) in [
+        (with(json!({"switch.forwarding": "drill", "switch.drill": {"samples": 3}})), "switch.drill.samples: 3"),
+        (with(one_spine), "switch.forwarding: adaptive: no switch of this topology has two"),
+    ] {
+        let packet = refusal("packet", 1, &roce, &workload);
+        assert!(packet.starts_with(field), "{packet}");
+        assert_eq!(refusal("flow", 1, &roce, &workload), packet);
     }
 }

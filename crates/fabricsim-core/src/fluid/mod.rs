@@ -650,6 +650,7 @@ impl FluidSimulation {
         let telemetry = &scenario.telemetry;
         crate::error::once_each("telemetry.ports", &telemetry_ports, |i| format!("'{}'", telemetry.ports[i]))?;
         crate::error::once_each("telemetry.hosts", &telemetry_hosts, |i| topo.name(telemetry_hosts[i]))?;
+        check_choosers(&scenario, &topo, &node_ports)?;
 
         // QPs numbered as the packet model numbers them, so that each has
         // the same UDP source port: the flows' first, then one connection
@@ -2277,6 +2278,25 @@ fn count_independent_channels(runs: &mut [PipelineRun]) {
     for run in runs.iter_mut().filter(|r| is_ring(r)) {
         run.independent_channels = run.nics.iter().map(|&nic| on_nic[&(run.first_step, nic)]).max().unwrap_or(1);
     }
+}
+
+/// Refuses the switches' own way of choosing among next hops where it
+/// does not fit the fabric, as the packet model does, on a fabric whose
+/// route table is small enough to build for the question (a fraction of
+/// a second); a larger one is run as it is (the flow model spreads by
+/// remaining capacity whatever the switches' way of choosing).
+fn check_choosers(scenario: &Scenario, topo: &Topology, node_ports: &[Vec<PortId>]) -> Result<(), ScenarioError> {
+    const MOST_ENTRIES: u64 = 1 << 20;
+    let chooser = !matches!(scenario.switch.forwarding, Forwarding::Ecmp | Forwarding::Srv6);
+    if !chooser || crate::switch::Routes::table_entries(topo) > MOST_ENTRIES {
+        return Ok(());
+    }
+    let port_node = |p: PortId| {
+        let link = &topo.links[p.link().0 as usize];
+        [link.a, link.b][p.side() as usize]
+    };
+    let routes = crate::switch::Routes::compute(topo, node_ports, port_node, |_| true, |_| true, None);
+    crate::sim::build::check_choosers(scenario, topo, &routes)
 }
 
 /// Refuses a flow-model run that cannot fit, before anything grows with

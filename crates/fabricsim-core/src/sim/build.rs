@@ -305,6 +305,66 @@ pub(crate) fn check_nic_ports(
     Ok(())
 }
 
+/// Whether the switches' own way of choosing among next hops fits the
+/// routes of the fabric with every link up: something to choose between,
+/// DRILL's samples within a group, ConWeave's path choices per hop, PRO's
+/// PathIDs. Asked by either model where the packet model's tables fit.
+pub(crate) fn check_choosers(scenario: &Scenario, topo: &Topology, routes: &Routes) -> Result<(), ScenarioError> {
+    let forwarding = scenario.switch.forwarding;
+    let chooses = matches!(
+        forwarding,
+        Forwarding::Adaptive
+            | Forwarding::Drill
+            | Forwarding::Letflow
+            | Forwarding::PathId
+            | Forwarding::ArTomahawk
+            | Forwarding::Conweave
+    );
+    if chooses && routes.widest_group() < 2 {
+        let name = serde_json::to_value(forwarding).expect("a forwarding mode serializes");
+        return invalid(
+            "switch.forwarding",
+            format!(
+                "{}: no switch of this topology has two shortest-path next hops toward any NIC, so there is \
+                 nothing to choose between",
+                name.as_str().unwrap_or_default()
+            ),
+        );
+    }
+    let drill = &scenario.switch.drill;
+    if forwarding == Forwarding::Drill && drill.samples as usize > routes.widest_group() {
+        return invalid(
+            "switch.drill.samples",
+            format!(
+                "{}: more than the {} next hops of this topology's widest group; DRILL samples among a group",
+                drill.samples,
+                routes.widest_group()
+            ),
+        );
+    }
+    if forwarding == Forwarding::Conweave && routes.widest_group() > conweave::PATH_CHOICES {
+        return invalid(
+            "switch.forwarding",
+            format!(
+                "conweave: a switch of this topology has {} next hops toward a NIC; a ConWeave path names one of at \
+                 most {} per hop",
+                routes.widest_group(),
+                conweave::PATH_CHOICES
+            ),
+        );
+    }
+    if forwarding == Forwarding::PathId {
+        let switches = topo.nodes.iter().enumerate().filter_map(|(n, node)| match node.role {
+            NodeRole::Switch { tier, .. } => Some((NodeId(n as u32), tier)),
+            NodeRole::Nic { .. } => None,
+        });
+        if let Some(why) = path_id::misfit(routes, switches, &topo.nics()) {
+            return invalid("switch.forwarding", format!("path_id: {why}"));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses SHIFT where a host's backup rail would be the NIC itself: on a
 /// host of `count` NICs, when `offset` is a multiple of `count`. Checked
 /// when planning, so that `resolve` finds it before a run.
@@ -399,66 +459,17 @@ pub(super) fn build(
         return Ok(None);
     }
     let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
-    let chooses = matches!(
-        scenario.switch.forwarding,
-        Forwarding::Adaptive
-            | Forwarding::Drill
-            | Forwarding::Letflow
-            | Forwarding::PathId
-            | Forwarding::ArTomahawk
-            | Forwarding::Conweave
-    );
-    if chooses && routes.widest_group() < 2 {
-        let name = serde_json::to_value(scenario.switch.forwarding).expect("a forwarding mode serializes");
-        return invalid(
-            "switch.forwarding",
-            format!(
-                "{}: no switch of this topology has two shortest-path next hops toward any NIC, so there is \
-                 nothing to choose between",
-                name.as_str().unwrap_or_default()
-            ),
-        );
-    }
+    check_choosers(&scenario, &topo, &routes)?;
     let drill = &scenario.switch.drill;
-    if scenario.switch.forwarding == Forwarding::Drill && drill.samples as usize > routes.widest_group() {
-        return invalid(
-            "switch.drill.samples",
-            format!(
-                "{}: more than the {} next hops of this topology's widest group; DRILL samples among a group",
-                drill.samples,
-                routes.widest_group()
-            ),
-        );
-    }
     let balancer = match scenario.switch.forwarding {
         Forwarding::Adaptive => Balancer::Adaptive(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
         Forwarding::Drill => Balancer::Drill(Drill::new(drill, routes.group_count(), seed)),
         Forwarding::Letflow => Balancer::Letflow(Letflow::new(&scenario.switch.letflow, seed)),
-        Forwarding::Conweave => {
-            if routes.widest_group() > conweave::PATH_CHOICES {
-                return invalid(
-                    "switch.forwarding",
-                    format!(
-                        "conweave: a switch of this topology has {} next hops toward a NIC; a ConWeave path names \
-                         one of at most {} per hop",
-                        routes.widest_group(),
-                        conweave::PATH_CHOICES
-                    ),
-                );
-            }
-            Balancer::Conweave(Box::new(Conweave::new(&scenario.switch.conweave, seed)))
-        }
+        Forwarding::Conweave => Balancer::Conweave(Box::new(Conweave::new(&scenario.switch.conweave, seed))),
         Forwarding::ArTomahawk => {
             Balancer::ArTomahawk(TomahawkAr::new(&scenario.switch.tomahawk_ar, ports.len(), seed))
         }
         Forwarding::PathId => {
-            let switches = topo.nodes.iter().enumerate().filter_map(|(n, node)| match node.role {
-                NodeRole::Switch { tier, .. } => Some((NodeId(n as u32), tier)),
-                NodeRole::Nic { .. } => None,
-            });
-            if let Some(why) = path_id::misfit(&routes, switches, &topo.nics()) {
-                return invalid("switch.forwarding", format!("path_id: {why}"));
-            }
             let fallback = AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed);
             Balancer::PathId(Box::new(PathIdForwarding::new(routes.clone(), fallback)))
         }
