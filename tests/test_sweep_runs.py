@@ -106,6 +106,17 @@ def test_a_bad_point_is_named_before_anything_runs(tiny_scenario: dict[str, Any]
     assert not (tmp_path / "sw").exists()
 
 
+def test_a_point_whose_switches_cannot_choose_as_asked_is_named_before_anything_runs(
+    tiny_scenario: dict[str, Any], tmp_path: Path
+) -> None:
+    # DRILL's samples fit the routes or not: checked with the scenario, not once the point's run is built.
+    scenario = {**tiny_scenario, "switch": {"forwarding": "drill"}}
+    scenario = _with_sweep(scenario, {"parameter": "switch.drill.samples", "values": [1, 2, 9]})
+    with pytest.raises(ScenarioError, match=r"sweep point 3/3 \(switch.drill.samples=9\).*more than the 2 next hops"):
+        fabricsim.sweep(scenario, output=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
+
+
 @pytest.mark.parametrize(
     "sweep",
     [

@@ -10,9 +10,11 @@ fn error_of(scenario: Value) -> String {
     refused(scenario, true)
 }
 
-/// The error a scenario is refused with when built. Two checks still need
-/// what only the build computes (the routes, the connections' packets), so
-/// `resolve` passes them and the run fails: `found_by_check` false.
+/// The error a scenario is refused with when built. One check still needs
+/// what only the build computes (the connections' packets), so `resolve`
+/// passes it and the run fails: `found_by_check` false. (The routes'
+/// checks were another until 2026-11-29: a sweep wrote its points up to
+/// the one a check refused.)
 fn build_error_of(scenario: Value) -> String {
     refused(scenario, false)
 }
@@ -522,7 +524,7 @@ fn adaptive_routing_needs_a_choice_of_paths_and_sane_bands() {
         "links": [{"a": "a", "b": "s", "rate": "100Gbps"}, {"a": "b", "b": "s", "rate": "100Gbps"}]});
     s["traffic"] = json!([{"kind": "flow", "src": "a", "dst": "b", "bytes": "1MB"}]);
     s["switch"] = json!({"forwarding": "adaptive"});
-    let e = build_error_of(s);
+    let e = error_of(s);
     assert!(e.starts_with("switch.forwarding: adaptive") && e.contains("nothing to choose"), "{e}");
     for (adaptive, field, quoted) in [
         (json!({"bands": ["40KB", "20KB"]}), "switch.adaptive.bands", "20KB"),

@@ -2287,8 +2287,8 @@ fn count_independent_channels(runs: &mut [PipelineRun]) {
 /// remaining capacity whatever the switches' way of choosing).
 fn check_choosers(scenario: &Scenario, topo: &Topology, node_ports: &[Vec<PortId>]) -> Result<(), ScenarioError> {
     const MOST_ENTRIES: u64 = 1 << 20;
-    let chooser = !matches!(scenario.switch.forwarding, Forwarding::Ecmp | Forwarding::Srv6);
-    if !chooser || crate::switch::Routes::table_entries(topo) > MOST_ENTRIES {
+    let chooses = crate::sim::build::chooses(scenario.switch.forwarding);
+    if !chooses || crate::switch::Routes::table_entries(topo) > MOST_ENTRIES {
         return Ok(());
     }
     let port_node = |p: PortId| {

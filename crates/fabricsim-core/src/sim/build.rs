@@ -51,6 +51,9 @@ pub(super) struct Plan {
     denied_links: Vec<bool>,
     /// The memory the fabric and the workload will take (`footprint`).
     footprint: footprint::Footprint,
+    /// The routes with every link up, made when planning where switches
+    /// choose among next hops (their fit is checked then).
+    routes: Option<Routes>,
 }
 
 /// Plans `scenario`; `Ok(None)` when `setup`'s hook stopped it between
@@ -147,6 +150,16 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         denied_links.resize(topo.links.len(), false);
         denied_links[denied.link().0 as usize] = true;
     }
+    let routes = if chooses(scenario.switch.forwarding) {
+        if !setup.goes_on() {
+            return Ok(None);
+        }
+        let routes = Routes::compute(&topo, &node_ports, port_node, |_| true, |_| true, None);
+        check_choosers(scenario, &topo, &routes)?;
+        Some(routes)
+    } else {
+        None
+    };
     Ok(Some(Plan {
         topo,
         node_ports,
@@ -160,6 +173,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         captured,
         denied_links,
         footprint: whole,
+        routes,
     }))
 }
 
@@ -305,22 +319,27 @@ pub(crate) fn check_nic_ports(
     Ok(())
 }
 
+/// Whether switches forwarding so choose among equal-cost next hops by
+/// their own rule (ECMP hashes, SRv6 follows the packet's path).
+pub(crate) fn chooses(forwarding: Forwarding) -> bool {
+    match forwarding {
+        Forwarding::Adaptive
+        | Forwarding::Drill
+        | Forwarding::Letflow
+        | Forwarding::PathId
+        | Forwarding::ArTomahawk
+        | Forwarding::Conweave => true,
+        Forwarding::Ecmp | Forwarding::Srv6 => false,
+    }
+}
+
 /// Whether the switches' own way of choosing among next hops fits the
 /// routes of the fabric with every link up: something to choose between,
 /// DRILL's samples within a group, ConWeave's path choices per hop, PRO's
 /// PathIDs. Asked by either model where the packet model's tables fit.
 pub(crate) fn check_choosers(scenario: &Scenario, topo: &Topology, routes: &Routes) -> Result<(), ScenarioError> {
     let forwarding = scenario.switch.forwarding;
-    let chooses = matches!(
-        forwarding,
-        Forwarding::Adaptive
-            | Forwarding::Drill
-            | Forwarding::Letflow
-            | Forwarding::PathId
-            | Forwarding::ArTomahawk
-            | Forwarding::Conweave
-    );
-    if chooses && routes.widest_group() < 2 {
+    if chooses(forwarding) && routes.widest_group() < 2 {
         let name = serde_json::to_value(forwarding).expect("a forwarding mode serializes");
         return invalid(
             "switch.forwarding",
@@ -414,6 +433,7 @@ pub(super) fn build(
         histogram_ports,
         denied_links,
         footprint,
+        routes,
         ..
     } = plan;
     let (flow_specs, captured) = (plan.flows, plan.captured);
@@ -458,8 +478,8 @@ pub(super) fn build(
     if !setup.goes_on() {
         return Ok(None);
     }
-    let routes = Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None);
-    check_choosers(&scenario, &topo, &routes)?;
+    let routes = routes
+        .unwrap_or_else(|| Routes::compute(&topo, &node_ports, |p| ports[p.0 as usize].node, |_| true, |_| true, None));
     let drill = &scenario.switch.drill;
     let balancer = match scenario.switch.forwarding {
         Forwarding::Adaptive => Balancer::Adaptive(AdaptiveRouting::new(&scenario.switch.adaptive, ports.len(), seed)),
