@@ -117,6 +117,14 @@ def test_a_point_whose_switches_cannot_choose_as_asked_is_named_before_anything_
     assert not (tmp_path / "sw").exists()
 
 
+def test_a_point_past_a_qps_psns_is_named_before_anything_runs(tiny_scenario: dict[str, Any], tmp_path: Path) -> None:
+    # 2^50 B on one QP is 2^38 packets: more than its 2^31 PSNs, counted with the scenario, not at its run.
+    scenario = _with_sweep(tiny_scenario, {"parameter": BYTES, "values": ["1KiB", "1048576GiB"]})
+    with pytest.raises(ScenarioError, match=r"sweep point 2/2 \(traffic.0.bytes=1048576GiB\).*2\^31 PSNs"):
+        fabricsim.sweep(scenario, output=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
+
+
 @pytest.mark.parametrize(
     "sweep",
     [

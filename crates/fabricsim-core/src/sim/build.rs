@@ -150,6 +150,9 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         denied_links.resize(topo.links.len(), false);
         denied_links[denied.link().0 as usize] = true;
     }
+    if check_psn_space(&flows, &program, &topo, setup, scenario.nic.mtu.0)?.is_none() {
+        return Ok(None);
+    }
     let routes = if chooses(scenario.switch.forwarding) {
         if !setup.goes_on() {
             return Ok(None);
@@ -567,7 +570,6 @@ pub(super) fn build(
     };
     let orchestrator = (scenario.nic.path_selection == PathSelection::Orchestrated)
         .then(|| orchestrate(&links.qps, &ports, &routes, &topo, &scenario.nic, seed));
-    check_psn_space(&links.connections, &flows, &program, &transfer_conn, u64::from(mtu))?;
     let jobs = Jobs::new(program, transfer_conn, topo.nodes.len(), links.connections.len());
 
     let capture =
@@ -776,36 +778,44 @@ fn orchestrate(
 
 /// A QP numbers its packets with 31-bit PSNs over its whole life (a
 /// connection of a job carries every iteration): refuses a workload that
-/// would post more on one QP, rather than let the numbers wrap.
+/// would post more on one QP, rather than let the numbers wrap. Counted
+/// when planning, over the connections the build will open (a flow's own,
+/// then `transfer_connections`'), so that a check finds it before any run.
+/// `None` when `setup`'s hook stopped it.
 fn check_psn_space(
-    connections: &Arena<ConnectionId, Connection>,
-    flows: &Arena<FlowId, Flow>,
+    flows: &[FlowSpec],
     program: &Program,
-    transfer_conn: &Arena<TransferId, Option<ConnectionId>>,
+    topo: &Topology,
+    setup: &mut Setup<'_>,
     mtu: u64,
-) -> Result<(), ScenarioError> {
+) -> Result<Option<()>, ScenarioError> {
     const PSNS: u64 = 1 << 31;
-    let mut packets = vec![0u64; connections.len()];
-    let per_qp = |conn: ConnectionId, bytes: u64| bytes.div_ceil(connections[conn].qps.len() as u64).div_ceil(mtu) + 1;
-    for flow in flows.iter() {
-        packets[flow.conn.0 as usize] += per_qp(flow.conn, flow.bytes);
-    }
-    for (t, conn) in transfer_conn.enumerate() {
+    // QPs per connection: the flows' first, by flow.
+    let mut qps: Vec<u32> = flows.iter().map(|f| f.qps).collect();
+    let connect = |_, _, count, _| {
+        qps.push(count);
+        ConnectionId(qps.len() as u32 - 1)
+    };
+    let Some(opened) = transfer_connections(program, topo, setup, connect) else { return Ok(None) };
+    let per_qp = |conn: usize, bytes: u64| bytes.div_ceil(u64::from(qps[conn].max(1))).div_ceil(mtu) + 1;
+    let mut packets: Vec<u64> = flows.iter().enumerate().map(|(f, flow)| per_qp(f, flow.bytes)).collect();
+    packets.resize(qps.len(), 0);
+    for (t, conn) in opened.transfer.enumerate() {
         if let Some(conn) = *conn {
             let total = &mut packets[conn.0 as usize];
-            *total = total.saturating_add(per_qp(conn, program.transfers[t].bytes));
+            *total = total.saturating_add(per_qp(conn.0 as usize, program.transfers[t].bytes));
         }
     }
     match packets.iter().position(|&p| p > PSNS) {
         Some(c) => invalid(
-            if flows.iter().any(|f| f.conn.0 as usize == c) { "traffic" } else { "jobs" },
+            if c < flows.len() { "traffic" } else { "jobs" },
             format!(
                 "a connection would post {} packets on each of its QPs over the run, more than the 2^31 PSNs a QP \
                  numbers; use more QPs, a larger nic.mtu, or fewer iterations",
                 packets[c]
             ),
         ),
-        None => Ok(()),
+        None => Ok(Some(())),
     }
 }
 
