@@ -336,18 +336,26 @@ impl SpxQp {
     /// lost on it and is sent again; after a failure or a return, the
     /// planes it may use changed, and it asks the NIC for its ports again.
     fn catch_up(&mut self, out: &mut Vec<Action>) {
+        if self.take_news() {
+            out.push(Action::Ready);
+        }
+    }
+
+    /// Takes in the planes' failures and returns since it last looked,
+    /// going back after a failure; whether there were any.
+    fn take_news(&mut self) -> bool {
         let (failures, changes) = {
             let d = self.dest.borrow();
             (d.failures, d.changes)
         };
         if changes == self.seen_changes {
-            return;
+            return false;
         }
         if failures != self.seen_failures {
             self.go_back();
         }
         (self.seen_failures, self.seen_changes) = (failures, changes);
-        out.push(Action::Ready);
+        true
     }
 
     /// Resends everything unacknowledged; the windows start over.
@@ -725,14 +733,10 @@ impl Transport for SpxQp {
             // The PLB sees its own port go down and moves at once.
             self.plane_failovers += 1;
         }
+        drop(d);
         // Every QP of the NIC is told, and made ready after: each goes back
         // (a failure) and takes its ports again without waiting.
-        let (failures, changes) = (d.failures, d.changes);
-        drop(d);
-        if failures != self.seen_failures {
-            self.go_back();
-        }
-        (self.seen_failures, self.seen_changes) = (failures, changes);
+        self.take_news();
     }
 
     fn message_bytes(&self, psn: u32) -> u64 {
