@@ -502,7 +502,6 @@ pub fn expand(
 /// plane was told it went down.
 fn hold_while_any_fault_holds(specs: &[FaultSpec], timed: Vec<(Time, FaultAction, usize)>) -> Vec<(Time, FaultAction)> {
     use std::collections::HashMap;
-    #[derive(Clone, Copy)]
     struct Held {
         scheduled_up: bool,
         random_holds: u32,
