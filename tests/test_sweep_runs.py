@@ -125,6 +125,17 @@ def test_a_point_past_a_qps_psns_is_named_before_anything_runs(tiny_scenario: di
     assert not (tmp_path / "sw").exists()
 
 
+def test_a_point_whose_imbalance_group_has_no_ports_is_named_before_anything_runs(
+    tiny_scenario: dict[str, Any], tmp_path: Path
+) -> None:
+    # The two-tier Clos's spines (tier 1) have nothing above them: found with the scenario, not at its run.
+    scenario = {**tiny_scenario, "telemetry": {"imbalance": {"groups": [{"tier": 0, "facing": "up"}]}}}
+    scenario = _with_sweep(scenario, {"parameter": "telemetry.imbalance.groups.0.tier", "values": [0, 1]})
+    with pytest.raises(ScenarioError, match=r"sweep point 2/2 .*no switch of tier 1 has ports facing up"):
+        fabricsim.sweep(scenario, output=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
+
+
 @pytest.mark.parametrize(
     "sweep",
     [

@@ -54,6 +54,8 @@ pub(super) struct Plan {
     /// The routes with every link up, made when planning where switches
     /// choose among next hops (their fit is checked then).
     routes: Option<Routes>,
+    /// The port groups of imbalance telemetry, when it is on.
+    imbalance_groups: Option<Vec<PortGroup>>,
 }
 
 /// Plans `scenario`; `Ok(None)` when `setup`'s hook stopped it between
@@ -150,6 +152,8 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         denied_links.resize(topo.links.len(), false);
         denied_links[denied.link().0 as usize] = true;
     }
+    let imbalance_groups =
+        (telemetry.imbalance.as_ref()).map(|cfg| imbalance_groups(cfg, &topo, &node_ports, port_node)).transpose()?;
     if check_psn_space(&flows, &program, &topo, setup, scenario.nic.mtu.0)?.is_none() {
         return Ok(None);
     }
@@ -177,6 +181,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
         denied_links,
         footprint: whole,
         routes,
+        imbalance_groups,
     }))
 }
 
@@ -437,6 +442,7 @@ pub(super) fn build(
         denied_links,
         footprint,
         routes,
+        imbalance_groups,
         ..
     } = plan;
     let (flow_specs, captured) = (plan.flows, plan.captured);
@@ -590,14 +596,13 @@ pub(super) fn build(
     if scenario.telemetry.sample_interval.is_some() {
         events.schedule(Time::ZERO, Event::Sample);
     }
-    let imbalance = match &scenario.telemetry.imbalance {
-        Some(cfg) => {
-            let groups = imbalance_groups(cfg, &topo, &ports, &node_ports)?;
+    let imbalance = match (&scenario.telemetry.imbalance, imbalance_groups) {
+        (Some(cfg), Some(groups)) => {
             events.schedule(cfg.queue_interval, Event::ImbalanceQueues);
             events.schedule(cfg.load_interval, Event::ImbalanceLoads);
             Some(Imbalance::new(groups, &ports))
         }
-        None => None,
+        _ => None,
     };
 
     let n_ports = ports.len();
@@ -705,8 +710,8 @@ pub(super) fn build(
 fn imbalance_groups(
     cfg: &ImbalanceConfig,
     topo: &Topology,
-    ports: &[Port],
     node_ports: &[Vec<PortId>],
+    port_node: impl Fn(PortId) -> NodeId,
 ) -> Result<Vec<PortGroup>, ScenarioError> {
     let tier_of = |n: NodeId| match topo.node(n).role {
         NodeRole::Switch { tier, .. } => Some(tier),
@@ -714,14 +719,11 @@ fn imbalance_groups(
     };
     let mut groups = Vec::new();
     for (i, g) in cfg.groups.iter().enumerate() {
-        let facing = |p: &PortId| {
-            let peer = ports[p.peer().0 as usize].node;
-            match (g.facing, tier_of(peer)) {
-                (Facing::Up, Some(t)) => t > g.tier,
-                (Facing::Down, Some(t)) => t < g.tier,
-                (Facing::Down, None) => true,
-                (Facing::Up, None) => false,
-            }
+        let facing = |p: &PortId| match (g.facing, tier_of(port_node(p.peer()))) {
+            (Facing::Up, Some(t)) => t > g.tier,
+            (Facing::Down, Some(t)) => t < g.tier,
+            (Facing::Down, None) => true,
+            (Facing::Up, None) => false,
         };
         let switches: Vec<Vec<PortId>> = (0..topo.nodes.len())
             .filter(|&n| tier_of(NodeId(n as u32)) == Some(g.tier))
