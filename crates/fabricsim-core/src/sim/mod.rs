@@ -412,9 +412,11 @@ impl Simulation {
     fn warm_up_next(&mut self) {
         match self.events.peek().copied() {
             Some(Event::Arrive(id)) => {
+                // An arrival reads the sender's `up` and the receiver's
+                // `node` and ingress account: both ports' second lines.
                 let port = PortId(self.pool.get(id).port);
-                prefetch(&self.ports[port.0 as usize]);
-                prefetch(&self.ports[port.peer().0 as usize]);
+                prefetch(&self.ports[port.0 as usize].up);
+                prefetch(&self.ports[port.peer().0 as usize].node);
             }
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
