@@ -738,18 +738,102 @@ def test_a_ray_address_nobody_answers_at_is_refused_before_anything_is_written(
     assert not (tmp_path / "out").exists()
 
 
-def test_a_ray_address_that_answers_and_the_special_forms_pass_the_check() -> None:
-    import socket
+class _Server:
+    """A local TCP server that greets each connection with `greeting` (bytes), or says nothing (None)."""
 
+    def __init__(self, greeting: bytes | None) -> None:
+        import socket
+        import threading
+
+        self.greeting = greeting
+        self.listening = socket.socket()
+        self.listening.bind(("127.0.0.1", 0))
+        self.listening.listen()
+        self.address = f"127.0.0.1:{self.listening.getsockname()[1]}"
+        self.accepted: list[Any] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listening.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+            if self.greeting is not None:
+                conn.sendall(self.greeting)
+
+    def __enter__(self) -> _Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.listening.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+# A gRPC server's first frame: HTTP/2 SETTINGS (type 0x4) on stream 0, here with one setting (6 bytes).
+_SETTINGS_FRAME = bytes([0, 0, 6, 0x4, 0, 0, 0, 0, 0]) + bytes([0, 3, 0, 0, 0, 100])
+
+
+def test_a_ray_address_that_answers_in_grpc_and_the_special_forms_pass_the_check() -> None:
     from fabricsim.batch import check_backend
 
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        check_backend(1, f"127.0.0.1:{listening.getsockname()[1]}")
+    with _Server(_SETTINGS_FRAME) as grpc:
+        check_backend(1, grpc.address)
+        check_backend(1, f"ray://{grpc.address}")
     # `auto` and `local` name no address to try.
     check_backend(1, "auto")
     check_backend(1, "local")
+
+
+@pytest.mark.parametrize(
+    ("greeting", "said"),
+    [
+        (b"SSH-2.0-OpenSSH_9.2\r\n", "it sent b'SSH-2.0-OpenSSH_9.2\\r\\n'"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", "it sent b'HTTP/1.1 400 Bad Request\\r"),
+        (bytes([0, 0, 0, 0x1, 0, 0, 0, 0, 1]), "it sent b'\\x00\\x00\\x00\\x01"),
+    ],
+    ids=["ssh", "http1", "http2-headers-first"],
+)
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_a_ray_address_that_answers_in_another_protocol_is_refused_before_anything_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, greeting: bytes, said: str
+) -> None:
+    # Ray took it for a cluster and retried for minutes, logging, having already made the output directories.
+    scenario_file = _write(tmp_path / "s.yaml", SWEEP_YAML if command == "run" else BASE_YAML)
+    extra = ["--designs", "roce"] if command == "compare" else []
+    with _Server(greeting) as other:
+        code, _, err = fabricsim_cli(
+            capsys, command, scenario_file, *extra, "--ray", other.address, "-o", tmp_path / "out"
+        )
+    assert code == 2
+    _one_error_line(err, f"--ray: {other.address} answers, but not as a Ray cluster: {said}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_ray_address_that_accepts_and_says_nothing_is_refused() -> None:
+    from fabricsim.batch import _not_ray
+
+    with _Server(None) as silent:
+        assert _not_ray(silent.address, timeout=0.2) == (
+            f"{silent.address} answers, but not as a Ray cluster: it sent nothing back within 0.2 s, where a Ray "
+            "head (gRPC) opens with HTTP/2 SETTINGS"
+        )
+
+
+def test_a_ray_clusters_own_address_passes_the_check() -> None:
+    try:
+        import ray
+    except ImportError:
+        pytest.skip("Ray is not installed: `pip install fabricsim[ray]` (CI installs it) to ask a real Ray head")
+    from fabricsim.batch import check_backend
+
+    ray.init(include_dashboard=False, log_to_driver=False, logging_level="error")
+    try:
+        check_backend(1, ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
 
 
 @pytest.mark.parametrize(

@@ -92,12 +92,12 @@ def run_batch(
     """
     check_backend(jobs, ray)
     notify = on_finished or (lambda index, how: None)
-    # Parents first: two runs creating one at once would race.
-    for parent in dict.fromkeys(task.directory.parent for task in tasks):
-        parent.mkdir(parents=True, exist_ok=True)
-    with _stop_on_signals() as stop:
-        if ray is not None:
-            ran_all = _on_ray(tasks, ray, notify, progress, stop)
+    with _stop_on_signals() as stop, _ray_session(ray) as cluster:
+        # Parents first, once a cluster to run on is joined: two runs creating one at once would race.
+        for parent in dict.fromkeys(task.directory.parent for task in tasks):
+            parent.mkdir(parents=True, exist_ok=True)
+        if cluster is not None:
+            ran_all = _on_backend(tasks, _Ray(cluster, progress is not None), notify, progress, stop)
         elif jobs == 1 or len(tasks) <= 1:
             ran_all = _in_process(tasks, notify, progress, stop)
         else:
@@ -118,10 +118,11 @@ def check_backend(jobs: int, ray: str | None) -> None:
         problem = _address_problem(ray)
         if problem:
             raise _core.ScenarioError(f"--ray: {ray!r}: {problem}; expected host:port, `auto` or `local`")
-        # Ray retries an address nobody answers at for minutes; refused here, before any output directory exists.
-        unreachable = _unreachable(ray)
-        if unreachable:
-            raise _core.ScenarioError(f"--ray: cannot reach {ray} ({unreachable})")
+        # Ray retries for minutes an address nobody answers at, or that answers in another protocol, logging as it
+        # goes; refused here, before any output directory exists.
+        problem = _not_ray(ray)
+        if problem:
+            raise _core.ScenarioError(f"--ray: {problem}")
 
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -147,18 +148,50 @@ def _address_problem(address: str) -> str | None:
     return None
 
 
-# How long a Ray address may take to accept a TCP connection before it counts as unreachable.
+# How long a Ray address may take to accept a TCP connection, and then to answer, before it counts as unreachable.
 RAY_CONNECT_TIMEOUT_S = 5.0
 
+# What opens an HTTP/2 connection (RFC 9113 s3.4): the client's preface, then its SETTINGS frame, here empty (a 9-byte
+# frame header: length 0, type 0x4, no flags, stream 0). A Ray head's GCS and its Ray Client server are gRPC servers,
+# which answer with a SETTINGS frame of their own.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 0x4, 0, 0, 0, 0, 0])
+_HTTP2_FRAME_HEADER = 9
+_HTTP2_SETTINGS = 0x4
 
-def _unreachable(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> str | None:
-    """Why nothing accepts a TCP connection at `address` (`[ray://]host:port`, already checked), or None."""
+
+def _not_ray(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> str | None:
+    """Why `address` (`[ray://]host:port`, already checked) is not a Ray cluster's, or None.
+
+    Asked as gRPC is: a connection, HTTP/2's preface, and the server's
+    SETTINGS frame back. No Ray call is made; Ray itself would retry such
+    an address for minutes.
+    """
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
-        with socket.create_connection((host.removeprefix("[").removesuffix("]"), int(port)), timeout=timeout):
-            return None
+        conn = socket.create_connection((host.removeprefix("[").removesuffix("]"), int(port)), timeout=timeout)
     except OSError as exc:  # refused, timed out, a name that does not resolve
-        return exc.strerror or str(exc) or type(exc).__name__
+        return f"cannot reach {address} ({exc.strerror or str(exc) or type(exc).__name__})"
+    with conn:
+        reply = _opening_frame(conn)
+    if len(reply) >= _HTTP2_FRAME_HEADER and reply[3] == _HTTP2_SETTINGS:
+        return None
+    said = f"it sent {reply[:32]!r}" if reply else f"it sent nothing back within {timeout:g} s"
+    return f"{address} answers, but not as a Ray cluster: {said}, where a Ray head (gRPC) opens with HTTP/2 SETTINGS"
+
+
+def _opening_frame(conn: socket.socket) -> bytes:
+    """What a server sends first after HTTP/2's preface, at least a frame header unless it closes or falls silent."""
+    reply = b""
+    try:
+        conn.sendall(_HTTP2_PREFACE)
+        while len(reply) < _HTTP2_FRAME_HEADER:
+            chunk = conn.recv(64)
+            if not chunk:
+                break
+            reply += chunk
+    except OSError:  # timed out or reset: what came before says what it is
+        pass
+    return reply
 
 
 def _run(
@@ -424,13 +457,12 @@ class _Ray:
         return _drain(self._queue)
 
 
-def _on_ray(
-    tasks: Sequence[Task],
-    address: str,
-    notify: Callable[[int, Finished], None],
-    progress: Progress | None,
-    stop: _Stop,
-) -> bool:
+@contextlib.contextmanager
+def _ray_session(address: str | None) -> Iterator[Any]:
+    """The `ray` module joined to the cluster at `address` (None: no Ray, and None given), left when done."""
+    if address is None:
+        yield None
+        return
     try:
         import ray
     except ImportError:
@@ -445,7 +477,7 @@ def _on_ray(
         except (ConnectionError, ValueError, RuntimeError) as e:
             raise _core.ScenarioError(f"--ray: {address}: cannot reach a Ray cluster there: {e}") from None
     try:
-        return _on_backend(tasks, _Ray(ray, progress is not None), notify, progress, stop)
+        yield ray
     finally:
         if started_here:
             ray.shutdown()
