@@ -136,6 +136,22 @@ def test_a_point_whose_imbalance_group_has_no_ports_is_named_before_anything_run
     assert not (tmp_path / "sw").exists()
 
 
+def test_a_point_whose_recording_cannot_fit_is_named_before_anything_runs(
+    tiny_scenario: dict[str, Any], tmp_path: Path
+) -> None:
+    # Sampling every 1 ns for 1 s is 10^9 rows: weighed with the scenario, not once the point's run is built.
+    scenario = {
+        **tiny_scenario,
+        "duration": "1s",
+        "limits": {"memory": "256MiB"},
+        "telemetry": {"sample_interval": "1ms", "hosts": ["nic0"]},
+    }
+    scenario = _with_sweep(scenario, {"parameter": "telemetry.sample_interval", "values": ["1ms", "1ns"]})
+    with pytest.raises(ScenarioError, match=r"sweep point 2/2 \(telemetry.sample_interval=1ns\).*time-series rows"):
+        fabricsim.sweep(scenario, output=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
+
+
 @pytest.mark.parametrize(
     "sweep",
     [

@@ -785,3 +785,41 @@ fn a_link_longer_than_any_fibre_in_a_data_centre_is_refused() {
     let metro = with("topology.link_delay", json!(["1us", "1ms"]));
     Simulation::new(Scenario::from_json(&metro.to_string()).unwrap()).unwrap();
 }
+
+#[test]
+fn recording_that_cannot_fit_is_refused_when_checked_in_both_models() {
+    // Until 2026-11-29 only the build weighed what recording takes (it
+    // knows the run's ideal end): a sweep over `sample_interval` wrote its
+    // points up to the one that could not fit. A check now weighs it over
+    // the shortest run the scenario allows: its duration, else the latest
+    // start of its flows.
+    let limited = |extra: Value| {
+        let mut s = base();
+        s["limits"] = json!({"memory": "256MiB"});
+        for (key, value) in extra.as_object().expect("an object") {
+            s[key] = value.clone();
+        }
+        s
+    };
+    let sampled = json!({"duration": "1s", "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]}});
+    let started_late = json!({
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "64KiB", "start": "1s"}],
+        "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
+    });
+    let captured = json!({"telemetry": {"pcap": {"ports": ["nic0:0"], "max_packets": 1_000_000_000_000u64}}});
+    for (extra, part) in
+        [(sampled, "time-series rows"), (started_late, "time-series rows"), (captured, "captured packets")]
+    {
+        let e = error_of(limited(extra.clone()));
+        assert!(e.starts_with("scenario: needs about") && e.contains(part), "{e}");
+        let mut flow = limited(extra);
+        flow["mode"] = json!("flow");
+        flow["telemetry"].as_object_mut().expect("telemetry").remove("pcap");
+        if flow["telemetry"].as_object().is_some_and(|t| t.is_empty()) {
+            continue; // the flow model captures no packets
+        }
+        let s = Scenario::from_json(&flow.to_string()).expect("valid");
+        let checked = fabricsim_core::Model::check(&s, &mut Setup::default()).err().map(|e| e.to_string());
+        assert!(checked.as_ref().is_some_and(|e| e.contains(part)), "{checked:?}");
+    }
+}

@@ -894,7 +894,9 @@ impl FluidSimulation {
     /// built (nor routing it: what can be refused is refused before);
     /// false when `setup`'s hook stopped it.
     pub fn check_within(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<bool, ScenarioError> {
-        Ok(FluidSimulation::build(scenario.clone(), setup)?.is_some())
+        let Some(sim) = FluidSimulation::build(scenario.clone(), setup)? else { return Ok(false) };
+        sim.check_least_recording(setup)?;
+        Ok(true)
     }
 
     fn now(&self) -> Time {
@@ -2307,6 +2309,21 @@ fn check_memory(scenario: &Scenario, topo: &Topology, setup: &Setup<'_>) -> Resu
 }
 
 impl FluidSimulation {
+    /// `check_recording` before the ideal times are known: over the
+    /// expected length that the latest start of a flow or job gives at the
+    /// least (`footprint::of_least_recording`), so that a check refuses
+    /// what the run would.
+    fn check_least_recording(&self, setup: &Setup<'_>) -> Result<(), ScenarioError> {
+        use crate::sim::footprint;
+        let (budget, source) = setup.memory_budget(&self.scenario);
+        let starts = self.flows.iter().map(|f| f.spec.start);
+        let latest_start = crate::sim::build::latest_start(starts, &self.jobs.program);
+        let qps = self.qps.len() as u64;
+        let mut whole = footprint::of_flow_model(&self.scenario, &self.topo)?;
+        whole.parts.extend(footprint::of_least_recording(&self.scenario, latest_start, self.last_fault(), qps).parts);
+        whole.check(budget, source)
+    }
+
     /// Refuses a run whose time series would not fit over its expected
     /// length (as the packet model: twice the ideal end after the last
     /// fault), and bounds the rows of one that lasts longer: it stops

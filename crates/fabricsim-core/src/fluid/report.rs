@@ -275,18 +275,8 @@ impl FluidSimulation {
         flows.chain(jobs).max().unwrap_or(Time::ZERO)
     }
 
-    /// The scenario's duration, or its time limit (the packet model's
-    /// formula: 100 ideal completions, the last fault, twice the
-    /// transport's give-up time and 10 ms).
     pub(super) fn run_end(&self) -> Time {
-        if let Some(d) = self.scenario.duration {
-            return d;
-        }
-        let derived = self.ideal_end().times(100)
-            + self.last_fault()
-            + self.scenario.transport.longest_give_up_time().times(2)
-            + Time::from_ms(10);
-        self.scenario.limits.sim_time.unwrap_or(derived.min(Time::HORIZON))
+        self.scenario.run_end(self.ideal_end(), self.last_fault())
     }
 
     pub(super) fn report(&mut self, stop: StopReason) -> RunOutput {

@@ -191,6 +191,19 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// When a run of this scenario stops if nothing else ends it: its
+    /// duration, else its time limit (`limits.sim_time`, or 100 ideal
+    /// completions `ideal_end`, the last fault, twice the transport's
+    /// give-up time and 10 ms). Both models stop there.
+    pub fn run_end(&self, ideal_end: Time, last_fault: Time) -> Time {
+        if let Some(duration) = self.duration {
+            return duration;
+        }
+        let derived =
+            ideal_end.times(100) + last_fault + self.transport.longest_give_up_time().times(2) + Time::from_ms(10);
+        self.limits.sim_time.unwrap_or(derived.min(Time::HORIZON))
+    }
+
     /// The scenario with every default filled in, as JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a scenario serializes")

@@ -154,9 +154,13 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     }
     let imbalance_groups =
         (telemetry.imbalance.as_ref()).map(|cfg| imbalance_groups(cfg, &topo, &node_ports, port_node)).transpose()?;
-    if check_psn_space(&flows, &program, &topo, setup, scenario.nic.mtu.0)?.is_none() {
-        return Ok(None);
-    }
+    let Some(qps) = check_psn_space(&flows, &program, &topo, setup, scenario.nic.mtu.0)? else { return Ok(None) };
+    let mut with_recording = whole.clone();
+    let last_fault = faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
+    let recording =
+        footprint::of_least_recording(scenario, latest_start(flows.iter().map(|f| f.start), &program), last_fault, qps);
+    with_recording.parts.extend(recording.parts);
+    with_recording.check(budget, source)?;
     let routes = if chooses(scenario.switch.forwarding) {
         if !setup.goes_on() {
             return Ok(None);
@@ -783,14 +787,15 @@ fn orchestrate(
 /// would post more on one QP, rather than let the numbers wrap. Counted
 /// when planning, over the connections the build will open (a flow's own,
 /// then `transfer_connections`'), so that a check finds it before any run.
-/// `None` when `setup`'s hook stopped it.
+/// Returns the QPs of those connections; `None` when `setup`'s hook
+/// stopped it.
 fn check_psn_space(
     flows: &[FlowSpec],
     program: &Program,
     topo: &Topology,
     setup: &mut Setup<'_>,
     mtu: u64,
-) -> Result<Option<()>, ScenarioError> {
+) -> Result<Option<u64>, ScenarioError> {
     const PSNS: u64 = 1 << 31;
     // QPs per connection: the flows' first, by flow.
     let mut qps: Vec<u32> = flows.iter().map(|f| f.qps).collect();
@@ -817,8 +822,16 @@ fn check_psn_space(
                 packets[c]
             ),
         ),
-        None => Ok(Some(())),
+        None => Ok(Some(qps.iter().map(|&q| u64::from(q)).sum())),
     }
+}
+
+/// The latest start of a flow (of those starting at `flow_starts`) or of
+/// a job: a bound below the workload's ideal end, known before anything
+/// is built.
+pub(crate) fn latest_start(flow_starts: impl Iterator<Item = Time>, program: &Program) -> Time {
+    let jobs = program.jobs.ids().map(|j| program.jobs[j].start);
+    flow_starts.chain(jobs).max().unwrap_or(Time::ZERO)
 }
 
 /// Each QP's number at its requester and its responder: every NIC numbers
@@ -1079,14 +1092,7 @@ impl Simulation {
     /// `ideal_end` is when the workload ends on an ideal fabric.
     fn run_limits(&self, ideal_end: Time, last_fault: Time) -> RunLimits {
         let limits = &self.scenario.limits;
-        let derived = ideal_end.times(100)
-            + last_fault
-            + self.scenario.transport.longest_give_up_time().times(2)
-            + Time::from_ms(10);
-        let end = match self.scenario.duration {
-            Some(duration) => duration,
-            None => limits.sim_time.unwrap_or(derived.min(Time::HORIZON)),
-        };
+        let end = self.scenario.run_end(ideal_end, last_fault);
         let entities = self.ports.len() + self.qps.len() + self.flows.len() + self.jobs.program.transfers.len();
         let events_per_instant = limits.events_per_instant.unwrap_or(1_000_000 + 16 * entities as u64);
         RunLimits { end, events_per_instant, sample_rows: u64::MAX }

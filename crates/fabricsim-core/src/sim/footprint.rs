@@ -276,6 +276,17 @@ pub(crate) fn expected_end(scenario: &Scenario, ideal_end: Time, last_fault: Tim
     scenario.duration.unwrap_or((ideal_end + last_fault).times(2).min(end))
 }
 
+/// What recording takes at the least, known before a run is built: over
+/// its expected length with the latest start of a flow or job,
+/// `latest_start`, for its ideal end (which that start bounds below, and
+/// the expected length only grows with it), for at least `qps` QPs. What
+/// this refuses, the build would refuse too, so a check (a sweep's of
+/// every point) refuses it before anything runs.
+pub(crate) fn of_least_recording(scenario: &Scenario, latest_start: Time, last_fault: Time, qps: u64) -> Footprint {
+    let end = scenario.run_end(latest_start, last_fault);
+    of_recording(scenario, expected_end(scenario, latest_start, last_fault, end), qps)
+}
+
 /// What recording takes over a run that ends by `end`: samples and the
 /// capture.
 pub(crate) fn of_recording(scenario: &Scenario, end: Time, qps: u64) -> Footprint {
