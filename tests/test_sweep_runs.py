@@ -99,56 +99,40 @@ def test_malformed_grids_zips_and_seeds_are_named(tiny_scenario: dict[str, Any],
     assert MAX_POINTS == 10_000
 
 
-def test_a_bad_point_is_named_before_anything_runs(tiny_scenario: dict[str, Any], tmp_path: Path) -> None:
-    scenario = _with_sweep(tiny_scenario, {"grid": {BYTES: ["1KiB", "lots"]}})
-    with pytest.raises(ScenarioError, match=r"sweep point 2/2 \(traffic.0.bytes=lots\)"):
-        fabricsim.sweep(scenario, output=tmp_path / "sw")
-    assert not (tmp_path / "sw").exists()
-
-
-def test_a_point_whose_switches_cannot_choose_as_asked_is_named_before_anything_runs(
-    tiny_scenario: dict[str, Any], tmp_path: Path
+# Each point's scenario is checked whole before any runs: a bad value, and what only the run's build used to find
+# (the switches' choosers, a QP's PSNs, imbalance groups, the memory of recording), with the point it is named by.
+@pytest.mark.parametrize(
+    ("changes", "sweep", "error"),
+    [
+        ({}, {"grid": {BYTES: ["1KiB", "lots"]}}, r"sweep point 2/2 \(traffic.0.bytes=lots\)"),
+        # DRILL's samples fit the routes or not.
+        (
+            {"switch": {"forwarding": "drill"}},
+            {"parameter": "switch.drill.samples", "values": [1, 2, 9]},
+            r"sweep point 3/3 \(switch.drill.samples=9\).*more than the 2 next hops",
+        ),
+        # 2^50 B on one QP is 2^38 packets: more than its 2^31 PSNs.
+        ({}, {"parameter": BYTES, "values": ["1KiB", "1048576GiB"]}, r"sweep point 2/2 .*=1048576GiB\).*2\^31 PSNs"),
+        # The two-tier Clos's spines (tier 1) have nothing above them.
+        (
+            {"telemetry": {"imbalance": {"groups": [{"tier": 0, "facing": "up"}]}}},
+            {"parameter": "telemetry.imbalance.groups.0.tier", "values": [0, 1]},
+            r"sweep point 2/2 .*no switch of tier 1 has ports facing up",
+        ),
+        # Sampling every 1 ns for 1 s is 10^9 rows.
+        (
+            {"duration": "1s", "limits": {"memory": "256MiB"}, "telemetry": {"hosts": ["nic0"]}},
+            {"parameter": "telemetry.sample_interval", "values": ["1ms", "1ns"]},
+            r"sweep point 2/2 \(telemetry.sample_interval=1ns\).*time-series rows",
+        ),
+    ],
+    ids=["bad-value", "drill-samples", "psns", "imbalance-group", "recording"],
+)
+def test_a_bad_point_is_named_before_anything_runs(
+    tiny_scenario: dict[str, Any], tmp_path: Path, changes: dict[str, Any], sweep: dict[str, Any], error: str
 ) -> None:
-    # DRILL's samples fit the routes or not: checked with the scenario, not once the point's run is built.
-    scenario = {**tiny_scenario, "switch": {"forwarding": "drill"}}
-    scenario = _with_sweep(scenario, {"parameter": "switch.drill.samples", "values": [1, 2, 9]})
-    with pytest.raises(ScenarioError, match=r"sweep point 3/3 \(switch.drill.samples=9\).*more than the 2 next hops"):
-        fabricsim.sweep(scenario, output=tmp_path / "sw")
-    assert not (tmp_path / "sw").exists()
-
-
-def test_a_point_past_a_qps_psns_is_named_before_anything_runs(tiny_scenario: dict[str, Any], tmp_path: Path) -> None:
-    # 2^50 B on one QP is 2^38 packets: more than its 2^31 PSNs, counted with the scenario, not at its run.
-    scenario = _with_sweep(tiny_scenario, {"parameter": BYTES, "values": ["1KiB", "1048576GiB"]})
-    with pytest.raises(ScenarioError, match=r"sweep point 2/2 \(traffic.0.bytes=1048576GiB\).*2\^31 PSNs"):
-        fabricsim.sweep(scenario, output=tmp_path / "sw")
-    assert not (tmp_path / "sw").exists()
-
-
-def test_a_point_whose_imbalance_group_has_no_ports_is_named_before_anything_runs(
-    tiny_scenario: dict[str, Any], tmp_path: Path
-) -> None:
-    # The two-tier Clos's spines (tier 1) have nothing above them: found with the scenario, not at its run.
-    scenario = {**tiny_scenario, "telemetry": {"imbalance": {"groups": [{"tier": 0, "facing": "up"}]}}}
-    scenario = _with_sweep(scenario, {"parameter": "telemetry.imbalance.groups.0.tier", "values": [0, 1]})
-    with pytest.raises(ScenarioError, match=r"sweep point 2/2 .*no switch of tier 1 has ports facing up"):
-        fabricsim.sweep(scenario, output=tmp_path / "sw")
-    assert not (tmp_path / "sw").exists()
-
-
-def test_a_point_whose_recording_cannot_fit_is_named_before_anything_runs(
-    tiny_scenario: dict[str, Any], tmp_path: Path
-) -> None:
-    # Sampling every 1 ns for 1 s is 10^9 rows: weighed with the scenario, not once the point's run is built.
-    scenario = {
-        **tiny_scenario,
-        "duration": "1s",
-        "limits": {"memory": "256MiB"},
-        "telemetry": {"sample_interval": "1ms", "hosts": ["nic0"]},
-    }
-    scenario = _with_sweep(scenario, {"parameter": "telemetry.sample_interval", "values": ["1ms", "1ns"]})
-    with pytest.raises(ScenarioError, match=r"sweep point 2/2 \(telemetry.sample_interval=1ns\).*time-series rows"):
-        fabricsim.sweep(scenario, output=tmp_path / "sw")
+    with pytest.raises(ScenarioError, match=error):
+        fabricsim.sweep(_with_sweep({**tiny_scenario, **changes}, sweep), output=tmp_path / "sw")
     assert not (tmp_path / "sw").exists()
 
 
