@@ -1660,6 +1660,15 @@ fn both_models_refuse_what_their_transport_cannot_do_alike() {
     for (workload, field) in [
         (with(json!({"switch.forwarding": "drill", "switch.drill": {"samples": 3}})), "switch.drill.samples: 3"),
         (with(one_spine), "switch.forwarding: adaptive: no switch of this topology has two"),
+        // 3,456 NICs under 720 switches: 2.5 million route entries, past
+        // the 2^20 above which the flow model skipped the check until
+        // 2026-11-29; it now checks wherever the packet model can route.
+        (
+            with(json!({"topology.tiers": 3, "topology.radix": 24, "topology.nics": 3456,
+                "switch.forwarding": "drill", "switch.drill": {"samples": 13},
+                "traffic": [{"kind": "flow", "src": 0, "dst": 3000, "bytes": "1KiB"}]})),
+            "switch.drill.samples: 13: more than the 12 next hops",
+        ),
     ] {
         let packet = refusal("packet", 1, &roce, &workload);
         assert!(packet.starts_with(field), "{packet}");

@@ -2283,14 +2283,13 @@ fn count_independent_channels(runs: &mut [PipelineRun]) {
 }
 
 /// Refuses the switches' own way of choosing among next hops where it
-/// does not fit the fabric, as the packet model does, on a fabric whose
-/// route table is small enough to build for the question (a fraction of
-/// a second); a larger one is run as it is (the flow model spreads by
-/// remaining capacity whatever the switches' way of choosing).
+/// does not fit the fabric, as the packet model does, on every fabric the
+/// packet model can route; a larger one, which the packet model refuses
+/// whole, is run as it is (the flow model spreads by remaining capacity
+/// whatever the switches' way of choosing, and says so).
 fn check_choosers(scenario: &Scenario, topo: &Topology, node_ports: &[Vec<PortId>]) -> Result<(), ScenarioError> {
-    const MOST_ENTRIES: u64 = 1 << 20;
     let chooses = crate::sim::build::chooses(scenario.switch.forwarding);
-    if !chooses || crate::switch::Routes::table_entries(topo) > MOST_ENTRIES {
+    if !chooses || crate::switch::Routes::table_entries(topo) > crate::switch::MAX_TABLE_ENTRIES {
         return Ok(());
     }
     let port_node = |p: PortId| {
