@@ -1675,3 +1675,25 @@ fn both_models_refuse_what_their_transport_cannot_do_alike() {
         assert_eq!(refusal("flow", 1, &roce, &workload), packet);
     }
 }
+
+#[test]
+fn the_routes_built_to_check_the_switches_choosers_are_counted_in_the_memory() {
+    // 3,456 NICs under 720 switches: 2,488,320 route entries, built (and
+    // counted) only where the switches choose among next hops.
+    let refusal = |forwarding: &str| {
+        let s = json!({
+            "mode": "flow",
+            "topology": {"kind": "clos", "tiers": 3, "radix": 24, "link_rate": "100Gbps"},
+            "switch": {"forwarding": forwarding},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 3000, "bytes": "1KiB"}],
+            "limits": {"memory": "1MiB"},
+        });
+        let scenario = Scenario::from_json(&s.to_string()).expect("valid scenario");
+        let checked = Model::check(&scenario, &mut Setup::default()).err().expect("refused").to_string();
+        let built = Model::build(scenario, &mut Setup::default()).err().expect("refused").to_string();
+        assert_eq!(checked, built);
+        built
+    };
+    assert!(refusal("adaptive").contains("2488320 route entries: 18.98 MiB"), "{}", refusal("adaptive"));
+    assert!(!refusal("ecmp").contains("route entries"), "{}", refusal("ecmp"));
+}

@@ -253,6 +253,12 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     // model's fifteen: `bench --case flow-mode` peaks at 1.43 GiB all told
     // with 4.2 million ports (5.65 GiB while tables crossed as JSON).
     footprint.add("ports", links * 2, 64 + FLOW_PORT_REPORT);
+    // The packet model's routes, built for a while to check the switches'
+    // choosers as it does (`fluid::check_choosers`).
+    let entries = Routes::table_entries(topo);
+    if crate::sim::build::chooses(scenario.switch.forwarding) && entries <= crate::switch::MAX_TABLE_ENTRIES {
+        footprint.add("route entries", entries, 8);
+    }
     let Counts { flows, qps, flow_qps, phases, transfers, .. } = count_workload(scenario, topo)?;
     // A QP's record, queue of messages and probe state, and a stream with
     // its route: the peak RSS of `fabricsim run --mode flow` grows by 68 B
