@@ -32,6 +32,7 @@ mod learning;
 mod maxmin;
 mod paths;
 mod probes;
+mod reads;
 mod recovery;
 mod report;
 mod routing;
@@ -414,7 +415,8 @@ struct Stream {
     /// Bumped whenever its rate changes: older finish events are stale.
     epoch: u32,
     /// When its first byte may leave: when posted, or a READ's once the
-    /// reader's request has reached the sender (`read_request_trip`).
+    /// reader's request has reached the sender (`read_request_trip`);
+    /// never while the READ waits to be asked for (`reads`).
     data_from: Time,
     /// Its QP has sent every message posted before it (since `began`).
     started: bool,
@@ -560,6 +562,8 @@ pub struct FluidSimulation {
     free_streams: Vec<u32>,
     /// Each QP's streams in the order posted; the first is sending.
     qp_queue: Vec<std::collections::VecDeque<u32>>,
+    /// Each QP's READs asked for, and those waiting their turn.
+    reads: reads::ReadDepth,
     /// Flowing streams of each bundle, each with the index of the bundle
     /// in its route's uses (`Stream::places` holds the way back).
     users: Vec<Vec<(u32, u32)>>,
@@ -842,6 +846,7 @@ impl FluidSimulation {
             streams: Vec::new(),
             free_streams: Vec::new(),
             qp_queue: Vec::new(),
+            reads: Default::default(),
             users: vec![Vec::new(); n_bundles],
             dirty: Vec::new(),
             is_dirty: vec![false; n_bundles],
@@ -884,6 +889,11 @@ impl FluidSimulation {
             sim.capacity[b] = sim.bundle_capacity(b as u32);
         }
         sim.qp_queue = vec![Default::default(); sim.qps.len()];
+        let read_depth = match &sim.scenario.transport {
+            TransportSpec::Rocev2(c) => c.read_depth,
+            _ => u32::MAX,
+        };
+        sim.reads = reads::ReadDepth::new(read_depth, sim.qps.len());
         if let (TransportSpec::Mrc(_), Some((detection, _))) = (&sim.scenario.transport, sim.reactions.transport) {
             sim.learning = Some(learning::PathLearning::new(sim.qps.len(), sim.exchanges.len(), detection));
         }
@@ -1448,7 +1458,7 @@ impl FluidSimulation {
     fn post_stream(&mut self, owner: Owner, qp: u32, bytes: u64, cap: f64) {
         let s = self.new_stream(owner, qp, bytes, cap);
         self.qp_queue[qp as usize].push_back(s);
-        if self.qp_queue[qp as usize].len() == 1 {
+        if self.qp_queue[qp as usize].len() == 1 && !self.reads.is_waiting(qp, s) {
             self.start_stream(s);
         }
     }
@@ -1457,12 +1467,6 @@ impl FluidSimulation {
     fn new_stream(&mut self, owner: Owner, qp: u32, bytes: u64, cap: f64) -> u32 {
         let now = self.now();
         let verb = self.verb_of(owner);
-        // The reader asks when the READ is posted (a collective run whole
-        // stands for many messages and asks nothing).
-        let asked = match owner {
-            Owner::Flow(_) | Owner::Transfer(_) if verb == Verb::Read => self.read_request_trip(qp),
-            _ => Time::ZERO,
-        };
         let stream = Stream {
             owner,
             qp,
@@ -1475,7 +1479,7 @@ impl FluidSimulation {
             updated: now,
             moving: 0.0,
             epoch: 0,
-            data_from: now + asked,
+            data_from: now,
             started: false,
             began: now,
             flowing: false,
@@ -1508,6 +1512,13 @@ impl FluidSimulation {
             }
         };
         self.posted_streams += 1;
+        // The reader asks when the READ is posted, or when an earlier READ
+        // arrives if its initiator depth is taken (a collective run whole
+        // stands for many messages and asks nothing).
+        if matches!(owner, Owner::Flow(_) | Owner::Transfer(_)) && verb == Verb::Read {
+            self.streams[s as usize].data_from =
+                if self.reads.post(qp, s) { now + self.read_request_trip(qp) } else { Time::MAX };
+        }
         s
     }
 
@@ -1534,8 +1545,20 @@ impl FluidSimulation {
         debug_assert_eq!(self.qp_queue[qp].front(), Some(&s));
         self.qp_queue[qp].pop_front();
         match self.qp_queue[qp].front() {
+            // A READ not yet asked for starts when it is (`read_arrived`).
+            Some(&next) if self.reads.is_waiting(qp as u32, next) => {}
             Some(&next) => self.start_stream(next),
             None => self.stop_probing(qp as u32),
+        }
+    }
+
+    /// A READ of QP `qp` wholly arrived: the READ waiting for its turn, if
+    /// any, is asked for, and starts if it is the QP's next message.
+    fn read_arrived(&mut self, qp: u32) {
+        let Some(next) = self.reads.arrived(qp) else { return };
+        self.streams[next as usize].data_from = self.now() + self.read_request_trip(qp);
+        if self.qp_queue[qp as usize].front() == Some(&next) {
+            self.start_stream(next);
         }
     }
 
@@ -2048,6 +2071,7 @@ impl FluidSimulation {
             return;
         }
         let qp = stream.qp as usize;
+        self.reads.forget(qp as u32);
         for failed in std::mem::take(&mut self.qp_queue[qp]) {
             self.streams[failed as usize].done = true;
             match self.streams[failed as usize].owner {

@@ -7,6 +7,7 @@
 use super::{Event, FluidSimulation, Owner};
 use crate::ids::{CollectiveId, ConnectionId, Id, JobId, PhaseId, TransferId};
 use crate::sim::jobs::{self, JobHost, Jobs};
+use crate::transport::Verb;
 use crate::units::Time;
 use crate::workload::job::IntraHostConfig;
 use crate::workload::message_parts;
@@ -36,6 +37,10 @@ impl FluidSimulation {
     /// A stream's last byte arrived; its slot is free.
     pub(super) fn on_arrived(&mut self, s: u32) {
         self.free_streams.push(s);
+        let (owner, qp) = (self.streams[s as usize].owner, self.streams[s as usize].qp);
+        if matches!(owner, Owner::Flow(_) | Owner::Transfer(_)) && self.verb_of(owner) == Verb::Read {
+            self.read_arrived(qp);
+        }
         match self.streams[s as usize].owner {
             Owner::Flow(f) => {
                 let flow = &mut self.flows[f as usize];
