@@ -893,7 +893,7 @@ impl FluidSimulation {
             TransportSpec::Rocev2(c) => c.read_depth,
             _ => u32::MAX,
         };
-        sim.reads = reads::ReadDepth::new(read_depth, sim.qps.len());
+        sim.reads = reads::ReadDepth::new(read_depth);
         if let (TransportSpec::Mrc(_), Some((detection, _))) = (&sim.scenario.transport, sim.reactions.transport) {
             sim.learning = Some(learning::PathLearning::new(sim.qps.len(), sim.exchanges.len(), detection));
         }

@@ -6,52 +6,64 @@
 
 use std::collections::VecDeque;
 
+use crate::engine::FastMap;
+
+/// Every QP's READs in flight, kept only for QPs that have some: most
+/// runs post none, and a flow-model run may hold millions of QPs.
 #[derive(Debug, Default)]
 pub(super) struct ReadDepth {
     depth: u32,
-    /// Per QP: READs asked for and not wholly arrived.
-    asked: Vec<u32>,
-    /// Per QP: READ streams posted and not yet asked for, in post order.
-    waiting: Vec<VecDeque<u32>>,
+    of_qp: FastMap<u32, QpReads>,
+}
+
+#[derive(Debug, Default)]
+struct QpReads {
+    /// READs asked for and not wholly arrived.
+    asked: u32,
+    /// READ streams posted and not yet asked for, in post order.
+    waiting: VecDeque<u32>,
 }
 
 impl ReadDepth {
-    /// `qps` QPs that each ask for at most `depth` READs at once.
-    pub(super) fn new(depth: u32, qps: usize) -> ReadDepth {
-        ReadDepth { depth: depth.max(1), asked: vec![0; qps], waiting: vec![VecDeque::new(); qps] }
+    /// QPs that each ask for at most `depth` READs at once.
+    pub(super) fn new(depth: u32) -> ReadDepth {
+        ReadDepth { depth: depth.max(1), of_qp: FastMap::default() }
     }
 
     /// READ stream `s` was posted on `qp`: whether it is asked for now
     /// (else it waits for an earlier READ to arrive).
     pub(super) fn post(&mut self, qp: u32, s: u32) -> bool {
-        let q = qp as usize;
-        if self.asked[q] < self.depth && self.waiting[q].is_empty() {
-            self.asked[q] += 1;
+        let reads = self.of_qp.entry(qp).or_default();
+        if reads.asked < self.depth && reads.waiting.is_empty() {
+            reads.asked += 1;
             return true;
         }
-        self.waiting[q].push_back(s);
+        reads.waiting.push_back(s);
         false
     }
 
     /// A READ of `qp` has wholly arrived: the stream asked for in its
     /// place, if one waited.
     pub(super) fn arrived(&mut self, qp: u32) -> Option<u32> {
-        let q = qp as usize;
-        self.asked[q] = self.asked[q].saturating_sub(1);
-        let next = self.waiting[q].pop_front()?;
-        self.asked[q] += 1;
-        Some(next)
+        let reads = self.of_qp.get_mut(&qp)?;
+        let next = reads.waiting.pop_front();
+        if next.is_none() {
+            reads.asked = reads.asked.saturating_sub(1);
+            if reads.asked == 0 {
+                self.of_qp.remove(&qp);
+            }
+        }
+        next
     }
 
     /// Whether stream `s` of `qp` is still waiting to be asked for.
     pub(super) fn is_waiting(&self, qp: u32, s: u32) -> bool {
-        self.waiting[qp as usize].contains(&s)
+        self.of_qp.get(&qp).is_some_and(|reads| reads.waiting.contains(&s))
     }
 
     /// `qp` failed: its READs are neither asked for nor waited on.
     pub(super) fn forget(&mut self, qp: u32) {
-        self.asked[qp as usize] = 0;
-        self.waiting[qp as usize].clear();
+        self.of_qp.remove(&qp);
     }
 }
 
@@ -61,7 +73,7 @@ mod tests {
 
     #[test]
     fn at_most_depth_reads_are_asked_for_and_the_next_when_one_arrives() {
-        let mut reads = ReadDepth::new(2, 1);
+        let mut reads = ReadDepth::new(2);
         assert!(reads.post(0, 10));
         assert!(reads.post(0, 11));
         assert!(!reads.post(0, 12));
