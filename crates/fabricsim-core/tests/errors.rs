@@ -791,8 +791,8 @@ fn recording_that_cannot_fit_is_refused_when_checked_in_both_models() {
     // Until 2026-11-29 only the build weighed what recording takes (it
     // knows the run's ideal end): a sweep over `sample_interval` wrote its
     // points up to the one that could not fit. A check now weighs it over
-    // the shortest run the scenario allows: its duration, else the latest
-    // start of its flows.
+    // the shortest run the scenario allows: its duration, else until its
+    // last flow could end, its bytes leaving at its NIC's whole rate.
     let limited = |extra: Value| {
         let mut s = base();
         s["limits"] = json!({"memory": "256MiB"});
@@ -806,10 +806,18 @@ fn recording_that_cannot_fit_is_refused_when_checked_in_both_models() {
         "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "64KiB", "start": "1s"}],
         "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
     });
+    // 10 GiB take 0.86 s at the NIC's 100 Gb/s at the least.
+    let long_flow = json!({
+        "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "10GiB"}],
+        "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
+    });
     let captured = json!({"telemetry": {"pcap": {"ports": ["nic0:0"], "max_packets": 1_000_000_000_000u64}}});
-    for (extra, part) in
-        [(sampled, "time-series rows"), (started_late, "time-series rows"), (captured, "captured packets")]
-    {
+    for (extra, part) in [
+        (sampled, "time-series rows"),
+        (started_late, "time-series rows"),
+        (long_flow, "time-series rows"),
+        (captured, "captured packets"),
+    ] {
         let e = error_of(limited(extra.clone()));
         assert!(e.starts_with("scenario: needs about") && e.contains(part), "{e}");
         let mut flow = limited(extra);

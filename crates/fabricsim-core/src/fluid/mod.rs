@@ -2333,17 +2333,17 @@ fn check_memory(scenario: &Scenario, topo: &Topology, setup: &Setup<'_>) -> Resu
 
 impl FluidSimulation {
     /// `check_recording` before the ideal times are known: over the
-    /// expected length that the latest start of a flow or job gives at the
-    /// least (`footprint::of_least_recording`), so that a check refuses
-    /// what the run would.
+    /// expected length that a bound below the ideal end gives
+    /// (`footprint::of_least_recording`), so that a check refuses what the
+    /// run would.
     fn check_least_recording(&self, setup: &Setup<'_>) -> Result<(), ScenarioError> {
         use crate::sim::footprint;
         let (budget, source) = setup.memory_budget(&self.scenario);
-        let starts = self.flows.iter().map(|f| f.spec.start);
-        let latest_start = crate::sim::build::latest_start(starts, &self.jobs.program);
+        let flows = self.flows.iter().map(|f| &f.spec);
+        let ideal_end = crate::sim::build::ideal_end_bound(flows, &self.jobs.program, &self.topo);
         let qps = self.qps.len() as u64;
         let mut whole = footprint::of_flow_model(&self.scenario, &self.topo)?;
-        whole.parts.extend(footprint::of_least_recording(&self.scenario, latest_start, self.last_fault(), qps).parts);
+        whole.parts.extend(footprint::of_least_recording(&self.scenario, ideal_end, self.last_fault(), qps).parts);
         whole.check(budget, source)
     }
 

@@ -158,7 +158,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     let mut with_recording = whole.clone();
     let last_fault = faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
     let recording =
-        footprint::of_least_recording(scenario, latest_start(flows.iter().map(|f| f.start), &program), last_fault, qps);
+        footprint::of_least_recording(scenario, ideal_end_bound(flows.iter(), &program, &topo), last_fault, qps);
     with_recording.parts.extend(recording.parts);
     with_recording.check(budget, source)?;
     let routes = if chooses(scenario.switch.forwarding) {
@@ -826,12 +826,24 @@ fn check_psn_space(
     }
 }
 
-/// The latest start of a flow (of those starting at `flow_starts`) or of
-/// a job: a bound below the workload's ideal end, known before anything
-/// is built.
-pub(crate) fn latest_start(flow_starts: impl Iterator<Item = Time>, program: &Program) -> Time {
+/// A bound below the workload's ideal end, known before anything is
+/// built: the latest a flow (`flows`) ends if its payload left at its
+/// NIC's whole rate over every port from its start, or a job starts.
+pub(crate) fn ideal_end_bound<'a>(
+    flows: impl Iterator<Item = &'a FlowSpec>,
+    program: &Program,
+    topo: &Topology,
+) -> Time {
+    let mut nic_rate: FastMap<NodeId, u64> = FastMap::default();
+    let mut rate_of = |nic: NodeId| {
+        *nic_rate.entry(nic).or_insert_with(|| {
+            let links = topo.links.iter().filter(|l| l.a == nic || l.b == nic);
+            links.fold(0u64, |sum, l| sum.saturating_add(l.rate.0))
+        })
+    };
+    let flows = flows.map(|f| f.start + Rate(rate_of(f.src).max(1)).tx_time(f.bytes));
     let jobs = program.jobs.ids().map(|j| program.jobs[j].start);
-    flow_starts.chain(jobs).max().unwrap_or(Time::ZERO)
+    flows.chain(jobs).max().unwrap_or(Time::ZERO)
 }
 
 /// Each QP's number at its requester and its responder: every NIC numbers

@@ -283,14 +283,13 @@ pub(crate) fn expected_end(scenario: &Scenario, ideal_end: Time, last_fault: Tim
 }
 
 /// What recording takes at the least, known before a run is built: over
-/// its expected length with the latest start of a flow or job,
-/// `latest_start`, for its ideal end (which that start bounds below, and
-/// the expected length only grows with it), for at least `qps` QPs. What
-/// this refuses, the build would refuse too, so a check (a sweep's of
-/// every point) refuses it before anything runs.
-pub(crate) fn of_least_recording(scenario: &Scenario, latest_start: Time, last_fault: Time, qps: u64) -> Footprint {
-    let end = scenario.run_end(latest_start, last_fault);
-    of_recording(scenario, expected_end(scenario, latest_start, last_fault, end), qps)
+/// its expected length with `ideal_end_bound`, a bound below its ideal
+/// end, for that end (the expected length only grows with it), for at
+/// least `qps` QPs. What this refuses, the build would refuse too, so a
+/// check (a sweep's of every point) refuses it before anything runs.
+pub(crate) fn of_least_recording(scenario: &Scenario, ideal_end_bound: Time, last_fault: Time, qps: u64) -> Footprint {
+    let end = scenario.run_end(ideal_end_bound, last_fault);
+    of_recording(scenario, expected_end(scenario, ideal_end_bound, last_fault, end), qps)
 }
 
 /// What recording takes over a run that ends by `end`: samples and the
