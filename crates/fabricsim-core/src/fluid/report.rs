@@ -106,21 +106,30 @@ impl FluidSimulation {
     }
 
     /// `bytes` over connection `conn` alone: the slowest of its QPs'
-    /// shares, each at the rate its route allows and no sooner than its
-    /// first packet's serialization, then its packet's latency (a stream's
-    /// own end, `message_latency`); a READ's share once its request has
-    /// reached the sender (`read_request_trip`).
+    /// shares, each at its max-min fair rate beside the connection's other
+    /// QPs (which share its NIC's ports and whatever else their routes
+    /// cross) and no sooner than its first packet's serialization, then its
+    /// packet's latency (a stream's own end, `message_latency`); a READ's
+    /// share once its request has reached the sender
+    /// (`read_request_trip`). The slowest share's bottleneck is shared only
+    /// with shares as slow, so it never speeds up before it ends.
     fn ideal_message(&mut self, conn: u32, bytes: u64, rate_limit: Option<Rate>, verb: Verb) -> Time {
         let qps = self.connections[conn as usize].clone();
+        let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
+        let routes: Vec<super::Route> = qps.iter().map(|&q| self.qp_route(q)).collect();
+        let mut bundles: Vec<u32> = routes.iter().flat_map(|r| r.uses.iter().map(|&(b, _)| b)).collect();
+        bundles.sort_unstable();
+        bundles.dedup();
+        let users: Vec<(&[(u32, f64)], f64)> = routes.iter().map(|r| (&r.uses[..], cap)).collect();
+        let rates = self.fairness.solve(&self.capacity, &bundles, &users);
         let mut slowest = Time::ZERO;
-        for (&q, share) in qps.iter().zip(crate::workload::message_parts(bytes, qps.len())) {
-            let route = self.qp_route(q);
-            let cap = rate_limit.map_or(f64::INFINITY, |r| r.0 as f64 / qps.len() as f64 / 8.0 * self.efficiency);
-            let rate = self.rate_alone(&route, cap);
+        let parts = crate::workload::message_parts(bytes, qps.len());
+        for (((&q, share), route), fair) in qps.iter().zip(parts).zip(&routes).zip(rates) {
+            let rate = fair * route.delivered;
             let fluid = Time::from_secs_f64(share as f64 / rate);
             let wire = self.largest_packet(share, verb).wire;
             let asked = if verb == Verb::Read { self.read_request_trip(q) } else { Time::ZERO };
-            slowest = slowest.max(asked + fluid + self.message_latency(&route, share as f64, wire, rate));
+            slowest = slowest.max(asked + fluid + self.message_latency(route, share as f64, wire, rate));
         }
         slowest
     }
