@@ -905,7 +905,9 @@ impl FluidSimulation {
     /// false when `setup`'s hook stopped it.
     pub fn check_within(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<bool, ScenarioError> {
         let Some(sim) = FluidSimulation::build(scenario.clone(), setup)? else { return Ok(false) };
-        sim.check_least_recording(setup)?;
+        if crate::sim::footprint::records(scenario) {
+            sim.check_least_recording(setup)?;
+        }
         Ok(true)
     }
 
@@ -2328,7 +2330,7 @@ fn check_choosers(scenario: &Scenario, topo: &Topology, node_ports: &[Vec<PortId
 /// the scenario but the graph.
 fn check_memory(scenario: &Scenario, topo: &Topology, setup: &Setup<'_>) -> Result<(), ScenarioError> {
     let (budget, source) = setup.memory_budget(scenario);
-    crate::sim::footprint::of_flow_model(scenario, topo)?.check(budget, source)
+    crate::sim::footprint::of_flow_model_build(scenario, topo)?.check(budget, source)
 }
 
 impl FluidSimulation {

@@ -27,7 +27,7 @@ struct QpReads {
 impl ReadDepth {
     /// QPs that each ask for at most `depth` READs at once.
     pub(super) fn new(depth: u32) -> ReadDepth {
-        ReadDepth { depth: depth.max(1), of_qp: FastMap::default() }
+        ReadDepth { depth, of_qp: FastMap::default() }
     }
 
     /// READ stream `s` was posted on `qp`: whether it is asked for now

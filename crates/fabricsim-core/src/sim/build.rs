@@ -155,12 +155,13 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     let imbalance_groups =
         (telemetry.imbalance.as_ref()).map(|cfg| imbalance_groups(cfg, &topo, &node_ports, port_node)).transpose()?;
     let Some(qps) = check_psn_space(&flows, &program, &topo, setup, scenario.nic.mtu.0)? else { return Ok(None) };
-    let mut with_recording = whole.clone();
-    let last_fault = faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
-    let recording =
-        footprint::of_least_recording(scenario, ideal_end_bound(flows.iter(), &program, &topo), last_fault, qps);
-    with_recording.parts.extend(recording.parts);
-    with_recording.check(budget, source)?;
+    if footprint::records(scenario) {
+        let mut with_recording = whole.clone();
+        let last_fault = faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
+        let ideal_end = ideal_end_bound(flows.iter(), &program, &topo);
+        with_recording.parts.extend(footprint::of_least_recording(scenario, ideal_end, last_fault, qps).parts);
+        with_recording.check(budget, source)?;
+    }
     let routes = if chooses(scenario.switch.forwarding) {
         if !setup.goes_on() {
             return Ok(None);
@@ -827,21 +828,27 @@ fn check_psn_space(
 }
 
 /// A bound below the workload's ideal end, known before anything is
-/// built: the latest a flow (`flows`) ends if its payload left at its
-/// NIC's whole rate over every port from its start, or a job starts.
+/// built: the latest a flow (`flows`) ends if its payload left from its
+/// start over every port of its NIC at once, each as fast as the fastest,
+/// or a job starts. Both models' ideals take at least that.
 pub(crate) fn ideal_end_bound<'a>(
     flows: impl Iterator<Item = &'a FlowSpec>,
     program: &Program,
     topo: &Topology,
 ) -> Time {
-    let mut nic_rate: FastMap<NodeId, u64> = FastMap::default();
-    let mut rate_of = |nic: NodeId| {
-        *nic_rate.entry(nic).or_insert_with(|| {
-            let links = topo.links.iter().filter(|l| l.a == nic || l.b == nic);
-            links.fold(0u64, |sum, l| sum.saturating_add(l.rate.0))
-        })
-    };
-    let flows = flows.map(|f| f.start + Rate(rate_of(f.src).max(1)).tx_time(f.bytes));
+    // Per node: its ports and its fastest port's rate.
+    let mut ports = vec![(0u64, 0u64); topo.nodes.len()];
+    for link in &topo.links {
+        for end in [link.a, link.b] {
+            let (count, fastest) = &mut ports[end.0 as usize];
+            *count += 1;
+            *fastest = (*fastest).max(link.rate.0);
+        }
+    }
+    let flows = flows.map(|f| {
+        let (count, fastest) = ports[f.src.0 as usize];
+        f.start + Rate(count.saturating_mul(fastest).max(1)).tx_time(f.bytes)
+    });
     let jobs = program.jobs.ids().map(|j| program.jobs[j].start);
     flows.chain(jobs).max().unwrap_or(Time::ZERO)
 }

@@ -253,12 +253,6 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     // model's fifteen: `bench --case flow-mode` peaks at 1.43 GiB all told
     // with 4.2 million ports (5.65 GiB while tables crossed as JSON).
     footprint.add("ports", links * 2, 64 + FLOW_PORT_REPORT);
-    // The packet model's routes, built for a while to check the switches'
-    // choosers as it does (`fluid::check_choosers`).
-    let entries = Routes::table_entries(topo);
-    if crate::sim::build::chooses(scenario.switch.forwarding) && entries <= crate::switch::MAX_TABLE_ENTRIES {
-        footprint.add("route entries", entries, 8);
-    }
     let Counts { flows, qps, flow_qps, phases, transfers, .. } = count_workload(scenario, topo)?;
     // A QP's record, queue of messages and probe state, and a stream with
     // its route: the peak RSS of `fabricsim run --mode flow` grows by 68 B
@@ -275,11 +269,29 @@ pub(crate) fn of_flow_model(scenario: &Scenario, topo: &Topology) -> Result<Foot
     Ok(footprint)
 }
 
+/// What the flow model's build holds at its peak: its own state, and the
+/// packet model's routes, built for a while to check the switches'
+/// choosers as it does (`fluid::check_choosers`), then freed.
+pub(crate) fn of_flow_model_build(scenario: &Scenario, topo: &Topology) -> Result<Footprint, ScenarioError> {
+    let mut footprint = of_flow_model(scenario, topo)?;
+    let entries = Routes::table_entries(topo);
+    if crate::sim::build::chooses(scenario.switch.forwarding) && entries <= crate::switch::MAX_TABLE_ENTRIES {
+        footprint.add("route entries", entries, 8);
+    }
+    Ok(footprint)
+}
+
 /// How long a run is expected to last, for what its recording will take:
 /// its duration, else twice its ideal end after its last fault, at most
 /// its time limit `end`.
 pub(crate) fn expected_end(scenario: &Scenario, ideal_end: Time, last_fault: Time, end: Time) -> Time {
     scenario.duration.unwrap_or((ideal_end + last_fault).times(2).min(end))
+}
+
+/// Whether the scenario records anything whose size grows with the run:
+/// a time series or a capture.
+pub(crate) fn records(scenario: &Scenario) -> bool {
+    scenario.telemetry.sample_interval.is_some() || scenario.telemetry.pcap.is_some()
 }
 
 /// What recording takes at the least, known before a run is built: over
