@@ -739,7 +739,8 @@ def test_a_ray_address_nobody_answers_at_is_refused_before_anything_is_written(
 
 
 class _Server:
-    """A local TCP server that greets each connection with `greeting` (bytes), or says nothing (None)."""
+    """A local TCP server that greets each connection with `greeting` (bytes), says nothing (None), or closes it at
+    once (empty bytes)."""
 
     def __init__(self, greeting: bytes | None) -> None:
         import socket
@@ -760,7 +761,9 @@ class _Server:
             except OSError:
                 return
             self.accepted.append(conn)
-            if self.greeting is not None:
+            if self.greeting == b"":
+                conn.close()
+            elif self.greeting is not None:
                 conn.sendall(self.greeting)
 
     def __enter__(self) -> _Server:
@@ -793,8 +796,11 @@ def test_a_ray_address_that_answers_in_grpc_and_the_special_forms_pass_the_check
         (b"SSH-2.0-OpenSSH_9.2\r\n", "it sent b'SSH-2.0-OpenSSH_9.2\\r\\n'"),
         (b"HTTP/1.1 400 Bad Request\r\n\r\n", "it sent b'HTTP/1.1 400 Bad Request\\r"),
         (bytes([0, 0, 0, 0x1, 0, 0, 0, 0, 1]), "it sent b'\\x00\\x00\\x00\\x01"),
+        # A fourth byte of 4 is not enough: a SETTINGS frame is on stream 0.
+        (bytes([0, 0, 0, 0x4, 0, 0, 0, 0, 1]), "it sent b'\\x00\\x00\\x00\\x04\\x00\\x00\\x00\\x00\\x01'"),
+        (b"", "it closed the connection"),
     ],
-    ids=["ssh", "http1", "http2-headers-first"],
+    ids=["ssh", "http1", "http2-headers-first", "settings-off-stream-0", "closes"],
 )
 @pytest.mark.parametrize("command", ["run", "compare"])
 def test_a_ray_address_that_answers_in_another_protocol_is_refused_before_anything_is_written(
@@ -820,6 +826,21 @@ def test_a_ray_address_that_accepts_and_says_nothing_is_refused() -> None:
             f"{silent.address} answers, but not as a Ray cluster: it sent nothing back within 0.2 s, where a Ray "
             "head (gRPC) opens with HTTP/2 SETTINGS"
         )
+
+
+def test_a_sweep_on_ray_where_ray_is_not_installed_writes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sweep's index was written before Ray was found missing.
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else find_spec(name, *a))
+    scenario_file = _write(tmp_path / "s.yaml", SWEEP_YAML)
+    code, _, err = fabricsim_cli(capsys, "run", scenario_file, "--ray", "local", "-o", tmp_path / "out")
+    assert code == 2
+    _one_error_line(err, "--ray: local: Ray is not installed")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_ray_clusters_own_address_passes_the_check() -> None:

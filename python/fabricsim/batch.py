@@ -27,13 +27,16 @@ it measured. No further run starts after a stop or a failed run.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import ipaddress
 import multiprocessing
+import os
 import re
 import signal
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -114,6 +117,8 @@ def check_backend(jobs: int, ray: str | None) -> None:
         raise _core.ScenarioError(f"--jobs: {jobs}: at least one run at a time")
     if ray is not None and not ray.strip():
         raise _core.ScenarioError("--ray: expected an ADDRESS (host:port), `auto` or `local`, found nothing")
+    if ray is not None and importlib.util.find_spec("ray") is None:
+        raise _core.ScenarioError(f"--ray: {ray}: Ray is not installed; install it with `pip install fabricsim[ray]`")
     if ray is not None and ray not in ("auto", "local"):
         problem = _address_problem(ray)
         if problem:
@@ -163,35 +168,57 @@ def _not_ray(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> str | None
     """Why `address` (`[ray://]host:port`, already checked) is not a Ray cluster's, or None.
 
     Asked as gRPC is: a connection, HTTP/2's preface, and the server's
-    SETTINGS frame back. No Ray call is made; Ray itself would retry such
-    an address for minutes.
+    SETTINGS frame back, all within `timeout`. A cluster that speaks TLS
+    (Ray's `RAY_USE_TLS`) is only asked for the connection. No Ray call is
+    made; Ray itself would retry such an address for minutes.
     """
     host, _, port = address.removeprefix("ray://").rpartition(":")
+    deadline = time.monotonic() + timeout
     try:
         conn = socket.create_connection((host.removeprefix("[").removesuffix("]"), int(port)), timeout=timeout)
     except OSError as exc:  # refused, timed out, a name that does not resolve
         return f"cannot reach {address} ({exc.strerror or str(exc) or type(exc).__name__})"
-    with conn:
-        reply = _opening_frame(conn)
-    if len(reply) >= _HTTP2_FRAME_HEADER and reply[3] == _HTTP2_SETTINGS:
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        conn.close()
         return None
-    said = f"it sent {reply[:32]!r}" if reply else f"it sent nothing back within {timeout:g} s"
+    with conn:
+        reply, closed = _opening_frame(conn, deadline)
+    if _is_settings_frame(reply):
+        return None
+    if reply:
+        said = f"it sent {reply[:32]!r}"
+    else:
+        said = "it closed the connection" if closed else f"it sent nothing back within {timeout:g} s"
     return f"{address} answers, but not as a Ray cluster: {said}, where a Ray head (gRPC) opens with HTTP/2 SETTINGS"
 
 
-def _opening_frame(conn: socket.socket) -> bytes:
-    """What a server sends first after HTTP/2's preface, at least a frame header unless it closes or falls silent."""
+def _opening_frame(conn: socket.socket, deadline: float) -> tuple[bytes, bool]:
+    """What a server sends first after HTTP/2's preface, at least a frame header unless it closes or falls silent
+    by `deadline`; and whether it closed (or reset) the connection."""
     reply = b""
     try:
         conn.sendall(_HTTP2_PREFACE)
         while len(reply) < _HTTP2_FRAME_HEADER:
+            conn.settimeout(max(deadline - time.monotonic(), 0.001))
             chunk = conn.recv(64)
             if not chunk:
-                break
+                return reply, True
             reply += chunk
-    except OSError:  # timed out or reset: what came before says what it is
-        pass
-    return reply
+    except TimeoutError:
+        return reply, False
+    except OSError:  # reset: what came before says what it is
+        return reply, True
+    return reply, False
+
+
+def _is_settings_frame(reply: bytes) -> bool:
+    """Whether `reply` opens with an HTTP/2 SETTINGS frame header (RFC 9113 s6.5): a length of whole 6-byte settings,
+    type 0x4, no flags but ACK, stream 0."""
+    if len(reply) < _HTTP2_FRAME_HEADER:
+        return False
+    length = int.from_bytes(reply[0:3], "big")
+    stream = int.from_bytes(reply[5:9], "big") & 0x7FFF_FFFF
+    return reply[3] == _HTTP2_SETTINGS and length % 6 == 0 and reply[4] in (0, 1) and stream == 0
 
 
 def _run(
