@@ -1711,29 +1711,27 @@ fn the_routes_built_to_check_the_switches_choosers_are_counted_in_the_memory() {
 /// port while one waits, which the flow model reshares at once.
 #[test]
 fn both_models_ask_for_at_most_the_read_depth_at_once() {
-    let send_recv = |mode: &str, depth: u32| {
+    // The CCT of a collective read by `ranks` ranks.
+    let read = |mode: &str, depth: u32, ranks: u32, collective: Value| {
+        let mut collective = collective;
+        collective["rdma_op"] = json!("read");
+        collective["slice"] = json!("32KiB");
         cct(&run(json!({
             "mode": mode,
             "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
             "transport": {"kind": "rocev2", "read_depth": depth},
-            "jobs": [{"name": "j", "ranks": 2, "phases": [{"name": "p", "collective": {"op": "send_recv",
-                "bytes": "96KiB", "rdma_op": "read", "slice": "32KiB", "channels": 1}}]}],
+            "jobs": [{"name": "j", "ranks": ranks, "phases": [{"name": "p", "collective": collective}]}],
         })))
     };
+    let send_recv =
+        |mode: &str, depth: u32| read(mode, depth, 2, json!({"op": "send_recv", "bytes": "96KiB", "channels": 1}));
     for depth in [1, 16] {
         let (packet, flow) = (send_recv("packet", depth), send_recv("flow", depth));
         assert!((flow - packet).abs() < 5e-9, "depth {depth}: flow {flow}, packet {packet}");
     }
     assert!(send_recv("packet", 1) > 1.5 * send_recv("packet", 16));
-    let all_gather = |mode: &str, depth: u32| {
-        cct(&run(json!({
-            "mode": mode,
-            "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
-            "transport": {"kind": "rocev2", "read_depth": depth},
-            "jobs": [{"name": "j", "ranks": 8, "phases": [{"name": "ag", "collective": {"op": "all_gather",
-                "bytes": "8MiB", "rdma_op": "read", "slice": "32KiB", "credits": 16}}]}],
-        })))
-    };
+    let all_gather =
+        |mode: &str, depth: u32| read(mode, depth, 8, json!({"op": "all_gather", "bytes": "8MiB", "credits": 16}));
     let free = all_gather("packet", 16);
     assert!((all_gather("flow", 16) / free - 1.0).abs() < 0.01);
     for depth in [1, 2] {
