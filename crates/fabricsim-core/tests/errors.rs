@@ -792,7 +792,8 @@ fn recording_that_cannot_fit_is_refused_when_checked_in_both_models() {
     // knows the run's ideal end): a sweep over `sample_interval` wrote its
     // points up to the one that could not fit. A check now weighs it over
     // the shortest run the scenario allows: its duration, else until its
-    // last flow could end, its bytes leaving at its NIC's whole rate.
+    // last flow or job could end, their bytes leaving at their NICs' whole
+    // rate.
     let limited = |extra: Value| {
         let mut s = base();
         s["limits"] = json!({"memory": "256MiB"});
@@ -811,11 +812,20 @@ fn recording_that_cannot_fit_is_refused_when_checked_in_both_models() {
         "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "10GiB"}],
         "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
     });
+    // Each NIC of an all-gather of 1 GiB over 8 NICs sends 7/8 GiB: 75 ms
+    // at 100 Gb/s at the least, twice over.
+    let long_job = json!({
+        "traffic": [],
+        "jobs": [{"name": "j", "ranks": 8, "iterations": 2,
+            "phases": [{"name": "ag", "collective": {"op": "all_gather", "bytes": "1GiB"}}]}],
+        "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
+    });
     let captured = json!({"telemetry": {"pcap": {"ports": ["nic0:0"], "max_packets": 1_000_000_000_000u64}}});
     for (extra, part) in [
         (sampled, "time-series rows"),
         (started_late, "time-series rows"),
         (long_flow, "time-series rows"),
+        (long_job, "time-series rows"),
         (captured, "captured packets"),
     ] {
         let e = error_of(limited(extra.clone()));

@@ -23,7 +23,7 @@ use crate::transport::{
     CustomTransport, DataHeaders, EvSet, Framing, PlaneLb, QpFactory, QpSetup, Transport, TransportSpec, Verb, TIMERS,
 };
 use crate::units::{Rate, Time};
-use crate::workload::program::{self, Program};
+use crate::workload::program::{self, PhaseRun, Program};
 use crate::workload::{self, message_parts, split_evenly, FlowSpec};
 
 /// Random-stream keys, one per kind of entity.
@@ -828,9 +828,11 @@ fn check_psn_space(
 }
 
 /// A bound below the workload's ideal end, known before anything is
-/// built: the latest a flow (`flows`) ends if its payload left from its
-/// start over every port of its NIC at once, each as fast as the fastest,
-/// or a job starts. Both models' ideals take at least that.
+/// built: the latest a flow (`flows`) or a job ends if every NIC's bytes
+/// left over every port of the NIC at once, each as fast as the fastest (a
+/// job's: its phases' longest path, each phase its compute time or what
+/// its collectives' busiest NIC sends to other hosts). Both models' ideals
+/// take at least that: a collective's counts its busiest rank's bytes.
 pub(crate) fn ideal_end_bound<'a>(
     flows: impl Iterator<Item = &'a FlowSpec>,
     program: &Program,
@@ -845,11 +847,38 @@ pub(crate) fn ideal_end_bound<'a>(
             *fastest = (*fastest).max(link.rate.0);
         }
     }
-    let flows = flows.map(|f| {
-        let (count, fastest) = ports[f.src.0 as usize];
-        f.start + Rate(count.saturating_mul(fastest).max(1)).tx_time(f.bytes)
+    let sending = |nic: NodeId, bytes: u64| {
+        let (count, fastest) = ports[nic.0 as usize];
+        Rate(count.saturating_mul(fastest).max(1)).tx_time(bytes)
+    };
+    let host = |nic: NodeId| match topo.node(nic).role {
+        NodeRole::Nic { host, .. } => host,
+        NodeRole::Switch { .. } => u32::MAX,
+    };
+    // Per collective and NIC: the bytes it sends to other hosts.
+    let mut sent: FastMap<(CollectiveId, NodeId), u64> = FastMap::default();
+    for transfer in program.transfers.iter() {
+        let job = program.phases[program.collectives[transfer.collective].phase].job;
+        let nics = &program.jobs[job].nics;
+        let (src, dst) = (nics[transfer.src_rank as usize], nics[transfer.dst_rank as usize]);
+        if host(src) != host(dst) {
+            let bytes = sent.entry((transfer.collective, src)).or_default();
+            *bytes = bytes.saturating_add(transfer.bytes);
+        }
+    }
+    let mut collective_bound: Arena<CollectiveId, Time> = vec![Time::ZERO; program.collectives.len()].into();
+    for (&(c, nic), &bytes) in &sent {
+        collective_bound[c] = collective_bound[c].max(sending(nic, bytes));
+    }
+    let flows = flows.map(|f| f.start + sending(f.src, f.bytes));
+    let jobs = program.jobs.ids().map(|j| {
+        let own = |phase: &PhaseRun| {
+            phase
+                .compute
+                .unwrap_or_else(|| phase.collectives.iter().map(|&c| collective_bound[c]).max().unwrap_or_default())
+        };
+        program.jobs[j].start + program.longest_path(j, own)
     });
-    let jobs = program.jobs.ids().map(|j| program.jobs[j].start);
     flows.chain(jobs).max().unwrap_or(Time::ZERO)
 }
 

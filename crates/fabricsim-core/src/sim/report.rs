@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::jobs::Jobs;
 use super::{Event, Simulation};
-use crate::ids::{Arena, JobId, PhaseId, QpId, TransferId};
+use crate::ids::{JobId, QpId, TransferId};
 use crate::metrics::{percentile, Column, RunOutput, Series, StopReason, Table};
 use crate::net::{PortId, DROP_CAUSES};
 use crate::switch::Balancer;
@@ -526,32 +526,10 @@ impl Jobs {
     /// ideal time (PRO's JCT, pro-deterministic-lb.txt s VI.A, over the
     /// ideal).
     pub(crate) fn ideal_jct(&self, job: JobId) -> Time {
-        let p = &self.program;
-        let mut finish: Arena<PhaseId, Time> = vec![Time::ZERO; p.phases.len()].into();
-        // Phases of a job are stored in iteration order and reference only
-        // earlier iterations or their own; resolve in dependency order.
-        let range = p.jobs[job].phases;
-        let mut done: Arena<PhaseId, bool> = vec![false; p.phases.len()].into();
-        let mut remaining = range.len();
-        while remaining > 0 {
-            let before = remaining;
-            for q in range.iter() {
-                let phase = &p.phases[q];
-                if done[q] || !phase.after.iter().all(|&a| done[a]) {
-                    continue;
-                }
-                let start = phase.after.iter().map(|&a| finish[a]).max().unwrap_or(Time::ZERO);
-                let own = phase.compute.unwrap_or_else(|| {
-                    phase.collectives.iter().map(|&c| self.collective_ideal[c]).max().unwrap_or(Time::ZERO)
-                });
-                finish[q] = start + own;
-                done[q] = true;
-                remaining -= 1;
-            }
-            if remaining == before {
-                break;
-            }
-        }
-        range.iter().map(|q| finish[q]).max().unwrap_or(Time::ZERO)
+        self.program.longest_path(job, |phase| {
+            phase.compute.unwrap_or_else(|| {
+                phase.collectives.iter().map(|&c| self.collective_ideal[c]).max().unwrap_or(Time::ZERO)
+            })
+        })
     }
 }

@@ -152,6 +152,36 @@ pub struct Program {
     pub transfers: Arena<TransferId, Transfer>,
 }
 
+impl Program {
+    /// The longest path through job `job`'s phases from its start, each
+    /// phase taking `own` of it after the latest of those it waits for.
+    pub fn longest_path(&self, job: JobId, own: impl Fn(&PhaseRun) -> Time) -> Time {
+        let mut finish: Arena<PhaseId, Time> = vec![Time::ZERO; self.phases.len()].into();
+        // Phases of a job are stored in iteration order and reference only
+        // earlier iterations or their own; resolve in dependency order.
+        let range = self.jobs[job].phases;
+        let mut done: Arena<PhaseId, bool> = vec![false; self.phases.len()].into();
+        let mut remaining = range.len();
+        while remaining > 0 {
+            let before = remaining;
+            for q in range.iter() {
+                let phase = &self.phases[q];
+                if done[q] || !phase.after.iter().all(|&a| done[a]) {
+                    continue;
+                }
+                let start = phase.after.iter().map(|&a| finish[a]).max().unwrap_or(Time::ZERO);
+                finish[q] = start + own(phase);
+                done[q] = true;
+                remaining -= 1;
+            }
+            if remaining == before {
+                break;
+            }
+        }
+        range.iter().map(|q| finish[q]).max().unwrap_or(Time::ZERO)
+    }
+}
+
 /// Expands the scenario's jobs. `default_qps` is the transport's QPs per
 /// connection; `whole` says which collectives are kept whole.
 pub fn expand(
