@@ -1763,3 +1763,23 @@ fn a_flows_qps_share_their_ports_in_its_ideal() {
         assert!((ideal(&fluid) / ideal(&packet) - 1.0).abs() < 1e-3, "{qps} QPs");
     }
 }
+
+/// SENDs to a responder that posts no RECV meet RNR NAKs, which only the
+/// packet model models: the flow model refuses them rather than run them
+/// as if the RECVs were there.
+#[test]
+fn sends_without_recvs_run_only_in_the_packet_model() {
+    let scenario = |mode: &str| {
+        let s = json!({
+            "mode": mode,
+            "topology": {"kind": "clos", "tiers": 2, "radix": 4, "link_rate": "100Gbps"},
+            "transport": {"kind": "rocev2", "recv_depth": 0, "rnr_retry": 1},
+            "traffic": [{"kind": "flow", "src": 0, "dst": 2, "bytes": "4KiB", "op": "send"}],
+        });
+        Scenario::from_json(&s.to_string()).expect("valid scenario")
+    };
+    let refused = Model::build(scenario("flow"), &mut Setup::default()).err().expect("refused").to_string();
+    assert!(refused.starts_with("transport.recv_depth: 0: every SEND meets an RNR NAK"), "{refused}");
+    let mut packet = Model::build(scenario("packet"), &mut Setup::default()).expect("builds").expect("not stopped");
+    assert!(summary_u64(&packet.run(&mut |_| true), "rnr_naks") > 0);
+}

@@ -642,6 +642,7 @@ impl FluidSimulation {
         else {
             return Ok(None);
         };
+        refuse_sends_without_recvs(&scenario, &flow_specs, &program)?;
         let faults = crate::faults::expand(&scenario.faults, &topo, &node_ports, seed)?;
         let nics = topo.nics();
         let port = |text: &str, field: String| crate::faults::resolve_port(&topo, &node_ports, text, &field);
@@ -2290,6 +2291,26 @@ fn refuse_unsupported(s: &Scenario) -> Result<Vec<&'static str>, ScenarioError> 
         ignored.push("switch.ecn: ECN marking and congestion control (rates are max-min fair)");
     }
     Ok(ignored)
+}
+
+/// Refuses SENDs where the responder posts no RECV (`recv_depth: 0`):
+/// every SEND then meets an RNR NAK, which the flow model does not model
+/// (the packet model retries `rnr_retry` times, or for ever).
+fn refuse_sends_without_recvs(
+    s: &Scenario,
+    flows: &[FlowSpec],
+    program: &workload::program::Program,
+) -> Result<(), ScenarioError> {
+    let TransportSpec::Rocev2(c) = &s.transport else { return Ok(()) };
+    let sends = flows.iter().any(|f| f.verb == Verb::Send) || program.collectives.iter().any(|c| c.verb == Verb::Send);
+    if c.recv_depth == 0 && sends {
+        return invalid(
+            "transport.recv_depth",
+            "0: every SEND meets an RNR NAK, which is not modelled by the flow model (mode: flow): run it in the \
+             packet model",
+        );
+    }
+    Ok(())
 }
 
 /// Each ring of one collective's pipelines (`runs`) counts the rings of

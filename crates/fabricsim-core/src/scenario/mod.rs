@@ -428,7 +428,6 @@ impl Scenario {
                 }
                 at_least_one(&field("dcqcn.byte_counter"), d.byte_counter.0, "a rate step needs some bytes sent")?;
                 at_least_one(&field("read_depth"), c.read_depth.into(), "a reader asks for at least one READ")?;
-                at_least_one(&field("recv_depth"), c.recv_depth.into(), "a SEND needs a RECV posted")?;
             }
             TransportSpec::Spx(c) => {
                 validate_rc(c.qps, c.ack_every, c.timeout_exponent, c.retry_count)?;
