@@ -2339,11 +2339,7 @@ fn check_choosers(scenario: &Scenario, topo: &Topology, node_ports: &[Vec<PortId
     if !chooses || crate::switch::Routes::table_entries(topo) > crate::switch::MAX_TABLE_ENTRIES {
         return Ok(());
     }
-    let port_node = |p: PortId| {
-        let link = &topo.links[p.link().0 as usize];
-        [link.a, link.b][p.side() as usize]
-    };
-    let routes = crate::switch::Routes::compute(topo, node_ports, port_node, |_| true, |_| true, None);
+    let routes = crate::switch::Routes::compute(topo, node_ports, |p| topo.port_node(p), |_| true, |_| true, None);
     crate::sim::build::check_choosers(scenario, topo, &routes)
 }
 

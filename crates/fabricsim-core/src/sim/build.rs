@@ -88,10 +88,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     if let Some(shift) = &scenario.nic.shift {
         check_backup_rails(&topo, shift.backup_rail_offset)?;
     }
-    let port_node = |p: PortId| {
-        let link = &topo.links[p.link().0 as usize];
-        [link.a, link.b][p.side() as usize]
-    };
+    let port_node = |p: PortId| topo.port_node(p);
     let srv6 = match scenario.switch.forwarding {
         Forwarding::Ecmp
         | Forwarding::Adaptive
@@ -258,11 +255,7 @@ pub(crate) fn transfer_connections(
         let nics = &program.jobs[job].nics;
         let mut open = |src_rank: u32, dst_rank: u32, channel: u32| {
             let (src, dst) = (nics[src_rank as usize], nics[dst_rank as usize]);
-            let same_host = match (topo.node(src).role, topo.node(dst).role) {
-                (NodeRole::Nic { host: a, .. }, NodeRole::Nic { host: b, .. }) => a == b,
-                _ => false,
-            };
-            (!same_host).then(|| {
+            (!topo.same_host(src, dst)).then(|| {
                 let key = (job, channel, run.qps, src, dst);
                 *by_key.entry(key).or_insert_with(|| connect(src, dst, run.qps, channel as usize))
             })
@@ -851,17 +844,13 @@ pub(crate) fn ideal_end_bound<'a>(
         let (count, fastest) = ports[nic.0 as usize];
         Rate(count.saturating_mul(fastest).max(1)).tx_time(bytes)
     };
-    let host = |nic: NodeId| match topo.node(nic).role {
-        NodeRole::Nic { host, .. } => host,
-        NodeRole::Switch { .. } => u32::MAX,
-    };
     // Per collective and NIC: the bytes it sends to other hosts.
     let mut sent: FastMap<(CollectiveId, NodeId), u64> = FastMap::default();
     for transfer in program.transfers.iter() {
         let job = program.phases[program.collectives[transfer.collective].phase].job;
         let nics = &program.jobs[job].nics;
         let (src, dst) = (nics[transfer.src_rank as usize], nics[transfer.dst_rank as usize]);
-        if host(src) != host(dst) {
+        if !topo.same_host(src, dst) {
             let bytes = sent.entry((transfer.collective, src)).or_default();
             *bytes = bytes.saturating_add(transfer.bytes);
         }

@@ -178,6 +178,26 @@ impl Topology {
         matches!(self.node(id).role, NodeRole::Nic { .. })
     }
 
+    /// The node that port `p` belongs to.
+    pub fn port_node(&self, p: PortId) -> NodeId {
+        let link = &self.links[p.link().0 as usize];
+        [link.a, link.b][p.side() as usize]
+    }
+
+    /// The host a NIC sits in; none for a switch.
+    pub fn host(&self, id: NodeId) -> Option<u32> {
+        match self.node(id).role {
+            NodeRole::Nic { host, .. } => Some(host),
+            NodeRole::Switch { .. } => None,
+        }
+    }
+
+    /// Whether NICs `a` and `b` sit in one host (their traffic stays off
+    /// the network).
+    pub fn same_host(&self, a: NodeId, b: NodeId) -> bool {
+        self.host(a).is_some_and(|h| self.host(b) == Some(h))
+    }
+
     /// NIC node ids in index order.
     pub fn nics(&self) -> Vec<NodeId> {
         (0..self.nodes.len() as u32).map(NodeId).filter(|&n| self.is_nic(n)).collect()

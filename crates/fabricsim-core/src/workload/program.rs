@@ -213,13 +213,7 @@ pub fn expand(
         }
         let mut rng = Rng::stream(seed, &[0x70B, j as u64]);
         let placed = place(spec, topo, &nics, &tors, &mut free, &mut rng, &field("placement"))?;
-        let hosts: Vec<u32> = placed
-            .iter()
-            .map(|&n| match topo.node(n).role {
-                NodeRole::Nic { host, .. } => host,
-                NodeRole::Switch { .. } => u32::MAX,
-            })
-            .collect();
+        let hosts: Vec<u32> = placed.iter().map(|&n| topo.host(n).unwrap_or(u32::MAX)).collect();
         let job = program.jobs.next_id();
         let first_phase = program.phases.next_id();
         if spec.phases.is_empty() {
