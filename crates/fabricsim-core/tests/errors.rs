@@ -820,12 +820,23 @@ fn recording_that_cannot_fit_is_refused_when_checked_in_both_models() {
             "phases": [{"name": "ag", "collective": {"op": "all_gather", "bytes": "1GiB"}}]}],
         "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
     });
+    // Until 2026-12-01 a job's bound counted only its bytes: 100
+    // all-reduces of 64 B over 8 NICs were weighed over nanoseconds. Each
+    // is a ring of 14 dependent transfers, each taking at least a link's
+    // 1 us: 1.4 ms at the least.
+    let latency_bound_job = json!({
+        "traffic": [],
+        "jobs": [{"name": "j", "ranks": 8, "iterations": 100,
+            "phases": [{"name": "ar", "collective": {"op": "all_reduce", "bytes": "64B"}}]}],
+        "telemetry": {"sample_interval": "1ns", "hosts": ["nic0"]},
+    });
     let captured = json!({"telemetry": {"pcap": {"ports": ["nic0:0"], "max_packets": 1_000_000_000_000u64}}});
     for (extra, part) in [
         (sampled, "time-series rows"),
         (started_late, "time-series rows"),
         (long_flow, "time-series rows"),
         (long_job, "time-series rows"),
+        (latency_bound_job, "time-series rows"),
         (captured, "captured packets"),
     ] {
         let e = error_of(limited(extra.clone()));

@@ -2359,11 +2359,21 @@ impl FluidSimulation {
         use crate::sim::footprint;
         let (budget, source) = setup.memory_budget(&self.scenario);
         let flows = self.flows.iter().map(|f| &f.spec);
-        let ideal_end = crate::sim::build::ideal_end_bound(flows, &self.jobs.program, &self.topo);
+        let intra = &self.scenario.intra_host;
+        let ideal_end = crate::sim::build::ideal_end_bound(flows, &self.jobs.program, &self.topo, intra);
         let qps = self.qps.len() as u64;
         let mut whole = footprint::of_flow_model(&self.scenario, &self.topo)?;
         whole.parts.extend(footprint::of_least_recording(&self.scenario, ideal_end, self.last_fault(), qps).parts);
         whole.check(budget, source)
+    }
+
+    /// `ideal_end` and the bound below it that a check weighs recording
+    /// over (`ideal_end_bound`).
+    #[cfg(test)]
+    pub(crate) fn ideal_end_and_its_bound(&self) -> (Time, Time) {
+        let flows = self.flows.iter().map(|f| &f.spec);
+        let intra = &self.scenario.intra_host;
+        (self.ideal_end(), crate::sim::build::ideal_end_bound(flows, &self.jobs.program, &self.topo, intra))
     }
 
     /// Refuses a run whose time series would not fit over its expected

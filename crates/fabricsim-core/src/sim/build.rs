@@ -155,7 +155,7 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     if footprint::records(scenario) {
         let mut with_recording = whole.clone();
         let last_fault = faults.iter().map(|(at, _)| *at).max().unwrap_or(Time::ZERO);
-        let ideal_end = ideal_end_bound(flows.iter(), &program, &topo);
+        let ideal_end = ideal_end_bound(flows.iter(), &program, &topo, &scenario.intra_host);
         with_recording.parts.extend(footprint::of_least_recording(scenario, ideal_end, last_fault, qps).parts);
         with_recording.check(budget, source)?;
     }
@@ -823,26 +823,45 @@ fn check_psn_space(
 /// A bound below the workload's ideal end, known before anything is
 /// built: the latest a flow (`flows`) or a job ends if every NIC's bytes
 /// left over every port of the NIC at once, each as fast as the fastest (a
-/// job's: its phases' longest path, each phase its compute time or what
-/// its collectives' busiest NIC sends to other hosts). Both models' ideals
-/// take at least that: a collective's counts its busiest rank's bytes.
+/// job's: its phases' longest path, each phase its compute time or its
+/// collectives' larger bound). A collective's bound is the larger of what
+/// its busiest NIC sends to other hosts and its longest chain of dependent
+/// transfers, each no faster than its bytes so sent plus the shortest link
+/// of its source and of its destination (`intra`'s time for one within a
+/// host). Both models' ideals take at least that: a collective's counts
+/// its busiest rank's bytes and its chain of transfers, each over a path
+/// that starts on a link of its source and ends on one of its
+/// destination, the same link only where two NICs are linked directly.
 pub(crate) fn ideal_end_bound<'a>(
     flows: impl Iterator<Item = &'a FlowSpec>,
     program: &Program,
     topo: &Topology,
+    intra: &workload::job::IntraHostConfig,
 ) -> Time {
-    // Per node: its ports and its fastest port's rate.
-    let mut ports = vec![(0u64, 0u64); topo.nodes.len()];
+    // Per node: its ports, its fastest port's rate and its shortest link.
+    let mut ports = vec![(0u64, 0u64, Time::MAX); topo.nodes.len()];
+    // Whether any two NICs are linked directly.
+    let mut nic_to_nic = false;
     for link in &topo.links {
+        nic_to_nic |= topo.is_nic(link.a) && topo.is_nic(link.b);
         for end in [link.a, link.b] {
-            let (count, fastest) = &mut ports[end.0 as usize];
+            let (count, fastest, shortest) = &mut ports[end.0 as usize];
             *count += 1;
             *fastest = (*fastest).max(link.rate.0);
+            *shortest = (*shortest).min(link.delay);
         }
     }
     let sending = |nic: NodeId, bytes: u64| {
-        let (count, fastest) = ports[nic.0 as usize];
+        let (count, fastest, _) = ports[nic.0 as usize];
         Rate(count.saturating_mul(fastest).max(1)).tx_time(bytes)
+    };
+    let shortest_link = |nic: NodeId| match ports[nic.0 as usize].2 {
+        Time::MAX => Time::ZERO,
+        delay => delay,
+    };
+    let least_delay = |src: NodeId, dst: NodeId| match nic_to_nic {
+        true => shortest_link(src).max(shortest_link(dst)),
+        false => shortest_link(src) + shortest_link(dst),
     };
     // Per collective and NIC: the bytes it sends to other hosts.
     let mut sent: FastMap<(CollectiveId, NodeId), u64> = FastMap::default();
@@ -858,6 +877,27 @@ pub(crate) fn ideal_end_bound<'a>(
     let mut collective_bound: Arena<CollectiveId, Time> = vec![Time::ZERO; program.collectives.len()].into();
     for (&(c, nic), &bytes) in &sent {
         collective_bound[c] = collective_bound[c].max(sending(nic, bytes));
+    }
+    // Latest finish of a chain ending with each transfer of a collective.
+    let mut chain_end = Vec::new();
+    for c in program.collectives.ids() {
+        let run = &program.collectives[c];
+        let nics = &program.jobs[program.phases[run.phase].job].nics;
+        chain_end.clear();
+        for t in run.transfers.iter() {
+            let transfer = &program.transfers[t];
+            let (src, dst) = (nics[transfer.src_rank as usize], nics[transfer.dst_rank as usize]);
+            let time = if topo.same_host(src, dst) {
+                intra.alone(transfer.bytes)
+            } else {
+                least_delay(src, dst) + sending(src, transfer.bytes)
+            };
+            // Dependencies come earlier in the list, within the collective.
+            let ready = transfer.deps.iter().map(|&d| chain_end[run.transfers.offset(d)]).max().unwrap_or(Time::ZERO);
+            chain_end.push(ready + time);
+        }
+        let longest = chain_end.iter().copied().max().unwrap_or(Time::ZERO);
+        collective_bound[c] = collective_bound[c].max(longest);
     }
     let flows = flows.map(|f| f.start + sending(f.src, f.bytes));
     let jobs = program.jobs.ids().map(|j| {
@@ -1141,6 +1181,14 @@ impl Simulation {
             .chain(self.jobs.program.jobs.ids().map(|j| self.jobs.program.jobs[j].start + self.jobs.ideal_jct(j)))
             .max()
             .unwrap_or(Time::ZERO)
+    }
+
+    /// `ideal_end` and the bound below it that a check weighs recording
+    /// over (`ideal_end_bound`), for a run of jobs alone.
+    #[cfg(test)]
+    pub(crate) fn ideal_end_and_its_bound(&self) -> (Time, Time) {
+        let intra = &self.scenario.intra_host;
+        (self.ideal_end(), ideal_end_bound(std::iter::empty(), &self.jobs.program, &self.topo, intra))
     }
 
     fn last_fault(&self) -> Time {
@@ -1549,6 +1597,72 @@ fn in_order_pipeline_time(path: &[Hop], stream: &Runs) -> Time {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_bound_a_check_weighs_recording_over_is_below_both_models_ideals() {
+        // A check refuses what recording would take over the bound, so a
+        // bound above an ideal would refuse a run its build accepts. Each
+        // job's collectives latency-bound (64 B) and bandwidth-bound, over
+        // the network, inside hosts and both, on one plane and two.
+        let clos = json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps"});
+        let mut uneven = clos.clone();
+        uneven["link_delay"] = json!(["300ns", "2us"]);
+        let mut planes = clos.clone();
+        planes["planes"] = json!(2);
+        let hosts = json!({"kind": "clos", "tiers": 2, "radix": 8, "link_rate": "100Gbps",
+            "nics_per_host": 4, "rail_optimized": true});
+        let collectives = [
+            json!({"op": "all_reduce", "algorithm": "ring"}),
+            json!({"op": "all_reduce", "algorithm": "tree"}),
+            json!({"op": "all_gather", "channels": 2}),
+            json!({"op": "reduce_scatter"}),
+            json!({"op": "all_to_all"}),
+            json!({"op": "broadcast", "root": 3}),
+            json!({"op": "all_gather", "rdma_op": "read", "slice": "32KiB"}),
+        ];
+        let mut cases = Vec::new();
+        for topology in [&clos, &uneven, &planes, &hosts] {
+            for collective in &collectives {
+                cases.push((topology.clone(), collective.clone(), 16));
+            }
+        }
+        // Two NICs linked to each other directly: a path of one link.
+        let direct = json!({"kind": "explicit",
+            "nodes": [{"name": "a", "kind": "nic"}, {"name": "b", "kind": "nic"}],
+            "links": [{"a": "a", "b": "b", "rate": "100Gbps", "delay": "1us"}]});
+        cases.push((direct, json!({"op": "all_reduce", "algorithm": "ring"}), 2));
+        cases.push((hosts.clone(), json!({"op": "all_reduce", "hierarchical": true}), 16));
+        cases.push((hosts.clone(), json!({"op": "all_reduce", "algorithm": "nvls"}), 16));
+        for (topology, collective, ranks) in cases {
+            for bytes in ["64B", "4MiB"] {
+                let mut collective = collective.clone();
+                collective["bytes"] = json!(bytes);
+                for mode in ["packet", "flow"] {
+                    let scenario = json!({
+                        "mode": mode,
+                        "topology": topology,
+                        "jobs": [{"name": "j", "ranks": ranks, "iterations": 2, "phases": [
+                            {"name": "c", "compute": "3us"},
+                            {"name": "x", "collective": collective, "after": ["c"]},
+                        ]}],
+                    });
+                    let parsed = Scenario::from_json(&scenario.to_string()).expect("valid");
+                    let built = crate::Model::build(parsed, &mut Setup::default()).expect("builds").expect("whole");
+                    let (ideal, bound) = match &built {
+                        crate::Model::Packet(sim) => sim.ideal_end_and_its_bound(),
+                        crate::Model::Flow(sim) => sim.ideal_end_and_its_bound(),
+                    };
+                    assert!(bound <= ideal, "{mode}, {topology}, {collective}: bound {bound} over the ideal {ideal}");
+                    // Not a bound that says nothing: a ring of 64 B is
+                    // weighed by its chain, two links a step (0.79 of it).
+                    if bytes == "64B" && collective["algorithm"] == "ring" && topology == clos {
+                        assert!(bound.0 * 4 >= ideal.0 * 3, "{mode}: bound {bound} for the ideal {ideal}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_pipeline_matches_the_departure_recursion() {
