@@ -192,14 +192,15 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// The event after the next one, when it is known without splitting a
-    /// bucket (it shares the next one's time) and no early event is
-    /// pending; for warming caches ahead, not for ordering.
-    pub fn peek_second(&self) -> Option<&E> {
-        if !self.early.is_empty() || self.occupied[0] & 1 == 0 {
+    /// The event `k` places after the next one (0: the next), when it is
+    /// known without splitting a bucket beyond the first (it shares the
+    /// next one's time) and no early event is pending; for warming caches
+    /// ahead, not for ordering.
+    pub fn peek_ahead(&mut self, k: usize) -> Option<&E> {
+        if !self.early.is_empty() || !self.settle() {
             return None;
         }
-        self.buckets[0].get(self.head + 1).map(|(_, e)| e)
+        self.buckets[0].get(self.head + k).map(|(_, e)| e)
     }
 
     /// Removes the next event and advances the clock to it.
@@ -283,17 +284,20 @@ mod tests {
     }
 
     #[test]
-    fn peek_second_shows_the_event_after_next_only_when_settled() {
+    fn peek_ahead_shows_the_events_of_the_next_instant() {
         let mut q = EventQueue::default();
         q.schedule(Time(5), "a");
         q.schedule(Time(5), "b");
         q.schedule(Time(9), "c");
-        assert_eq!(q.peek_second(), None, "nothing settled yet");
-        assert_eq!(q.peek(), Some(&"a"));
-        assert_eq!(q.peek_second(), Some(&"b"));
+        q.schedule(Time(5), "d");
+        assert_eq!(q.peek_ahead(1), Some(&"b"), "settled as asked");
+        assert_eq!(q.peek_ahead(2), Some(&"d"));
+        assert_eq!(q.peek_ahead(3), None, "c is not settled while a is next");
         q.pop();
-        assert_eq!(q.peek_second(), None, "c is not settled while b is next");
-        assert_eq!(q.pop(), Some((Time(5), "b")));
+        q.pop();
+        assert_eq!(q.peek_ahead(1), None, "c is not settled while d is next");
+        assert_eq!(q.peek_ahead(0), Some(&"d"));
+        assert_eq!(q.pop(), Some((Time(5), "d")));
         assert_eq!(q.pop(), Some((Time(9), "c")));
     }
 

@@ -18,7 +18,7 @@ impl Simulation {
             FaultAction::PortUp { port, up, routed } => {
                 let nic_port = [port, port.peer()].into_iter().find(|p| self.is_nic_port(*p));
                 let seen_before = nic_port.map(|p| self.nic_sees_up(p));
-                self.ports[port.0 as usize].up = up;
+                self.set_port_up(port, up);
                 if let (Some(p), Some(before)) = (nic_port, seen_before) {
                     let now_up = self.nic_sees_up(p);
                     if now_up != before {
@@ -224,6 +224,8 @@ impl Simulation {
             alive,
             weighted.then_some(&capacity as &dyn Fn(PortId) -> u32),
         );
+        // Next hops worked out ahead followed the old routes.
+        self.next_hops.clear();
         match &mut self.balancer {
             Balancer::Drill(drill) => drill.routes_changed(self.routes.group_count()),
             Balancer::PathId(pro) => pro.routes_changed(),

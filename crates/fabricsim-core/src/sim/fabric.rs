@@ -153,24 +153,35 @@ impl Simulation {
     }
 
     pub(super) fn on_arrive(&mut self, id: PacketId) {
+        // Taken whatever becomes of the packet: a hint never outlives the
+        // arrival it was worked out for.
+        let next_hop = self.next_hops.take(id);
         let port = PortId(self.pool.get(id).port);
-        if !self.ports[port.0 as usize].up {
+        if !self.port_up[port.0 as usize] {
             // The link failed while the packet was on it.
             self.drop_packet(port, id, DropCause::LinkDown);
             return;
         }
         let into = port.peer();
-        let node = self.ports[into.0 as usize].node;
+        let node = self.port_node[into.0 as usize];
         if self.switches[node.0 as usize].is_some() {
-            self.switch_receive(node, into, id);
+            self.switch_receive(node, into, id, next_hop);
         } else {
             self.nic_receive(into, id);
         }
     }
 
+    /// Sets whether `port` sends (a fault, or its end).
+    pub(super) fn set_port_up(&mut self, port: PortId, up: bool) {
+        self.ports[port.0 as usize].up = up;
+        self.port_up[port.0 as usize] = up;
+    }
+
     /// Forwards a packet that entered `switch` by `ingress`: the route, the
     /// buffer's verdict, PFC's account of the ingress, the egress queue.
-    fn switch_receive(&mut self, switch: NodeId, ingress: PortId, id: PacketId) {
+    /// `next_hop`: its egress port, when a hashing switch's was worked out
+    /// ahead (`warming`).
+    fn switch_receive(&mut self, switch: NodeId, ingress: PortId, id: PacketId, next_hop: Option<PortId>) {
         let sw = self.switches[switch.0 as usize].as_ref().expect("a switch");
         if !sw.up {
             self.drop_packet(ingress, id, DropCause::SwitchDown);
@@ -209,7 +220,11 @@ impl Simulation {
                 pro.forward(switch, tier, pkt.dst, pkt.entropy, &self.routes, &self.ports, self.events.now())
             }
             (None, Balancer::Hash | Balancer::Conweave(_)) => {
-                ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
+                let pick = || {
+                    ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
+                };
+                debug_assert!(next_hop.is_none() || next_hop == pick(), "a next hop worked out ahead holds");
+                next_hop.or_else(pick)
             }
         };
         self.forward(switch, Some(ingress), id, out, group_depth);

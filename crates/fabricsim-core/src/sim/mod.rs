@@ -21,13 +21,14 @@ mod nic;
 mod recorder;
 mod report;
 mod shift;
+mod warming;
 
-use crate::engine::{prefetch, prefetch_lines, EventQueue, Rng};
+use crate::engine::{EventQueue, Rng};
 use crate::error::ScenarioError;
 use crate::faults::FaultAction;
 use crate::ids::{Arena, ConnectionId, FlowId, JobId, MessageId, PhaseId, QpId, TransferId};
 use crate::metrics::{RunOutput, StopReason};
-use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer, HOT_LINES};
+use crate::net::{PacketId, PacketPool, Port, PortId, SharedBuffer};
 use crate::nic::{Orchestrator, PortScheduler, Qp};
 use crate::scenario::Scenario;
 use crate::switch::{Balancer, Routes, Srv6};
@@ -207,6 +208,14 @@ pub struct Simulation {
     events: EventQueue<Event>,
     pool: PacketPool,
     ports: Vec<Port>,
+    /// Each port's `up` and its node, beside the ports and dense: an
+    /// arrival asks them of the port that sent the packet and the one it
+    /// enters by, and their own lines would be two misses a hop. `up` is
+    /// set with the port's (`set_port_up`).
+    port_up: Vec<bool>,
+    port_node: Vec<NodeId>,
+    /// Egress ports worked out ahead for arrivals at hashing switches.
+    next_hops: warming::NextHops,
     port_rng: Vec<Rng>,
     node_ports: Vec<Vec<PortId>>,
     switches: Vec<Option<SwitchState>>,
@@ -401,38 +410,6 @@ impl Simulation {
             None => 1.0,
         };
         Progress { now: self.now(), fraction: fraction.min(1.0), events: self.events.executed() }
-    }
-
-    /// Starts loading what the following events will touch while this one
-    /// is handled: the run is bound by cache misses on ports and packets.
-    /// In two stages: for the event after next, its packet (an arrival) or
-    /// its port's hot part (a `TxDone`); for the next, whose packet is
-    /// loaded by then, an arrival's two ports (its link's ends), and a
-    /// `TxDone`'s port and the packet it will send.
-    fn warm_up_next(&mut self) {
-        match self.events.peek().copied() {
-            Some(Event::Arrive(id)) => {
-                // An arrival reads the sender's `up` and the receiver's
-                // `node` and ingress account: both ports' second lines.
-                let port = PortId(self.pool.get(id).port);
-                prefetch(&self.ports[port.0 as usize].up);
-                prefetch(&self.ports[port.peer().0 as usize].node);
-            }
-            Some(Event::TxDone(port)) => {
-                let at = &self.ports[port.0 as usize];
-                prefetch_lines(at, 0..HOT_LINES);
-                // Control packets go first.
-                if let Some(id) = at.next_class().and_then(|class| at.queues[class].front()) {
-                    prefetch(self.pool.get(id));
-                }
-            }
-            _ => {}
-        }
-        match self.events.peek_second().copied() {
-            Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
-            Some(Event::TxDone(port)) => prefetch_lines(&self.ports[port.0 as usize], 0..HOT_LINES),
-            _ => {}
-        }
     }
 
     fn handle(&mut self, event: Event) {
