@@ -80,8 +80,11 @@ impl Simulation {
     /// for the one `first` after it.
     fn warm_up_stages(&mut self, first: usize, second: usize) {
         match self.events.peek_ahead(second).copied() {
-            // The next arrival's packet is still on its way from the first stage.
             Some(Event::Arrive(id)) if second > 0 => self.warm_up_arrival(id),
+            // The next event: its packet, on its way from the first stage,
+            // is read here rather than where it is handled, for the line of
+            // the port it enters by (a NIC reads the port's index there).
+            Some(Event::Arrive(id)) => prefetch(&self.ports[PortId(self.pool.get(id).port).peer().0 as usize].node),
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
                 if second == 0 {
