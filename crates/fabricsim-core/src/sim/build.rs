@@ -666,7 +666,6 @@ pub(super) fn build(
         conweave_released: Vec::new(),
         node_ports,
         port_up: ports.iter().map(|p| p.up).collect(),
-        port_node: ports.iter().map(|p| p.node).collect(),
         next_hops: Default::default(),
         ports,
         topo,
@@ -862,9 +861,12 @@ pub(crate) fn ideal_end_bound<'a>(
         Time::MAX => Time::ZERO,
         delay => delay,
     };
-    let least_delay = |src: NodeId, dst: NodeId| match nic_to_nic {
-        true => shortest_link(src).max(shortest_link(dst)),
-        false => shortest_link(src) + shortest_link(dst),
+    let least_delay = |src: NodeId, dst: NodeId| {
+        if nic_to_nic {
+            shortest_link(src).max(shortest_link(dst))
+        } else {
+            shortest_link(src) + shortest_link(dst)
+        }
     };
     // Per collective and NIC: the bytes it sends to other hosts.
     let mut sent: FastMap<(CollectiveId, NodeId), u64> = FastMap::default();

@@ -2,10 +2,10 @@
 //! forwarding and buffer admission, ECN marking at dequeue, PFC pause and
 //! resume, packet trimming, and drops by cause.
 
-use super::{Event, Simulation};
+use super::{Event, Simulation, SwitchState};
 use crate::ids::QpId;
 use crate::net::capture::Hop;
-use crate::net::{flag, headers, DropCause, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
+use crate::net::{flag, headers, DropCause, Packet, PacketId, PacketKind, PortId, CLASS_CONTROL, CLASS_DATA, NO_PORT};
 use crate::switch::admission::{self, Verdict};
 use crate::switch::{ecmp_pick, ecn, srv6, Balancer};
 use crate::topology::{NodeId, NodeRole};
@@ -163,7 +163,7 @@ impl Simulation {
             return;
         }
         let into = port.peer();
-        let node = self.port_node[into.0 as usize];
+        let node = self.topo.port_node(into);
         if self.switches[node.0 as usize].is_some() {
             self.switch_receive(node, into, id, next_hop);
         } else {
@@ -220,14 +220,17 @@ impl Simulation {
                 pro.forward(switch, tier, pkt.dst, pkt.entropy, &self.routes, &self.ports, self.events.now())
             }
             (None, Balancer::Hash | Balancer::Conweave(_)) => {
-                let pick = || {
-                    ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
-                };
+                let pick = || self.hashed_next_hop(switch, sw, pkt);
                 debug_assert!(next_hop.is_none() || next_hop == pick(), "a next hop worked out ahead holds");
                 next_hop.or_else(pick)
             }
         };
         self.forward(switch, Some(ingress), id, out, group_depth);
+    }
+
+    /// Where ECMP at `switch` (its state `sw`) sends `pkt`.
+    pub(super) fn hashed_next_hop(&self, switch: NodeId, sw: &SwitchState, pkt: &Packet) -> Option<PortId> {
+        ecmp_pick(self.routes.next_hops(switch, pkt.dst), pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed)
     }
 
     /// Queues a packet in `switch` at egress `out` as routed (None: no

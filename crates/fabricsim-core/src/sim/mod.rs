@@ -208,12 +208,10 @@ pub struct Simulation {
     events: EventQueue<Event>,
     pool: PacketPool,
     ports: Vec<Port>,
-    /// Each port's `up` and its node, beside the ports and dense: an
-    /// arrival asks them of the port that sent the packet and the one it
-    /// enters by, and their own lines would be two misses a hop. `up` is
-    /// set with the port's (`set_port_up`).
+    /// Each port's `up`, beside the ports and dense: an arrival asks it of
+    /// the port that sent the packet, whose own line would be a miss a
+    /// hop. Set with the port's (`set_port_up`).
     port_up: Vec<bool>,
-    port_node: Vec<NodeId>,
     /// Egress ports worked out ahead for arrivals at hashing switches.
     next_hops: warming::NextHops,
     port_rng: Vec<Rng>,

@@ -18,7 +18,7 @@ use super::{Event, Simulation};
 use crate::engine::{prefetch, prefetch_lines};
 use crate::ids::QpId;
 use crate::net::{PacketId, PortId, HOT_LINES};
-use crate::switch::{ecmp_pick, Balancer};
+use crate::switch::Balancer;
 
 /// How many events after the next one each stage looks, where that many
 /// are known: three events apart, for a miss to be served (about 300 ns
@@ -87,9 +87,7 @@ impl Simulation {
             Some(Event::Arrive(id)) => prefetch(&self.ports[PortId(self.pool.get(id).port).peer().0 as usize].node),
             Some(Event::TxDone(port)) => {
                 let at = &self.ports[port.0 as usize];
-                if second == 0 {
-                    prefetch_lines(at, 0..HOT_LINES);
-                }
+                prefetch_lines(at, 0..HOT_LINES);
                 // Control packets go first.
                 if let Some(id) = at.next_class().and_then(|class| at.queues[class].front()) {
                     prefetch(self.pool.get(id));
@@ -108,11 +106,10 @@ impl Simulation {
     fn warm_up_arrival(&mut self, id: PacketId) {
         let pkt = self.pool.get(id);
         let into = PortId(pkt.port).peer();
-        let node = self.port_node[into.0 as usize];
+        let node = self.topo.port_node(into);
         match &self.switches[node.0 as usize] {
             Some(sw) if self.srv6.is_none() && matches!(self.balancer, Balancer::Hash) => {
-                let hops = self.routes.next_hops(node, pkt.dst);
-                if let Some(out) = ecmp_pick(hops, pkt.src.0, pkt.dst.0, pkt.entropy, sw.ecmp_seed) {
+                if let Some(out) = self.hashed_next_hop(node, sw, pkt) {
                     prefetch_lines(&self.ports[out.0 as usize], 0..HOT_LINES);
                     self.next_hops.put(id, out);
                 }
