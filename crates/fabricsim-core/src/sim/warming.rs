@@ -48,7 +48,7 @@ impl Default for NextHops {
 }
 
 impl NextHops {
-    fn put(&mut self, id: PacketId, out: PortId) {
+    pub(super) fn put(&mut self, id: PacketId, out: PortId) {
         self.slots[id.0 as usize % SLOTS] = (id.0, out);
     }
 
