@@ -56,7 +56,12 @@ struct Row {
     start: u32,
     /// Pairs in `exceptions` from `start`, or `WHOLE_ROW`.
     exceptions: u32,
+    /// The switch's number, for its groups toward NICs attached to it.
+    slot: u32,
 }
+
+/// A NIC's row: it routes nothing.
+const NO_ROW: Row = Row { default: NO_ROUTE, start: 0, exceptions: 0, slot: NO_ROUTE };
 
 const WHOLE_ROW: u32 = u32::MAX;
 
@@ -70,13 +75,15 @@ const DIRECT: u32 = u32::MAX - 1;
 
 #[derive(Clone)]
 pub struct Routes {
-    /// Each NIC's number (by node id) and its column (by number): columns
-    /// are classes of NICs that every switch not attached to them routes
-    /// alike.
+    /// Each NIC's number and its column, by node id: columns are classes
+    /// of NICs that every switch not attached to them routes alike.
     nic_slot: Vec<u32>,
-    nic_column: Vec<u32>,
-    switch_slot: Vec<u32>,
-    /// Each switch's row (by slot): a group index per column, or DIRECT.
+    column: Vec<u32>,
+    /// Each switch's row, by node id (a NIC's is `NO_ROW`): a group index
+    /// per column, or DIRECT. By node, not by the switch's number, so
+    /// that a lookup's first two reads (the row, the destination's
+    /// column) both start from the ids it is given and can be loaded
+    /// ahead (`prefetch`).
     rows: Vec<Row>,
     table: Table,
     exceptions: Vec<(u32, u32)>,
@@ -243,11 +250,12 @@ impl Routes {
         let (columns, nic_column) = route_classes(&table, nics as usize, switches as usize);
         let Groups { groups, flat, weights: flat_weights, .. } = groups;
         let narrow = groups.len() < (u16::MAX - 1) as usize;
-        let mut rows = Vec::with_capacity(switches as usize);
+        let mut rows = vec![NO_ROW; n];
         let mut whole = Vec::new();
         let mut exceptions = Vec::new();
         let mut row = Vec::with_capacity(columns.len());
-        for s in 0..switches as usize {
+        for (node, &s) in switch_slot.iter().enumerate().filter(|&(_, &s)| s != NO_ROUTE) {
+            let s = s as usize;
             row.clear();
             row.extend(columns.iter().map(|&d| table[s * nics as usize + d]));
             let default = most_common(&row);
@@ -258,9 +266,9 @@ impl Routes {
                 let start = exceptions.len() as u32;
                 let routed_otherwise = row.iter().enumerate().filter(|&(_, &g)| g != default);
                 exceptions.extend(routed_otherwise.map(|(c, &g)| (c as u32, g)));
-                rows.push(Row { default, start, exceptions: differ as u32 });
+                rows[node] = Row { default, start, exceptions: differ as u32, slot: s as u32 };
             } else {
-                rows.push(Row { default, start: whole.len() as u32, exceptions: WHOLE_ROW });
+                rows[node] = Row { default, start: whole.len() as u32, exceptions: WHOLE_ROW, slot: s as u32 };
                 whole.extend_from_slice(&row);
             }
         }
@@ -274,10 +282,10 @@ impl Routes {
         } else {
             Table::Wide(whole)
         };
+        let column = nic_slot.iter().map(|&d| if d == NO_ROUTE { NO_ROUTE } else { nic_column[d as usize] }).collect();
         Routes {
             nic_slot,
-            nic_column,
-            switch_slot,
+            column,
             rows,
             table,
             exceptions,
@@ -303,10 +311,11 @@ impl Routes {
     /// id and its range of `hops`.
     #[inline]
     fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, usize, usize)> {
-        let s = self.switch_slot[switch.0 as usize];
-        let d = self.nic_slot[dst.0 as usize] as usize;
-        let column = self.nic_column[d];
-        let row = self.rows[s as usize];
+        let row = self.rows[switch.0 as usize];
+        let column = self.column[dst.0 as usize];
+        if column == NO_ROUTE {
+            return None;
+        }
         let entry = if row.exceptions == WHOLE_ROW {
             self.table.entry(row.start as usize + column as usize)
         } else {
@@ -315,7 +324,7 @@ impl Routes {
         };
         let group = match entry {
             NO_ROUTE => return None,
-            DIRECT => self.direct_group(s, d)?,
+            DIRECT => self.direct_group(row.slot, self.nic_slot[dst.0 as usize] as usize)?,
             g => g as usize,
         };
         let (start, len) = self.groups[group];
@@ -328,6 +337,16 @@ impl Routes {
         let attached = &self.direct[start as usize..end as usize];
         let (_, group) = attached[attached.binary_search_by_key(&s, |&(sw, _)| sw).ok()?];
         (group != NO_ROUTE).then_some(group as usize)
+    }
+
+    /// Starts loading the first reads of a lookup from `switch` toward
+    /// `dst` (a hint).
+    #[inline]
+    pub fn prefetch(&self, switch: NodeId, dst: NodeId) {
+        if let (Some(row), Some(column)) = (self.rows.get(switch.0 as usize), self.column.get(dst.0 as usize)) {
+            crate::engine::prefetch(row);
+            crate::engine::prefetch(column);
+        }
     }
 
     /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
@@ -505,5 +524,31 @@ impl<F: Fn(PortId) -> NodeId, U: Fn(PortId) -> bool> Dag<'_, F, U> {
             }
             flow += bottleneck;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_by_node_route_switches_only_and_only_toward_nics() {
+        let scenario = r#"{"topology": {"kind": "clos", "tiers": 3, "radix": 4, "link_rate": "100Gbps"}}"#;
+        let topo = crate::Scenario::from_json(scenario).expect("valid").topology.build().expect("builds");
+        let node_ports = topo.node_ports();
+        let routes = Routes::compute(&topo, &node_ports, |p| topo.port_node(p), |_| true, |_| true, None);
+        let nodes = (0..topo.nodes.len() as u32).map(NodeId);
+        let (nics, switches): (Vec<NodeId>, Vec<NodeId>) = nodes.partition(|&n| topo.is_nic(n));
+        for &at in &switches {
+            for &dst in &nics {
+                let hops = routes.next_hops(at, dst);
+                assert!(!hops.is_empty(), "a route from {at:?} to {dst:?}");
+                assert!(hops.iter().all(|&p| topo.port_node(p) == at), "{at:?}'s own ports");
+            }
+            // A switch is no destination.
+            assert!(routes.next_hops(at, switches[0]).is_empty());
+        }
+        // A NIC's row routes nothing: NICs never transit.
+        assert!(routes.next_hops(nics[0], nics[1]).is_empty());
     }
 }
