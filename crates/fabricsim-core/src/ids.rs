@@ -104,6 +104,12 @@ impl<I: Id, T> Arena<I, T> {
         self.items.len()
     }
 
+    /// The item of `id`, if there is one.
+    #[inline(always)]
+    pub fn get(&self, id: I) -> Option<&T> {
+        self.items.get(id.index())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -1,31 +1,45 @@
 //! Loading what the coming events will touch while one is handled: at
 //! 8,192 hosts the run waits on memory, where a miss costs 120-250 ns
 //! (docs/PERFORMANCE.md). The events due at the current instant are known
-//! ahead (the queue's first bucket), and their data is loaded in two
-//! stages, the second using what the first brought in. Where the instant
-//! holds `FIRST_STAGE` more events after the next one, the first stage
-//! loads that event's packet (an arrival) or port (a `TxDone`), and the
-//! second, `SECOND_STAGE` after the next, works out where an arrival at a
-//! hashing switch leaves (its egress port, loaded and kept in `NextHops`
-//! so that `forward` neither waits on the port nor looks the route up
-//! again), or loads the QP an arrival at a NIC is for, or the packet a
-//! `TxDone` sends. Where it holds fewer, the stages are the event after
-//! the next and the next, as far ahead as is known, and the second reads
-//! no packet the first only began to load. Prefetches are hints: what
-//! they load changes no result.
+//! ahead (the queue's first bucket), and an event's data is reached by a
+//! chain of reads (an arrival's packet, the port it entered by, its node,
+//! then the route or the QP), so it is loaded as a pipeline: each stage,
+//! nearer the event, reads what the stage before loaded and starts loading
+//! the next link of the chain. Where the instant holds `PACKET` more
+//! events after the next one:
+//! - `PACKET` ahead: an arrival's packet, a `TxDone`'s port;
+//! - `ENTRY` ahead: the link record that names the arrival's node;
+//! - `NODE` ahead: the switch's state, or the QP's record at a NIC;
+//! - `ROUTE` ahead: at a hashing switch, its egress port, worked out and
+//!   loaded and kept in `NextHops` (so that `forward` neither waits on the
+//!   port nor looks the route up again); at a NIC, the transport's own
+//!   lines (`Transport::warm`); a `TxDone`'s next packet;
+//! - `REACHED` ahead: at a NIC, what the transport's lines point to.
+//!
+//! Where it holds fewer, the stages are the event after the next and the
+//! next, as far ahead as is known, and the second reads no packet the
+//! first only began to load. Prefetches are hints: what they load changes
+//! no result.
 
 use super::{Event, Simulation};
 use crate::engine::{prefetch, prefetch_lines};
 use crate::ids::QpId;
 use crate::net::{PacketId, PortId, HOT_LINES};
 use crate::switch::Balancer;
+use crate::topology::NodeId;
+use crate::transport::{Transport, Warm};
 
 /// How many events after the next one each stage looks, where that many
-/// are known: three events apart, for a miss to be served (about 300 ns
-/// an event at 8,192 hosts); 5 and 2 measured fastest of (3, 1), (5, 2)
-/// and (8, 3) there (docs/PERFORMANCE.md).
-const FIRST_STAGE: usize = 5;
-const SECOND_STAGE: usize = 2;
+/// are known: two events apart along an arrival's chain (about 300-600 ns
+/// an event at 8,192 hosts, a miss served in 120-250 ns), one between the
+/// transport's two stages; of (5, 4, 3, 2, 1), (7, 5, 3, 2, 1),
+/// (8, 6, 4, 2, 1) and (9, 6, 3, 2, 1), the middle two measured fastest
+/// there (docs/PERFORMANCE.md).
+const PACKET: usize = 8;
+const ENTRY: usize = 6;
+const NODE: usize = 4;
+const ROUTE: usize = 2;
+const REACHED: usize = 1;
 
 /// Slots of `NextHops`: more than the arrivals between the two stages.
 const SLOTS: usize = 8;
@@ -69,59 +83,117 @@ impl NextHops {
 impl Simulation {
     /// Starts loading what the coming events will touch (module doc).
     pub(super) fn warm_up_next(&mut self) {
-        if self.events.peek_ahead(FIRST_STAGE).is_some() {
-            self.warm_up_stages(FIRST_STAGE, SECOND_STAGE);
-        } else {
-            self.warm_up_stages(1, 0);
+        if self.events.peek_ahead(PACKET).is_none() {
+            self.warm_up_near();
+            return;
         }
-    }
-
-    /// The second stage for the event `second` after the next, the first
-    /// for the one `first` after it.
-    fn warm_up_stages(&mut self, first: usize, second: usize) {
-        match self.events.peek_ahead(second).copied() {
-            Some(Event::Arrive(id)) if second > 0 => self.warm_up_arrival(id),
-            // The next event: its packet, on its way from the first stage,
-            // is read here rather than where it is handled, for the line of
-            // the port it enters by (a NIC reads the port's index there).
-            Some(Event::Arrive(id)) => prefetch(&self.ports[PortId(self.pool.get(id).port).peer().0 as usize].node),
-            Some(Event::TxDone(port)) => {
-                let at = &self.ports[port.0 as usize];
-                prefetch_lines(at, 0..HOT_LINES);
-                // Control packets go first.
-                if let Some(id) = at.next_class().and_then(|class| at.queues[class].front()) {
-                    prefetch(self.pool.get(id));
-                }
+        if let Some(Event::Arrive(id)) = self.events.peek_ahead(REACHED).copied() {
+            if self.at_nic(id, self.entered(id).1) {
+                self.warm_up_transport(id, Warm::Reached);
             }
+        }
+        match self.events.peek_ahead(ROUTE).copied() {
+            Some(Event::Arrive(id)) => self.warm_up_route(id),
+            Some(Event::TxDone(port)) => self.warm_up_next_packet(port),
             _ => {}
         }
-        match self.events.peek_ahead(first).copied() {
+        if let Some(Event::Arrive(id)) = self.events.peek_ahead(NODE).copied() {
+            let (into, node) = self.entered(id);
+            if self.at_nic(id, node) {
+                self.warm_up_qp(id, into);
+            } else {
+                prefetch(&self.switches[node.0 as usize]);
+                self.routes.prefetch(node, self.pool.get(id).dst);
+            }
+        }
+        if let Some(Event::Arrive(id)) = self.events.peek_ahead(ENTRY).copied() {
+            prefetch(self.topo.port_link(self.entering_port(id)));
+        }
+        match self.events.peek_ahead(PACKET).copied() {
             Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
             Some(Event::TxDone(port)) => prefetch_lines(&self.ports[port.0 as usize], 0..HOT_LINES),
             _ => {}
         }
     }
 
-    /// The second stage of an arrival, its packet loaded by the first.
-    fn warm_up_arrival(&mut self, id: PacketId) {
-        let pkt = self.pool.get(id);
-        let into = PortId(pkt.port).peer();
-        let node = self.topo.port_node(into);
+    /// The two stages where few events are known: the event after the
+    /// next loads its packet or its port, the next the line of the port
+    /// its packet enters by (a NIC reads the port's index there), or what
+    /// its port sends next.
+    fn warm_up_near(&mut self) {
+        match self.events.peek_ahead(0).copied() {
+            Some(Event::Arrive(id)) => prefetch(&self.ports[self.entering_port(id).0 as usize].node),
+            Some(Event::TxDone(port)) => self.warm_up_next_packet(port),
+            _ => {}
+        }
+        match self.events.peek_ahead(1).copied() {
+            Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
+            Some(Event::TxDone(port)) => prefetch_lines(&self.ports[port.0 as usize], 0..HOT_LINES),
+            _ => {}
+        }
+    }
+
+    /// Whether packet `id` arrives at a NIC at `node`, without reading the
+    /// node's state: NICs never transit, so a NIC it reaches is its
+    /// destination, and no switch is one.
+    fn at_nic(&self, id: PacketId, node: NodeId) -> bool {
+        self.pool.get(id).dst == node
+    }
+
+    /// The port packet `id` enters by (it names the one it left by).
+    fn entering_port(&self, id: PacketId) -> PortId {
+        PortId(self.pool.get(id).port).peer()
+    }
+
+    /// The port packet `id` enters by, and its node.
+    fn entered(&self, id: PacketId) -> (PortId, NodeId) {
+        let into = self.entering_port(id);
+        (into, self.topo.port_node(into))
+    }
+
+    /// A `TxDone`'s port lines and the packet it sends next (control
+    /// packets go first).
+    fn warm_up_next_packet(&self, port: PortId) {
+        let at = &self.ports[port.0 as usize];
+        prefetch_lines(at, 0..HOT_LINES);
+        if let Some(id) = at.next_class().and_then(|class| at.queues[class].front()) {
+            prefetch(self.pool.get(id));
+        }
+    }
+
+    /// An arrival at a NIC: the record of its QP and the port's index.
+    fn warm_up_qp(&self, id: PacketId, into: PortId) {
+        // A probe's `qp` names no QP.
+        if let Some(qp) = self.qps.get(QpId(self.pool.get(id).qp)) {
+            prefetch(&qp.transport);
+        }
+        prefetch(&self.ports[into.0 as usize].index);
+    }
+
+    /// An arrival at a hashing switch: its egress port, worked out, loaded
+    /// and kept; at a NIC, the transport's own lines.
+    fn warm_up_route(&mut self, id: PacketId) {
+        let (_, node) = self.entered(id);
+        if self.at_nic(id, node) {
+            self.warm_up_transport(id, Warm::Own);
+            return;
+        }
         match &self.switches[node.0 as usize] {
             Some(sw) if self.srv6.is_none() && matches!(self.balancer, Balancer::Hash) => {
-                if let Some(out) = self.hashed_next_hop(node, sw, pkt) {
+                if let Some(out) = self.hashed_next_hop(node, sw, self.pool.get(id)) {
                     prefetch_lines(&self.ports[out.0 as usize], 0..HOT_LINES);
                     self.next_hops.put(id, out);
                 }
             }
-            Some(_) => {}
-            None => {
-                // A probe's `qp` names no QP.
-                if (pkt.qp as usize) < self.qps.len() {
-                    prefetch(&self.qps[QpId(pkt.qp)]);
-                }
-                prefetch(&self.ports[into.0 as usize].index);
-            }
+            _ => {}
+        }
+    }
+
+    /// `Transport::warm` for an arrival at a NIC.
+    fn warm_up_transport(&self, id: PacketId, stage: Warm) {
+        let pkt = self.pool.get(id);
+        if let Some(qp) = self.qps.get(QpId(pkt.qp)) {
+            qp.transport.warm(stage, pkt);
         }
     }
 }

@@ -180,8 +180,14 @@ impl Topology {
 
     /// The node that port `p` belongs to.
     pub fn port_node(&self, p: PortId) -> NodeId {
-        let link = &self.links[p.link().0 as usize];
+        let link = self.port_link(p);
         [link.a, link.b][p.side() as usize]
+    }
+
+    /// The link port `p` is an end of.
+    #[inline]
+    pub fn port_link(&self, p: PortId) -> &Link {
+        &self.links[p.link().0 as usize]
     }
 
     /// The host a NIC sits in; none for a switch.

@@ -154,6 +154,13 @@ pub enum End {
     Responder,
 }
 
+/// The stages of `Transport::warm`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Warm {
+    Own,
+    Reached,
+}
+
 /// A transport's timers. The NIC keeps, per QP and timer, the earliest
 /// wake-up still queued; arming a later one queues nothing, and a wake-up
 /// that a later arming made early finds the transport's own deadline not
@@ -387,6 +394,14 @@ pub trait Transport {
     /// A timer armed with `Action::Arm` is due.
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>);
 
+    /// A hint that `packet` of this QP arrives soon (the NIC warms its
+    /// caches a few events ahead; the transport alone knows its layout):
+    /// at `Warm::Own`, start loading the lines of the transport's own
+    /// record that `on_packet` will read for it; at `Warm::Reached`, one
+    /// event later, those are in: start loading what they point to. It
+    /// must change nothing, and may do nothing.
+    fn warm(&self, _stage: Warm, _packet: &Packet) {}
+
     /// The requester's NIC found its port `port` down or back up.
     fn on_port_state(&mut self, _port: usize, _up: bool) {}
 
@@ -497,6 +512,10 @@ impl Transport for QpTransport {
     #[inline]
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         dispatch!(self, t => t.on_timer(timer, now, out))
+    }
+    #[inline]
+    fn warm(&self, stage: Warm, packet: &Packet) {
+        dispatch!(self, t => t.warm(stage, packet))
     }
     #[inline]
     fn on_port_state(&mut self, port: usize, up: bool) {

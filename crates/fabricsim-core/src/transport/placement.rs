@@ -10,6 +10,9 @@
 
 use std::collections::VecDeque;
 
+use super::Warm;
+use crate::engine::prefetch;
+
 #[derive(Clone, Debug, Default)]
 pub struct Placement {
     /// Every PSN below it has arrived.
@@ -124,6 +127,26 @@ impl Placement {
     }
 
     /// Packet `psn` with `payload` bytes arrived.
+    /// `Transport::warm`'s stages for the arrival of `psn` (`on_data`'s
+    /// reads).
+    pub fn warm(&self, stage: Warm, psn: u32) {
+        match stage {
+            Warm::Own => {
+                prefetch(&self.base);
+                prefetch(&self.received);
+                prefetch(&self.messages);
+            }
+            Warm::Reached => {
+                if let Some(arrived) = psn.checked_sub(self.base).and_then(|i| self.received.get(i as usize)) {
+                    prefetch(arrived);
+                }
+                if let Some(oldest) = self.messages.front() {
+                    prefetch(oldest);
+                }
+            }
+        }
+    }
+
     pub fn on_data(&mut self, psn: u32, payload: u32) -> Placed {
         let Some(i) = psn.checked_sub(self.base) else { return Placed { duplicate: true, ..Default::default() } };
         let i = i as usize;

@@ -6,7 +6,8 @@
 
 use std::collections::VecDeque;
 
-use super::{DataPacket, Verb};
+use super::{DataPacket, Verb, Warm};
+use crate::engine::prefetch;
 
 /// One posted write: PSNs `[first, end)`.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +40,18 @@ impl PostedWrites {
     /// One past the last PSN posted.
     pub fn end(&self) -> u32 {
         self.end
+    }
+
+    /// `Transport::warm`'s stages for a lookup of a packet (`packet`).
+    pub fn warm(&self, stage: Warm) {
+        match stage {
+            Warm::Own => prefetch(&self.writes),
+            Warm::Reached => {
+                if let Some(oldest) = self.writes.front() {
+                    prefetch(oldest);
+                }
+            }
+        }
     }
 
     fn write_of(&self, psn: u32) -> Option<&Write> {

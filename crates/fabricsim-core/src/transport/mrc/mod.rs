@@ -28,7 +28,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport, Verb};
+use super::{Action, Control, DataPacket, End, Outgoing, QpSetup, QpStats, Timer, Transport, Verb, Warm};
 use crate::cc::NsccConfig;
 use crate::engine::Rng;
 use crate::net::{flag, Ev, Packet, PacketKind, MAX_PLANES};
@@ -452,6 +452,16 @@ impl Transport for MrcQp {
         }
     }
 
+    /// A SACK or NACK reads the sender's slot of its PSN, its planes' EVs
+    /// and its oldest transmissions; data reads the receiver's arrival map.
+    fn warm(&self, stage: Warm, pkt: &Packet) {
+        match pkt.kind {
+            PacketKind::Ack | PacketKind::Nak => self.sender.warm(stage, pkt.psn),
+            PacketKind::Data => self.receiver.placement.warm(stage, pkt.psn),
+            _ => {}
+        }
+    }
+
     fn on_timer(&mut self, timer: Timer, now: Time, out: &mut Vec<Action>) {
         match timer {
             Timer::Retransmit => {
@@ -566,6 +576,29 @@ mod tests {
 
     fn failed(out: &[Action]) -> bool {
         out.iter().any(|a| matches!(a, Action::Failed))
+    }
+
+    /// Warming runs for whatever packet is due a few events ahead, stale
+    /// or foreign ones too: it reads and loads, and changes nothing.
+    #[test]
+    fn warming_changes_nothing_for_any_packet() {
+        let state = |qp: &MrcQp| format!("{:?} {:?}", qp.sender, qp.receiver);
+        for posted in [0, 3 * 4096] {
+            let mut qp = qp();
+            if posted > 0 {
+                qp.post(posted, Verb::Write, Time::ZERO, &mut Vec::new());
+                qp.next_packet(0, Time::ZERO, &mut Vec::new()).expect("a packet");
+            }
+            let before = state(&qp);
+            for kind in [PacketKind::Data, PacketKind::Ack, PacketKind::Nak, PacketKind::Probe, PacketKind::Cnp] {
+                for psn in [0, 1, 2, 7, u32::MAX] {
+                    let pkt = Packet::control(kind, NodeId(1), NodeId(0), 0, psn, 0, 84);
+                    qp.warm(Warm::Own, &pkt);
+                    qp.warm(Warm::Reached, &pkt);
+                }
+            }
+            assert_eq!(state(&qp), before, "{posted} B posted");
+        }
     }
 
     #[test]

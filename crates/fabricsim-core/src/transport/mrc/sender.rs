@@ -7,10 +7,10 @@ use std::collections::VecDeque;
 use super::striping::{path_of, striped_evs, uplink_of};
 use super::{EvChange, EvSet, EvState, MrcConfig};
 use crate::cc::Nscc;
-use crate::engine::Rng;
+use crate::engine::{prefetch, prefetch_lines, Rng};
 use crate::net::{Ev, PathSpace};
 use crate::transport::writes::PostedWrites;
-use crate::transport::{DataPacket, Verb};
+use crate::transport::{DataPacket, Verb, Warm};
 use crate::units::Time;
 
 /// Convictions remembered for acquittal: about one window's worth of
@@ -410,6 +410,33 @@ impl MrcSender {
 
     fn slot(&mut self, psn: u32) -> Option<&mut Slot> {
         psn.checked_sub(self.base).and_then(|i| self.slots.get_mut(i as usize))
+    }
+
+    /// `Transport::warm` for a SACK or NACK of `psn` (`on_sack`'s reads).
+    pub(super) fn warm(&self, stage: Warm, psn: u32) {
+        match stage {
+            Warm::Own => {
+                prefetch(&self.base);
+                prefetch(&self.slots);
+                prefetch(&self.planes);
+                prefetch(&self.sent);
+                prefetch(&self.cc);
+                self.writes.warm(Warm::Own);
+            }
+            Warm::Reached => {
+                if let Some(slot) = psn.checked_sub(self.base).and_then(|i| self.slots.get(i as usize)) {
+                    prefetch(slot);
+                }
+                if let Some(first) = self.planes.first() {
+                    let bytes = self.planes.len() * std::mem::size_of::<PlaneEvs>();
+                    prefetch_lines(first, 0..bytes.div_ceil(64));
+                }
+                if let Some(oldest) = self.sent.front() {
+                    prefetch(oldest);
+                }
+                self.writes.warm(Warm::Reached);
+            }
+        }
     }
 
     /// Payload bytes of packet `psn`.
