@@ -8,12 +8,15 @@
 //! the next link of the chain. Where the instant holds `PACKET` more
 //! events after the next one:
 //! - `PACKET` ahead: an arrival's packet, a `TxDone`'s port;
-//! - `ENTRY` ahead: the link record that names the arrival's node;
-//! - `NODE` ahead: the switch's state, or the QP's record at a NIC;
+//! - `ENTRY` ahead: the link record that names the arrival's node; the
+//!   packet the port sends next, or at a NIC with nothing queued its
+//!   scheduler;
+//! - `NODE` ahead: the switch's state and route row, or the QP's record at
+//!   a NIC; for that NIC port, the record of the QP it pulls from first;
 //! - `ROUTE` ahead: at a hashing switch, its egress port, worked out and
 //!   loaded and kept in `NextHops` (so that `forward` neither waits on the
 //!   port nor looks the route up again); at a NIC, the transport's own
-//!   lines (`Transport::warm`); a `TxDone`'s next packet;
+//!   lines (`Transport::warm`); a `TxDone`'s next packet, again;
 //! - `REACHED` ahead: at a NIC, what the transport's lines point to.
 //!
 //! Where it holds fewer, the stages are the event after the next and the
@@ -97,17 +100,23 @@ impl Simulation {
             Some(Event::TxDone(port)) => self.warm_up_next_packet(port),
             _ => {}
         }
-        if let Some(Event::Arrive(id)) = self.events.peek_ahead(NODE).copied() {
-            let (into, node) = self.entered(id);
-            if self.at_nic(id, node) {
-                self.warm_up_qp(id, into);
-            } else {
-                prefetch(&self.switches[node.0 as usize]);
-                self.routes.prefetch(node, self.pool.get(id).dst);
+        match self.events.peek_ahead(NODE).copied() {
+            Some(Event::Arrive(id)) => {
+                let (into, node) = self.entered(id);
+                if self.at_nic(id, node) {
+                    self.warm_up_qp(id, into);
+                } else {
+                    prefetch(&self.switches[node.0 as usize]);
+                    self.routes.prefetch(node, self.pool.get(id).dst);
+                }
             }
+            Some(Event::TxDone(port)) => self.warm_up_puller(port),
+            _ => {}
         }
-        if let Some(Event::Arrive(id)) = self.events.peek_ahead(ENTRY).copied() {
-            prefetch(self.topo.port_link(self.entering_port(id)));
+        match self.events.peek_ahead(ENTRY).copied() {
+            Some(Event::Arrive(id)) => prefetch(self.topo.port_link(self.entering_port(id))),
+            Some(Event::TxDone(port)) => self.warm_up_next_packet(port),
+            _ => {}
         }
         match self.events.peek_ahead(PACKET).copied() {
             Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
@@ -152,12 +161,26 @@ impl Simulation {
     }
 
     /// A `TxDone`'s port lines and the packet it sends next (control
-    /// packets go first).
+    /// packets go first), or, at a NIC with nothing queued, the scheduler
+    /// that pulls one from its QPs.
     fn warm_up_next_packet(&self, port: PortId) {
         let at = &self.ports[port.0 as usize];
         prefetch_lines(at, 0..HOT_LINES);
-        if let Some(id) = at.next_class().and_then(|class| at.queues[class].front()) {
-            prefetch(self.pool.get(id));
+        match at.next_class().and_then(|class| at.queues[class].front()) {
+            Some(id) => prefetch(self.pool.get(id)),
+            None if at.of_nic => prefetch(&self.sched[port.0 as usize]),
+            None => {}
+        }
+    }
+
+    /// A `TxDone` at a NIC with nothing queued: the record of the QP its
+    /// scheduler asks first.
+    fn warm_up_puller(&self, port: PortId) {
+        let at = &self.ports[port.0 as usize];
+        if at.of_nic && at.next_class().is_none() {
+            if let Some(qp) = self.sched[port.0 as usize].ready.front().and_then(|&q| self.qps.get(q)) {
+                prefetch(&qp.transport);
+            }
         }
     }
 
