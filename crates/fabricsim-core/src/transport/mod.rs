@@ -157,7 +157,9 @@ pub enum End {
 /// The stages of `Transport::warm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Warm {
+    /// Load the lines of the transport's own record.
     Own,
+    /// Those are in: load what they point to.
     Reached,
 }
 

@@ -42,7 +42,7 @@ impl PostedWrites {
         self.end
     }
 
-    /// `Transport::warm`'s stages for a lookup of a packet (`packet`).
+    /// `Transport::warm`'s stages for looking up a posted packet (`packet`).
     pub fn warm(&self, stage: Warm) {
         match stage {
             Warm::Own => prefetch(&self.writes),
