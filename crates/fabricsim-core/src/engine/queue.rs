@@ -192,15 +192,15 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// The event `k` places after the next one (0: the next), when it is
-    /// known without splitting a bucket beyond the first (it shares the
-    /// next one's time) and no early event is pending; for warming caches
-    /// ahead, not for ordering.
-    pub fn peek_ahead(&mut self, k: usize) -> Option<&E> {
+    /// The events known to come next, the next one first, each with its
+    /// time: those known without splitting a bucket beyond the first (they
+    /// share the next one's time), none while an early event is pending;
+    /// for warming caches ahead, not for ordering.
+    pub fn ahead(&mut self) -> &[(u64, E)] {
         if !self.early.is_empty() || !self.settle() {
-            return None;
+            return &[];
         }
-        self.buckets[0].get(self.head + k).map(|(_, e)| e)
+        &self.buckets[0][self.head..]
     }
 
     /// Removes the next event and advances the clock to it.
@@ -284,19 +284,17 @@ mod tests {
     }
 
     #[test]
-    fn peek_ahead_shows_the_events_of_the_next_instant() {
+    fn ahead_shows_the_events_of_the_next_instant() {
         let mut q = EventQueue::default();
+        let events = |q: &mut EventQueue<&'static str>| q.ahead().iter().map(|&(_, e)| e).collect::<Vec<_>>();
         q.schedule(Time(5), "a");
         q.schedule(Time(5), "b");
         q.schedule(Time(9), "c");
         q.schedule(Time(5), "d");
-        assert_eq!(q.peek_ahead(1), Some(&"b"), "settled as asked");
-        assert_eq!(q.peek_ahead(2), Some(&"d"));
-        assert_eq!(q.peek_ahead(3), None, "c is not settled while a is next");
+        assert_eq!(events(&mut q), ["a", "b", "d"], "settled as asked; c is not while a is next");
         q.pop();
         q.pop();
-        assert_eq!(q.peek_ahead(1), None, "c is not settled while d is next");
-        assert_eq!(q.peek_ahead(0), Some(&"d"));
+        assert_eq!(events(&mut q), ["d"], "c is not settled while d is next");
         assert_eq!(q.pop(), Some((Time(5), "d")));
         assert_eq!(q.pop(), Some((Time(9), "c")));
     }
