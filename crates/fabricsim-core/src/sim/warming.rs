@@ -141,7 +141,12 @@ impl Simulation {
             Event::TxDone(port) => self.warm_up_next_packet(port),
             _ => {}
         }
-        match packet {
+        self.warm_up_first(packet);
+    }
+
+    /// The first stage: an arrival's packet, a `TxDone`'s port.
+    fn warm_up_first(&self, event: Event) {
+        match event {
             Event::Arrive(id) => prefetch(self.pool.get(id)),
             Event::TxDone(port) => prefetch_lines(&self.ports[port.0 as usize], 0..HOT_LINES),
             _ => {}
@@ -152,16 +157,14 @@ impl Simulation {
     /// next loads its packet or its port, the next the line of the port
     /// its packet enters by (a NIC reads the port's index there), or what
     /// its port sends next.
-    fn warm_up_near(&mut self, next: Option<Event>, after: Option<Event>) {
+    fn warm_up_near(&self, next: Option<Event>, after: Option<Event>) {
         match next {
             Some(Event::Arrive(id)) => prefetch(&self.ports[self.entering_port(id).0 as usize].node),
             Some(Event::TxDone(port)) => self.warm_up_next_packet(port),
             _ => {}
         }
-        match after {
-            Some(Event::Arrive(id)) => prefetch(self.pool.get(id)),
-            Some(Event::TxDone(port)) => prefetch_lines(&self.ports[port.0 as usize], 0..HOT_LINES),
-            _ => {}
+        if let Some(after) = after {
+            self.warm_up_first(after);
         }
     }
 
