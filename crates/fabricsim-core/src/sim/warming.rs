@@ -75,7 +75,7 @@ impl NextHops {
     /// before it, and a second entry would outlive it, to be taken by the
     /// packet's arrival at its next switch.
     pub(super) fn put(&mut self, id: PacketId, out: PortId) {
-        if let Some(k) = (0..self.len).find(|&k| self.kept[(self.start + k) % KEPT].0 == id.0) {
+        if let Some(k) = self.position(id) {
             self.kept[(self.start + k) % KEPT].1 = out;
             return;
         }
@@ -89,7 +89,7 @@ impl NextHops {
 
     /// The egress port worked out for packet `id`, if it is still kept.
     pub(super) fn take(&mut self, id: PacketId) -> Option<PortId> {
-        let k = (0..self.len).find(|&k| self.kept[(self.start + k) % KEPT].0 == id.0)?;
+        let k = self.position(id)?;
         let (_, out) = self.kept[(self.start + k) % KEPT];
         self.start = (self.start + k + 1) % KEPT;
         self.len -= k + 1;
@@ -99,20 +99,24 @@ impl NextHops {
     pub(super) fn clear(&mut self) {
         self.len = 0;
     }
+
+    /// Where the entry for `id` is, counted from the oldest.
+    fn position(&self, id: PacketId) -> Option<usize> {
+        (0..self.len).find(|&k| self.kept[(self.start + k) % KEPT].0 == id.0)
+    }
 }
 
 impl Simulation {
     /// Starts loading what the coming events will touch (module doc).
     pub(super) fn warm_up_next(&mut self) {
         let ahead = self.events.ahead();
-        let at = |k: usize| ahead.get(k).map(|&(_, e)| e);
         if ahead.len() <= PACKET {
+            let at = |k: usize| ahead.get(k).map(|&(_, e)| e);
             let (next, after) = (at(0), at(1));
             self.warm_up_near(next, after);
             return;
         }
-        let stages = [at(REACHED), at(ROUTE), at(NODE), at(ENTRY), at(PACKET)];
-        let [reached, route, node, entry, packet] = stages.map(|e| e.expect("known"));
+        let [reached, route, node, entry, packet] = [REACHED, ROUTE, NODE, ENTRY, PACKET].map(|k| ahead[k].1);
         if let Event::Arrive(id) = reached {
             if self.at_nic(id, self.entered(id).1) {
                 self.warm_up_transport(id, Warm::Reached);
