@@ -45,25 +45,35 @@ impl Table {
 
 /// A switch's row of the table, stored as a FIB with a default route is:
 /// the entry most of its columns share, and the columns routed otherwise
-/// as (column, entry) pairs sorted by column. A leaf's row is then its
-/// up-links and the NICs under it, a spine's its up-links and its pod's
-/// leaves; a row with too many exceptions (a core switch's, one group per
-/// pod) is kept whole in `Table`, at `start`. At 8,192 hosts the rows take
-/// 0.3 MB instead of 1.3 MB, and a lookup misses the caches less.
+/// as the window of columns that holds them all, kept whole in `Table`
+/// from `start`. Columns are numbered in the order of the NICs, so in a
+/// Clos a leaf's window is the NICs under it, a spine's its pod's leaves
+/// and a core switch's the whole row (one group per pod): a lookup reads
+/// one entry at a known place. A row whose exceptions lie too far apart
+/// for a window (after failures, or in a topology not numbered by
+/// locality) keeps them as (column, entry) pairs sorted by column. At
+/// 8,192 hosts the rows take 0.3 MB instead of 1.3 MB, and a lookup misses
+/// the caches less.
 #[derive(Clone, Copy)]
 struct Row {
     default: u32,
     start: u32,
-    /// Pairs in `exceptions` from `start`, or `WHOLE_ROW`.
-    exceptions: u32,
+    /// The window's first column, or the pairs in `exceptions` from
+    /// `start` when `width` is `PAIRS`.
+    first: u32,
+    width: u32,
     /// The switch's number, for its groups toward NICs attached to it.
     slot: u32,
 }
 
 /// A NIC's row: it routes nothing.
-const NO_ROW: Row = Row { default: NO_ROUTE, start: 0, exceptions: 0, slot: NO_ROUTE };
+const NO_ROW: Row = Row { default: NO_ROUTE, start: 0, first: 0, width: 0, slot: NO_ROUTE };
 
-const WHOLE_ROW: u32 = u32::MAX;
+const PAIRS: u32 = u32::MAX;
+
+/// A window may take this many times the bytes of the row's exceptions as
+/// pairs (or a cache line), for a lookup without a search.
+const WINDOW_SLACK: usize = 4;
 
 /// Most route-table entries a packet-level run builds (2 or 4 bytes each). Beyond that a topology belongs to the calculator (and, later, the
 /// flow-level model), not to per-packet simulation.
@@ -91,9 +101,10 @@ pub struct Routes {
     /// switches it is attached to, as (switch slot, group).
     direct_range: Vec<(u32, u32)>,
     direct: Vec<(u32, u32)>,
-    /// Group `g` is `hops[groups[g].0 ..][.. groups[g].1]`: one flat array,
-    /// so a lookup touches two cache lines, not three.
-    groups: Vec<(u32, u32)>,
+    /// Group `g`'s hops are `hops[start ..][.. len]` of `groups[g]`, one
+    /// flat array; the first is in the group's record too, so that a
+    /// lookup of a one-port group (every route down a tree) reads no more.
+    groups: Vec<Group>,
     hops: Vec<PortId>,
     /// Parallel to `hops` when the routes are weighted (Mb/s), else empty.
     weights: Vec<u32>,
@@ -260,16 +271,21 @@ impl Routes {
             row.extend(columns.iter().map(|&d| table[s * nics as usize + d]));
             let default = most_common(&row);
             let differ = row.iter().filter(|&&g| g != default).count();
-            // Sparse when its pairs take at most half the whole row.
+            let first = row.iter().position(|&g| g != default).unwrap_or(0);
+            let end = row.iter().rposition(|&g| g != default).map_or(first, |last| last + 1);
             let entry_bytes = if narrow { 2 } else { 4 };
-            if differ * 8 * 2 <= row.len() * entry_bytes {
+            let (window_bytes, pairs_bytes) = ((end - first) * entry_bytes, differ * 8);
+            // Pairs only where the window would take more than its slack
+            // and the pairs at most half the whole row.
+            if window_bytes > (WINDOW_SLACK * pairs_bytes).max(64) && pairs_bytes * 2 <= row.len() * entry_bytes {
                 let start = exceptions.len() as u32;
                 let routed_otherwise = row.iter().enumerate().filter(|&(_, &g)| g != default);
                 exceptions.extend(routed_otherwise.map(|(c, &g)| (c as u32, g)));
-                rows[node] = Row { default, start, exceptions: differ as u32, slot: s as u32 };
+                rows[node] = Row { default, start, first: differ as u32, width: PAIRS, slot: s as u32 };
             } else {
-                rows[node] = Row { default, start: whole.len() as u32, exceptions: WHOLE_ROW, slot: s as u32 };
-                whole.extend_from_slice(&row);
+                let (start, width) = (whole.len() as u32, (end - first) as u32);
+                rows[node] = Row { default, start, first: first as u32, width, slot: s as u32 };
+                whole.extend_from_slice(&row[first..end]);
             }
         }
         let table = if narrow {
@@ -299,7 +315,7 @@ impl Routes {
 
     /// The most next hops any switch has toward any NIC.
     pub fn widest_group(&self) -> usize {
-        self.groups.iter().map(|&(_, len)| len as usize).max().unwrap_or(0)
+        self.groups.iter().map(|g| g.len as usize).max().unwrap_or(0)
     }
 
     /// Groups of next hops (their ids run below this).
@@ -308,18 +324,23 @@ impl Routes {
     }
 
     /// The group of next hops from `switch` toward NIC `dst`, if any: its
-    /// id and its range of `hops`.
+    /// id and its record.
     #[inline]
-    fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, usize, usize)> {
+    fn group(&self, switch: NodeId, dst: NodeId) -> Option<(usize, &Group)> {
         let row = self.rows[switch.0 as usize];
         let column = self.column[dst.0 as usize];
         if column == NO_ROUTE {
             return None;
         }
-        let entry = if row.exceptions == WHOLE_ROW {
-            self.table.entry(row.start as usize + column as usize)
+        let entry = if row.width != PAIRS {
+            let at = column.wrapping_sub(row.first);
+            if at < row.width {
+                self.table.entry((row.start + at) as usize)
+            } else {
+                row.default
+            }
         } else {
-            let pairs = &self.exceptions[row.start as usize..][..row.exceptions as usize];
+            let pairs = &self.exceptions[row.start as usize..][..row.first as usize];
             pairs.binary_search_by_key(&column, |&(c, _)| c).map_or(row.default, |i| pairs[i].1)
         };
         let group = match entry {
@@ -327,8 +348,17 @@ impl Routes {
             DIRECT => self.direct_group(row.slot, self.nic_slot[dst.0 as usize] as usize)?,
             g => g as usize,
         };
-        let (start, len) = self.groups[group];
-        Some((group, start as usize, (start + len) as usize))
+        Some((group, &self.groups[group]))
+    }
+
+    /// The hops of `group`: a one-port group's from its record.
+    #[inline]
+    fn hops_of<'a>(&'a self, group: &'a Group) -> &'a [PortId] {
+        if group.len == 1 {
+            std::slice::from_ref(&group.first)
+        } else {
+            &self.hops[group.start as usize..][..group.len as usize]
+        }
     }
 
     /// The group of switch slot `s` toward NIC number `d`, attached to it.
@@ -352,14 +382,14 @@ impl Routes {
     /// Equal-cost next hops from `switch` toward NIC `dst` (empty: no route).
     #[inline]
     pub fn next_hops(&self, switch: NodeId, dst: NodeId) -> &[PortId] {
-        self.group(switch, dst).map_or(&[], |(_, start, end)| &self.hops[start..end])
+        self.group(switch, dst).map_or(&[], |(_, group)| self.hops_of(group))
     }
 
     /// `next_hops` with the id of their group (`group_count` ids): what a
     /// switch keeps state per group of next hops by.
     #[inline]
     pub fn next_hop_group(&self, switch: NodeId, dst: NodeId) -> (usize, &[PortId]) {
-        self.group(switch, dst).map_or((0, &[]), |(g, start, end)| (g, &self.hops[start..end]))
+        self.group(switch, dst).map_or((0, &[]), |(g, group)| (g, self.hops_of(group)))
     }
 
     /// `next_hops` with their weights (Mb/s behind each), or with an empty
@@ -368,17 +398,26 @@ impl Routes {
     pub fn weighted_next_hops(&self, switch: NodeId, dst: NodeId) -> (&[PortId], &[u32]) {
         match self.group(switch, dst) {
             None => (&[], &[]),
-            Some((_, start, end)) if self.weights.is_empty() => (&self.hops[start..end], &[]),
-            Some((_, start, end)) => (&self.hops[start..end], &self.weights[start..end]),
+            Some((_, group)) if self.weights.is_empty() => (self.hops_of(group), &[]),
+            Some((_, group)) => (self.hops_of(group), &self.weights[group.start as usize..][..group.len as usize]),
         }
     }
+}
+
+/// A group of next hops: `len` of `Routes::hops` from `start`, the first
+/// of them also here.
+#[derive(Clone, Copy)]
+struct Group {
+    first: PortId,
+    start: u32,
+    len: u32,
 }
 
 /// Groups of next hops (with their weights), each stored once.
 #[derive(Default)]
 struct Groups {
     index: FastMap<(Vec<PortId>, Vec<u32>), u32>,
-    groups: Vec<(u32, u32)>,
+    groups: Vec<Group>,
     flat: Vec<PortId>,
     weights: Vec<u32>,
 }
@@ -389,7 +428,10 @@ impl Groups {
         if let Some(&g) = self.index.get(&(hops.to_vec(), weights.to_vec())) {
             return g;
         }
-        self.groups.push((self.flat.len() as u32, hops.len() as u32));
+        // An empty group (a NIC's one link unusable) is no route; its
+        // `first` is never read.
+        let first = hops.first().copied().unwrap_or(PortId(0));
+        self.groups.push(Group { first, start: self.flat.len() as u32, len: hops.len() as u32 });
         self.flat.extend_from_slice(hops);
         self.weights.extend_from_slice(weights);
         let g = self.groups.len() as u32 - 1;
@@ -550,5 +592,91 @@ mod tests {
         }
         // A NIC's row routes nothing: NICs never transit.
         assert!(routes.next_hops(nics[0], nics[1]).is_empty());
+    }
+
+    /// The next hops of every switch toward every NIC, computed directly:
+    /// the usable ports toward a neighbour one step closer over switches.
+    fn shortest_next_hops(
+        topo: &Topology,
+        node_ports: &[Vec<PortId>],
+        usable: &dyn Fn(PortId) -> bool,
+        alive: &dyn Fn(NodeId) -> bool,
+        dst: NodeId,
+    ) -> Vec<Vec<PortId>> {
+        let n = topo.nodes.len();
+        let is_switch = |i: usize| !topo.is_nic(NodeId(i as u32)) && alive(NodeId(i as u32));
+        let mut dist = vec![u32::MAX; n];
+        dist[dst.0 as usize] = 0;
+        let mut frontier = VecDeque::from([dst.0 as usize]);
+        while let Some(node) = frontier.pop_front() {
+            for &out in &node_ports[node] {
+                let neighbour = topo.port_node(out.peer()).0 as usize;
+                if dist[neighbour] == u32::MAX && is_switch(neighbour) && usable(out.peer()) {
+                    dist[neighbour] = dist[node] + 1;
+                    frontier.push_back(neighbour);
+                }
+            }
+        }
+        (0..n)
+            .map(|sw| {
+                if !is_switch(sw) || dist[sw] == u32::MAX {
+                    return Vec::new();
+                }
+                let closer = |out: &&PortId| {
+                    let next = topo.port_node(out.peer()).0 as usize;
+                    let transit = next == dst.0 as usize || is_switch(next);
+                    dist[next] != u32::MAX && dist[next] + 1 == dist[sw] && transit && usable(**out)
+                };
+                node_ports[sw].iter().filter(closer).copied().collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_lookup_gives_the_shortest_paths_next_hops_however_the_rows_are_stored() {
+        // Whole rows, windows, pairs and attached NICs all occur: a
+        // three-tier Clos intact, with links and a switch failed (a few
+        // failures in a larger one scatter a spine's exceptions over the
+        // pods, which a window would span), two planes, dual-ToR, parallel
+        // links.
+        let clos =
+            |extra: &str| format!(r#"{{"topology": {{"kind": "clos", "radix": 4, "link_rate": "100Gbps"{extra}}}}}"#);
+        let cases = [
+            (clos(r#", "tiers": 3"#), 0, None),
+            (clos(r#", "tiers": 3"#), 5, None),
+            (clos(r#", "tiers": 3"#), 3, Some(22)),
+            (clos(r#", "tiers": 3, "radix": 16"#), 997, None),
+            (clos(r#", "tiers": 2, "planes": 2"#), 7, None),
+            (clos(r#", "tiers": 2, "nic_ports": 2"#), 4, None),
+            (clos(r#", "tiers": 2, "radix": 8, "parallel_links": 2"#), 6, None),
+        ];
+        let (mut pairs, mut windows, mut whole, mut attached) = (0, 0, 0, 0);
+        for (scenario, fail_every, dead) in cases {
+            let topo = crate::Scenario::from_json(&scenario).expect("valid").topology.build().expect("builds");
+            let node_ports = topo.node_ports();
+            // Every `fail_every`-th link down, both ways.
+            let usable = |p: PortId| fail_every == 0 || p.link().0 % fail_every != 1;
+            let alive = |node: NodeId| Some(node.0 as usize) != dead.filter(|&d| !topo.is_nic(NodeId(d as u32)));
+            let routes = Routes::compute(&topo, &node_ports, |p| topo.port_node(p), usable, alive, None);
+            let columns = routes.column.iter().filter(|&&c| c != NO_ROUTE).max().map_or(0, |&c| c + 1);
+            for row in routes.rows.iter().filter(|r| r.slot != NO_ROUTE) {
+                match row.width {
+                    PAIRS => pairs += 1,
+                    w if w == columns => whole += 1,
+                    w if w > 0 => windows += 1,
+                    _ => {}
+                }
+            }
+            attached += routes.direct.len();
+            let nics = (0..topo.nodes.len() as u32).map(NodeId).filter(|&n| topo.is_nic(n));
+            for dst in nics {
+                let expected = shortest_next_hops(&topo, &node_ports, &usable, &alive, dst);
+                for (sw, hops) in expected.iter().enumerate() {
+                    let at = NodeId(sw as u32);
+                    assert_eq!(routes.next_hops(at, dst), &hops[..], "{scenario}: from {at:?} to {dst:?}");
+                }
+            }
+        }
+        assert!(pairs > 0 && windows > 0 && whole > 0 && attached > 0, "{pairs} {windows} {whole} {attached}");
     }
 }
