@@ -126,7 +126,6 @@ impl Placement {
         self.messages.push_back((first, first + packets, packets));
     }
 
-    /// Packet `psn` with `payload` bytes arrived.
     /// `Transport::warm`'s stages for the arrival of `psn` (`on_data`'s
     /// reads).
     pub fn warm(&self, stage: Warm, psn: u32) {
@@ -147,6 +146,7 @@ impl Placement {
         }
     }
 
+    /// Packet `psn` with `payload` bytes arrived.
     pub fn on_data(&mut self, psn: u32, payload: u32) -> Placed {
         let Some(i) = psn.checked_sub(self.base) else { return Placed { duplicate: true, ..Default::default() } };
         let i = i as usize;
