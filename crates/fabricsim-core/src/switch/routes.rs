@@ -83,11 +83,22 @@ pub const MAX_TABLE_ENTRIES: u64 = 128 << 20;
 /// itself; its group is in `Routes::direct`.
 const DIRECT: u32 = u32::MAX - 1;
 
+/// A NIC's first attachment (`slot` NO_ROUTE: none) and the range of
+/// `Routes::direct` holding the rest.
+#[derive(Clone, Copy)]
+struct Attachment {
+    slot: u32,
+    group: u32,
+    more: u32,
+    more_end: u32,
+}
+
+const UNATTACHED: Attachment = Attachment { slot: NO_ROUTE, group: NO_ROUTE, more: 0, more_end: 0 };
+
 #[derive(Clone)]
 pub struct Routes {
-    /// Each NIC's number and its column, by node id: columns are classes
-    /// of NICs that every switch not attached to them routes alike.
-    nic_slot: Vec<u32>,
+    /// Each NIC's column, by node id: columns are classes of NICs that
+    /// every switch not attached to them routes alike.
     column: Vec<u32>,
     /// Each switch's row, by node id (a NIC's is `NO_ROW`): a group index
     /// per column, or DIRECT. By node, not by the switch's number, so
@@ -97,9 +108,11 @@ pub struct Routes {
     rows: Vec<Row>,
     table: Table,
     exceptions: Vec<(u32, u32)>,
-    /// Per NIC (by number), its range of `direct`: the groups of the
-    /// switches it is attached to, as (switch slot, group).
-    direct_range: Vec<(u32, u32)>,
+    /// Per node id, where a NIC is attached: the switch of the lowest
+    /// slot with its group in the record, any others in `direct`, as
+    /// (switch slot, group). Inline, so that the last hop of a tree, a NIC
+    /// attached once, reads one record.
+    attached: Vec<Attachment>,
     direct: Vec<(u32, u32)>,
     /// Group `g`'s hops are `hops[start ..][.. len]` of `groups[g]`, one
     /// flat array; the first is in the group's record too, so that a
@@ -237,11 +250,11 @@ impl Routes {
         // alike (in a Clos, those under the same leaves) share one column:
         // the table shrinks by the NICs per leaf, and so do the cache misses
         // of reading it for every packet at every switch.
-        let mut direct_range = Vec::with_capacity(nics as usize);
+        let mut attached = vec![UNATTACHED; n];
         let mut direct = Vec::new();
         for nic in (0..n).filter(|&i| nic_slot[i] != NO_ROUTE) {
             let d = nic_slot[nic] as usize;
-            let start = direct.len() as u32;
+            let start = direct.len();
             for &port in &node_ports[nic] {
                 let sw = port_node(port.peer()).0 as usize;
                 if switch_slot[sw] == NO_ROUTE {
@@ -255,8 +268,11 @@ impl Routes {
                 }
             }
             // By switch: a NIC of many planes has as many switches.
-            direct[start as usize..].sort_unstable_by_key(|&(s, _)| s);
-            direct_range.push((start, direct.len() as u32));
+            direct[start..].sort_unstable_by_key(|&(s, _)| s);
+            if direct.len() > start {
+                let (slot, group) = direct.remove(start);
+                attached[nic] = Attachment { slot, group, more: start as u32, more_end: direct.len() as u32 };
+            }
         }
         let (columns, nic_column) = route_classes(&table, nics as usize, switches as usize);
         let Groups { groups, flat, weights: flat_weights, .. } = groups;
@@ -299,18 +315,7 @@ impl Routes {
             Table::Wide(whole)
         };
         let column = nic_slot.iter().map(|&d| if d == NO_ROUTE { NO_ROUTE } else { nic_column[d as usize] }).collect();
-        Routes {
-            nic_slot,
-            column,
-            rows,
-            table,
-            exceptions,
-            direct_range,
-            direct,
-            groups,
-            hops: flat,
-            weights: flat_weights,
-        }
+        Routes { column, rows, table, exceptions, attached, direct, groups, hops: flat, weights: flat_weights }
     }
 
     /// The most next hops any switch has toward any NIC.
@@ -345,7 +350,7 @@ impl Routes {
         };
         let group = match entry {
             NO_ROUTE => return None,
-            DIRECT => self.direct_group(row.slot, self.nic_slot[dst.0 as usize] as usize)?,
+            DIRECT => self.direct_group(row.slot, dst)?,
             g => g as usize,
         };
         Some((group, &self.groups[group]))
@@ -361,11 +366,15 @@ impl Routes {
         }
     }
 
-    /// The group of switch slot `s` toward NIC number `d`, attached to it.
-    fn direct_group(&self, s: u32, d: usize) -> Option<usize> {
-        let (start, end) = self.direct_range[d];
-        let attached = &self.direct[start as usize..end as usize];
-        let (_, group) = attached[attached.binary_search_by_key(&s, |&(sw, _)| sw).ok()?];
+    /// The group of switch slot `s` toward NIC `dst`, attached to it.
+    fn direct_group(&self, s: u32, dst: NodeId) -> Option<usize> {
+        let at = &self.attached[dst.0 as usize];
+        let group = if at.slot == s {
+            at.group
+        } else {
+            let more = &self.direct[at.more as usize..at.more_end as usize];
+            more[more.binary_search_by_key(&s, |&(sw, _)| sw).ok()?].1
+        };
         (group != NO_ROUTE).then_some(group as usize)
     }
 
@@ -667,7 +676,7 @@ mod tests {
                     _ => {}
                 }
             }
-            attached += routes.direct.len();
+            attached += routes.direct.len() + routes.attached.iter().filter(|a| a.slot != NO_ROUTE).count();
             let nics = (0..topo.nodes.len() as u32).map(NodeId).filter(|&n| topo.is_nic(n));
             for dst in nics {
                 let expected = shortest_next_hops(&topo, &node_ports, &usable, &alive, dst);
