@@ -201,10 +201,12 @@ impl<E: Copy> EventQueue<E> {
         // bucket 0, in its order, instead of each event moving. Bucket 0 is
         // empty here, or it would not be split.
         let one_instant = min == max;
+        if one_instant {
+            self.mark(0);
+        }
         for chunk in full.drain(..).chain([tail]) {
             if one_instant {
                 self.now_bucket.extend_from_slice(&chunk);
-                self.mark(0);
             } else {
                 for &(t, e) in &chunk {
                     self.push(bucket_of(t, self.last), t, e);
@@ -221,7 +223,7 @@ impl<E: Copy> EventQueue<E> {
     /// the events pending fill and one for each bucket: every bucket may
     /// hold a chunk it has only begun to fill.
     fn give_back(&mut self, mut chunk: Chunk<E>) {
-        if chunk.capacity() != 0 && self.pool.len() < BUCKETS + self.len / CHUNK {
+        if self.pool.len() < BUCKETS + self.len / CHUNK {
             chunk.clear();
             self.pool.push(chunk);
         }
