@@ -64,7 +64,16 @@ TOPO_KEYS = {
     "bisection_bps",
     "path_space",
 }
-BENCH_KEYS = {"wall_s", "events_per_s", "packet_hops_per_s", "peak_rss_bytes", "events", "packet_hops", "sim_time_s"}
+BENCH_KEYS = {
+    "wall_s",
+    "events_per_s",
+    "packet_hops_per_s",
+    "peak_rss_bytes",
+    "events",
+    "packet_hops",
+    "sim_time_s",
+    "threads",
+}
 
 
 def fabricsim_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
@@ -569,6 +578,36 @@ def test_bench_repeat_reports_the_median_run_and_the_range(
     assert report["wall_s"] == sorted(walls)[1]
     assert (report["wall_s_min"], report["wall_s_max"]) == (min(walls), max(walls))
     assert report["packet_hops_per_s"] == pytest.approx(report["packet_hops"] / report["wall_s"])
+
+
+def test_bench_and_run_on_two_threads(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path, tmp_path: Path
+) -> None:
+    code, out, err = fabricsim_cli(capsys, "bench", tiny_scenario_file, "--threads", "2", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["threads"] == 2
+    code, out, err = fabricsim_cli(capsys, "bench", tiny_scenario_file, "--json")
+    assert code == 0, err
+    assert json.loads(out)["threads"] == 1
+    runs = []
+    for name in ("a", "b"):
+        code, _, err = fabricsim_cli(capsys, "run", tiny_scenario_file, "--threads", "2", "-o", tmp_path / name)
+        assert code == 0, err
+        runs.append(_files(tmp_path / name))
+    assert runs[0] == runs[1], "a run on two threads replays itself byte for byte"
+
+
+def test_two_threads_refuse_faults_with_exit_2(
+    capsys: pytest.CaptureFixture[str], tiny_scenario_file: Path, tmp_path: Path
+) -> None:
+    fault = "faults=[{kind: link_down, at: 1us, port: 'nic0:0'}]"
+    code, _, err = fabricsim_cli(
+        capsys, "run", tiny_scenario_file, "--threads", "2", "-s", fault, "-o", tmp_path / "out"
+    )
+    assert code == 2
+    _bad_input(err, "threads: 2", "faults")
+    assert not (tmp_path / "out").exists(), "nothing half-written"
 
 
 def test_bench_repeat_refuses_a_count_out_of_range(

@@ -43,7 +43,16 @@ NCCL_HEADER = [
     "#       size         count      type     time   algbw   busbw",
     "#        (B)    (elements)               (us)  (GB/s)  (GB/s)",
 ]
-BENCH_KEYS = {"wall_s", "events_per_s", "packet_hops_per_s", "peak_rss_bytes", "events", "packet_hops", "sim_time_s"}
+BENCH_KEYS = {
+    "wall_s",
+    "events_per_s",
+    "packet_hops_per_s",
+    "peak_rss_bytes",
+    "events",
+    "packet_hops",
+    "sim_time_s",
+    "threads",
+}
 BYTES = "jobs.0.phases.0.collective.bytes"
 
 

@@ -339,6 +339,7 @@ def _parser() -> argparse.ArgumentParser:
         help="packet: every packet through every queue; flow: max-min fair rates over links, for whole clusters "
         "(same as -s mode=...)",
     )
+    _add_threads(run)
     _add_overrides(run)
     run.add_argument("--overwrite", action="store_true", help="replace the results of an existing output directory")
     run.add_argument("--csv", action="store_true", help="also write every table as CSV")
@@ -411,6 +412,7 @@ def _parser() -> argparse.ArgumentParser:
         help="runs of each case, each in a fresh process, the cases taken in turn: the median wall time with its "
         "range (default: 1; a machine's speed drifts, so compare medians of runs made in the same minutes)",
     )
+    _add_threads(bench)
     _add_overrides(bench)
     bench.add_argument("--json", action="store_true", help="print the measurements as JSON")
     bench.set_defaults(command=_cmd_bench)
@@ -441,6 +443,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_threads(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="threads the packet model runs on, 1 or 2: with 2, the fabric's edge (NICs and a third of the leaves) "
+        "on one and the rest on the other; results are deterministic for each value (same as -s threads=N)",
+    )
+
+
+def _with_threads(args: argparse.Namespace) -> list[str]:
+    """The run's overrides, with `--threads` as the last of them."""
+    threads = getattr(args, "threads", None)
+    return [*args.overrides, *([f"threads={threads}"] if threads is not None else [])]
+
+
 def _add_overrides(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-s",
@@ -455,7 +472,7 @@ def _add_overrides(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     source = args.scenario or builtin_scenario("default")
-    scenario = load_scenario(source, args.overrides)
+    scenario = load_scenario(source, _with_threads(args))
     if args.seed is not None:
         scenario["seed"] = args.seed
     if args.mode is not None:
@@ -802,7 +819,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     single = args.scenario is not None or args.case in BENCH_CASES
     if single and args.repeat == 1:
         source = args.scenario or builtin_scenario(BENCH_CASES[args.case])
-        report, summary, complete = _bench_one(source, args.overrides)
+        report, summary, complete = _bench_one(source, _with_threads(args))
         if args.json:
             print(json.dumps(report, indent=2))
         else:
@@ -818,7 +835,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     runs: dict[str | Path, list[dict[str, Any]]] = {case: [] for case in cases}
     for _ in range(args.repeat):
         for case in cases:
-            report = _bench_in_child(case, args.overrides)
+            report = _bench_in_child(case, _with_threads(args))
             if isinstance(report, int):
                 return report
             runs[case].append(report)
@@ -868,7 +885,8 @@ def _bench_repeated(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | str:
 
 def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any], bool]:
     """Runs one scenario in this process; its measurements, the core's summary and whether it ran to the end."""
-    text = to_json(load_scenario(source, overrides))
+    scenario = load_scenario(source, overrides)
+    text = to_json(scenario)
     _core.resolve(text)
     with ProgressBar(description="benchmark") as bar:
         start = time.perf_counter()
@@ -889,6 +907,7 @@ def _bench_one(source: Path, overrides: Sequence[str]) -> tuple[dict[str, Any], 
     else:
         report["packet_hops"] = summary["packet_hops"]
         report["packet_hops_per_s"] = summary["packet_hops"] / wall_s
+        report["threads"] = scenario.get("threads", 1)
     return report, summary, bool(raw["complete"])
 
 
@@ -1079,6 +1098,8 @@ def _bench_table(report: Mapping[str, Any], title: str) -> Table:
         table.add_row("wall time, median (range)", f"{_number(report['wall_s'], 's')} ({spread})")
     else:
         table.add_row("wall time", _number(report["wall_s"], "s"))
+    if "threads" in report:
+        table.add_row("threads", _count(report["threads"]))
     table.add_row("events", _count(report["events"]))
     table.add_row("events per second", _count(round(report["events_per_s"])))
     if "packet_hops" in report:

@@ -22,8 +22,8 @@
 //!   AR, admission and trimming, ECN); a NIC's QP records and scheduling,
 //!   PRO's orchestrator and RePaC's path selection.
 //! - `scenario`: the schema's root and the checks that need no topology.
-//! - `sim`: the `Simulation` that owns everything, runs the loop and routes
-//!   what each element decides.
+//! - `sim`: the `Simulation` that owns everything, runs the loop (on one
+//!   thread, or cut in two on two) and routes what each element decides.
 //! - `fluid`: the flow-level model of the same scenarios, for whole clusters.
 //! - `model`: the model a scenario's `mode` names, built and run alike.
 

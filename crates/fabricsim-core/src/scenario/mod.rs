@@ -43,6 +43,14 @@ pub struct Scenario {
     /// it leaves out). `fabricsim run --mode` overrides it.
     #[serde(default)]
     pub mode: crate::fluid::Mode,
+    /// Threads the packet model runs on: 1, or 2 (the NICs and their
+    /// switches on one, the switches above them on the other, in windows
+    /// of the links' delay between them; docs/ARCHITECTURE.md says what it
+    /// does not support yet). A run is byte-identical to itself for either
+    /// value; the two can order simultaneous events differently. The flow
+    /// model runs on one.
+    #[serde(default = "one_thread")]
+    pub threads: u8,
     /// What only the flow model reads.
     #[serde(default)]
     pub flow_mode: crate::fluid::FlowModeConfig,
@@ -171,6 +179,10 @@ fn default_seed() -> u64 {
     1
 }
 
+fn one_thread() -> u8 {
+    1
+}
+
 impl Scenario {
     /// Parses a scenario from JSON text, naming the field of the first error.
     pub fn from_json(text: &str) -> Result<Scenario, ScenarioError> {
@@ -256,6 +268,9 @@ impl Scenario {
         self.validate_transport()?;
         self.validate_buffers()?;
         self.validate_rates()?;
+        if !(1..=2).contains(&self.threads) {
+            return Err(ScenarioError::new("threads", format!("{}: 1 or 2", self.threads)));
+        }
         if matches!(self.duration, Some(Time(0))) {
             return Err(ScenarioError::new("duration", "0ns: a run must last some time"));
         }

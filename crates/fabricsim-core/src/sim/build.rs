@@ -84,6 +84,9 @@ pub(super) fn plan(scenario: &Scenario, setup: &mut Setup<'_>) -> Result<Option<
     }
     let mut whole = fabric;
     whole.parts.extend(footprint::of_workload(scenario, &topo)?.parts);
+    if scenario.threads > 1 {
+        super::partition::check(scenario, &topo)?;
+    }
     whole.check(budget, source)?;
     if let Some(shift) = &scenario.nic.shift {
         check_backup_rails(&topo, shift.backup_rail_offset)?;
@@ -664,6 +667,9 @@ pub(super) fn build(
         halt: None,
         conweave_signals: Vec::new(),
         conweave_released: Vec::new(),
+        cut: None,
+        fabric: None,
+        absorbed: None,
         node_ports,
         port_up: ports.iter().map(|p| p.up).collect(),
         next_hops: Default::default(),

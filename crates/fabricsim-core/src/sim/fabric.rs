@@ -2,6 +2,7 @@
 //! forwarding and buffer admission, ECN marking at dequeue, PFC pause and
 //! resume, packet trimming, and drops by cause.
 
+use super::partition::{Across, Crossing};
 use super::{Event, Simulation, SwitchState};
 use crate::ids::QpId;
 use crate::net::capture::Hop;
@@ -74,7 +75,12 @@ impl Simulation {
             self.drop_packet(port, id, DropCause::LinkLoss);
         } else {
             self.pool.get_mut(id).port = port.0;
-            self.events.schedule(done + self.ports[p].delay, Event::Arrive(id));
+            let at = done + self.ports[p].delay;
+            if self.cut.as_ref().is_some_and(|cut| cut.crosses(port)) {
+                self.send_across(id, at);
+            } else {
+                self.events.schedule(at, Event::Arrive(id));
+            }
         }
     }
 
@@ -314,7 +320,11 @@ impl Simulation {
             p.count_pause_sent();
         }
         let arrival = self.events.now() + p.rate.tx_time(headers::pause_wire() as u64) + p.delay;
-        self.events.schedule(arrival, Event::Pfc { port: port.peer(), class: class as u8, pause });
+        let (peer, class) = (port.peer(), class as u8);
+        match self.cut.as_mut().filter(|cut| cut.crosses(port)) {
+            Some(cut) => cut.outbox.push(Crossing { at: arrival, what: Across::Pfc { port: peer, class, pause } }),
+            None => self.events.schedule(arrival, Event::Pfc { port: peer, class, pause }),
+        }
     }
 
     pub(super) fn on_pfc(&mut self, port: PortId, class: usize, pause: bool) {

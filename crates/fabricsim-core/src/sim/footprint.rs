@@ -26,6 +26,9 @@ use crate::workload::{racks, FlowSpec, TrafficSpec};
 #[derive(Clone, Debug, Default)]
 pub struct Footprint {
     pub parts: Vec<(&'static str, u64, u64)>,
+    /// Copies of the model the run builds: one per thread (`threads`), each
+    /// side of a run on two threads being built whole.
+    pub copies: u64,
 }
 
 /// A heap allocation's bookkeeping beyond the bytes asked for.
@@ -60,7 +63,8 @@ const FLOW_PORT_REPORT: u64 = 400;
 
 impl Footprint {
     pub fn total(&self) -> u64 {
-        self.parts.iter().fold(0u64, |sum, &(_, _, bytes)| sum.saturating_add(bytes))
+        let one = self.parts.iter().fold(0u64, |sum, &(_, _, bytes)| sum.saturating_add(bytes));
+        one.saturating_mul(self.copies.max(1))
     }
 
     fn add(&mut self, what: &'static str, count: u64, each: u64) {
@@ -83,11 +87,15 @@ impl Footprint {
             .take(3)
             .map(|(what, count, bytes)| format!("{count} {what}: {}", human_size(*bytes)))
             .collect();
+        let copies = match self.copies {
+            0 | 1 => String::new(),
+            n => format!("; all {n} times, once per thread"),
+        };
         invalid(
             "scenario",
             format!(
-                "needs about {} of memory ({}), more than the {} {source}; make it smaller, or set limits.memory \
-                 to run it anyway",
+                "needs about {} of memory ({}{copies}), more than the {} {source}; make it smaller, or set \
+                 limits.memory to run it anyway",
                 human_size(total),
                 biggest.join(", "),
                 human_size(budget)
@@ -111,7 +119,7 @@ fn human_size(bytes: u64) -> String {
 /// What the fabric takes, counted from the topology's spec before it is
 /// built: a link, its two ports and their rows of the ports table.
 pub(super) fn of_fabric(scenario: &Scenario) -> Result<Footprint, ScenarioError> {
-    let mut footprint = Footprint::default();
+    let mut footprint = Footprint { copies: u64::from(scenario.threads), ..Footprint::default() };
     let links = scenario.topology.links()?;
     footprint.add("links", links, LINK);
     let port = (size_of::<Port>() + size_of::<PortScheduler>() + 64) as u64 + PORT_REPORT;

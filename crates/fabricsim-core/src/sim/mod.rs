@@ -15,9 +15,11 @@ mod clustermapper;
 mod control;
 mod conweave;
 mod fabric;
+mod fabric_thread;
 pub(crate) mod footprint;
 pub(crate) mod jobs;
 mod nic;
+mod partition;
 mod recorder;
 mod report;
 mod shift;
@@ -169,6 +171,28 @@ struct Totals {
     data_drops: u64,
 }
 
+impl Totals {
+    /// Adds another side's totals (a run on two threads, `partition`).
+    fn absorb(&mut self, other: &Totals) {
+        self.packet_hops += other.packet_hops;
+        self.sent_payload += other.sent_payload;
+        self.delivered_payload += other.delivered_payload;
+        self.discarded_payload += other.discarded_payload;
+        self.trimmed_received += other.trimmed_received;
+        self.qp_errors += other.qp_errors;
+        self.imm_completions += other.imm_completions;
+        self.data_drops += other.data_drops;
+    }
+}
+
+/// What the upper side of a run on two threads ran, beside the state the
+/// edge side took from it (`partition`).
+struct Absorbed {
+    events: u64,
+    in_flight_payload: u64,
+    pool_high_water: usize,
+}
+
 /// What the caller tells a build beyond the scenario.
 #[derive(Default)]
 pub struct Setup<'a> {
@@ -280,6 +304,13 @@ pub struct Simulation {
     /// ConWeave's scratch lists, kept to spare allocations.
     conweave_signals: Vec<crate::switch::conweave::Signal>,
     conweave_released: Vec<PacketId>,
+    /// The side of the cut this simulation runs, on two threads.
+    cut: Option<partition::Cut>,
+    /// On the edge side of two threads, the upper side's thread.
+    fabric: Option<fabric_thread::FabricThread>,
+    /// On the edge side of two threads, once the run ended: what the upper
+    /// side ran.
+    absorbed: Option<Absorbed>,
 }
 
 /// When a run ends if its work does not: the scenario's `limits`, or their
@@ -297,7 +328,7 @@ impl Simulation {
     /// `mode` says (`Model::build` follows it), within its `limits.memory`
     /// if it sets one.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
-        let built = build::build(scenario, None, &mut Setup::default())?;
+        let built = Simulation::new_within(scenario, &mut Setup::default())?;
         Ok(built.expect("a build without a hook is never interrupted"))
     }
 
@@ -305,6 +336,9 @@ impl Simulation {
     /// has, asking whether to go on as it goes. `Ok(None)` when the hook
     /// stopped it.
     pub fn new_within(scenario: Scenario, setup: &mut Setup<'_>) -> Result<Option<Simulation>, ScenarioError> {
+        if scenario.threads > 1 {
+            return fabric_thread::build_on_two_threads(scenario, setup);
+        }
         build::build(scenario, None, setup)
     }
 
@@ -325,6 +359,12 @@ impl Simulation {
     /// Builds a simulation whose QPs run a transport defined outside this
     /// crate, built for each QP by `transport`, instead of the scenario's.
     pub fn with_transport(scenario: Scenario, transport: CustomTransport) -> Result<Simulation, ScenarioError> {
+        if scenario.threads > 1 {
+            return Err(ScenarioError::new(
+                "threads",
+                format!("{}: a transport defined outside the core runs on one thread", scenario.threads),
+            ));
+        }
         let built = build::build(scenario, Some(transport), &mut Setup::default())?;
         Ok(built.expect("a build without a hook is never interrupted"))
     }
@@ -339,7 +379,7 @@ impl Simulation {
 
     /// Events handled so far.
     pub fn events_executed(&self) -> u64 {
-        self.events.executed()
+        self.events.executed() + self.fabric.as_ref().map_or(0, |f| f.events())
     }
 
     /// Runs to the end: every flow and job done, the scenario's duration,
@@ -350,14 +390,16 @@ impl Simulation {
     pub fn run(&mut self, hook: &mut dyn FnMut(Progress) -> bool) -> RunOutput {
         let stop = self.run_until(Time::MAX, hook).expect("a run ends by its time limit");
         hook(self.progress());
+        self.join_upper();
         self.report(stop)
     }
 
     /// Runs until the run ends (returning why) or until simulated time
     /// would pass `pause_at` (returning None; `run` can continue).
     pub fn run_until(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
-        const HOOK_EVERY: u64 = 1 << 14;
-        let mut countdown = HOOK_EVERY;
+        if self.fabric.is_some() {
+            return self.run_windows(pause_at, hook);
+        }
         // A handler's halt (sampling out of memory) outranks how the run
         // would otherwise have ended: what it recorded is cut short.
         let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
@@ -377,28 +419,36 @@ impl Simulation {
             if next > pause_at {
                 return None;
             }
-            if next == self.instant.0 {
-                self.instant.1 += 1;
-                if self.instant.1 > self.limits.events_per_instant {
-                    return ended(self, StopReason::Livelock);
-                }
-            } else {
-                self.instant = (next, 1);
-            }
-            let (_, event) = self.events.pop().expect("peeked");
-            self.warm_up_next();
-            self.handle(event);
-            countdown -= 1;
-            if countdown == 0 {
-                countdown = HOOK_EVERY;
-                if let Some(reason) = self.halt {
-                    return Some(reason);
-                }
-                if !hook(self.progress()) {
-                    return Some(StopReason::Interrupted);
-                }
+            if let Some(stop) = self.run_next(next, hook) {
+                return Some(stop);
             }
         }
+    }
+
+    /// Runs the next event, due at `next`, and asks `hook` whether to go
+    /// on every few thousand events. Why the run ends, if it must.
+    fn run_next(&mut self, next: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
+        const HOOK_EVERY: u64 = 1 << 14;
+        if next == self.instant.0 {
+            self.instant.1 += 1;
+            if self.instant.1 > self.limits.events_per_instant {
+                return Some(self.halt.unwrap_or(StopReason::Livelock));
+            }
+        } else {
+            self.instant = (next, 1);
+        }
+        let (_, event) = self.events.pop().expect("peeked");
+        self.warm_up_next();
+        self.handle(event);
+        if self.events.executed().is_multiple_of(HOOK_EVERY) {
+            if let Some(reason) = self.halt {
+                return Some(reason);
+            }
+            if !hook(self.progress()) {
+                return Some(StopReason::Interrupted);
+            }
+        }
+        None
     }
 
     fn progress(&self) -> Progress {
@@ -407,7 +457,7 @@ impl Simulation {
             None if self.total_bytes > 0 => self.totals.delivered_payload as f64 / self.total_bytes as f64,
             None => 1.0,
         };
-        Progress { now: self.now(), fraction: fraction.min(1.0), events: self.events.executed() }
+        Progress { now: self.now(), fraction: fraction.min(1.0), events: self.events_executed() }
     }
 
     fn handle(&mut self, event: Event) {

@@ -202,7 +202,7 @@ impl Simulation {
             "complete": complete,
             "stop_reason": stop.name(),
             "sim_time_s": now.as_secs_f64(),
-            "events": self.events.executed(),
+            "events": self.events.executed() + self.absorbed.as_ref().map_or(0, |a| a.events),
             "packet_hops": self.totals.packet_hops,
             "flows": f.len(),
             "flows_completed": finished,
@@ -237,7 +237,8 @@ impl Simulation {
             "rnr_naks": self.qp_sum(|s| s.rnr_naks),
             "timeouts": self.qp_sum(|s| s.timeouts),
             "retransmitted_packets": self.qp_sum(|s| s.retransmitted_packets),
-            "packet_pool_high_water": self.pool.capacity(),
+            // On two threads, the sum of the two sides' pools.
+            "packet_pool_high_water": self.pool.capacity() + self.absorbed.as_ref().map_or(0, |a| a.pool_high_water),
         });
         let (collectives, steps, transfers, jobs) = self.jobs.tables(&self.topo, self.scenario.telemetry.transfers);
         let mut summary = summary;
@@ -384,13 +385,14 @@ impl Simulation {
     }
 
     /// Payload still in queues or on wires.
-    fn in_flight_payload(&self) -> u64 {
+    pub(super) fn in_flight_payload(&self) -> u64 {
         let queued = self.ports.iter().flat_map(|p| p.queues.iter().flat_map(|&q| self.pool.queued(q)));
         let on_wires = self.events.pending().filter_map(|e| match e {
             Event::Arrive(id) => Some(*id),
             _ => None,
         });
-        queued.chain(on_wires).map(|id| self.pool.get(id).payload() as u64).sum()
+        let upper = self.absorbed.as_ref().map_or(0, |a| a.in_flight_payload);
+        queued.chain(on_wires).map(|id| self.pool.get(id).payload() as u64).sum::<u64>() + upper
     }
 }
 
