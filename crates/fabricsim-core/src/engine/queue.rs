@@ -260,7 +260,9 @@ impl<E: Copy> EventQueue<E> {
         &self.now_bucket[self.head..]
     }
 
-    /// Removes the next event and advances the clock to it.
+    /// Removes the next event and advances the clock to it. Always inlined:
+    /// the run loop's copy is its hot path.
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(Time, E)> {
         let (t, e) = if let Some(early) = self.early.pop_front() {
             early

@@ -78,11 +78,12 @@ fn serve(scenario: Scenario, orders: Receiver<Order>, replies: Sender<Reply>) {
     let built = build::build(scenario, None, &mut Setup::default());
     let Ok(Some(mut sim)) = built else { return };
     sim.take_side(Side::Upper);
+    let mut countdown = super::HOOK_EVERY;
     while let Ok(order) = orders.recv() {
         let reply = match order {
             Order::Window { end, inbox } => {
                 sim.receive(inbox);
-                let stop = sim.run_window(end, &mut |_| true);
+                let stop = sim.run_events(end, &mut countdown, &mut |_| true);
                 let outbox = std::mem::take(&mut sim.cut.as_mut().expect("a side").outbox);
                 Reply::Window { outbox, next: sim.events.peek_time(), stop, events: sim.events.executed() }
             }
@@ -118,6 +119,7 @@ impl Simulation {
     /// at most the lookahead, from the earliest event either side has.
     pub(super) fn run_windows(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
         let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
+        let mut countdown = super::HOOK_EVERY;
         loop {
             let until_duration = self.scenario.duration.is_some();
             if !until_duration && self.work_left == 0 {
@@ -146,7 +148,7 @@ impl Simulation {
             if fabric.orders.send(Order::Window { end, inbox }).is_err() {
                 fabric.reply();
             }
-            let stop = self.run_window(end, hook);
+            let stop = self.run_events(end, &mut countdown, hook);
             let fabric = self.fabric.as_mut().expect("the upper side's thread");
             let Reply::Window { outbox, next, stop: upper_stop, events } = fabric.reply() else {
                 unreachable!("a window's reply")

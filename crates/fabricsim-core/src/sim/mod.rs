@@ -38,6 +38,9 @@ use crate::topology::{NodeId, Topology};
 use crate::transport::{Action, CustomTransport, Framing, QpFactory, QpSetup, Timer, Verb};
 use crate::units::{Rate, Time};
 
+/// Events between two calls of a run's progress hook.
+const HOOK_EVERY: u64 = 1 << 14;
+
 #[derive(Clone, Copy, Debug)]
 enum Event {
     /// A port finished serializing and has another packet waiting.
@@ -400,6 +403,7 @@ impl Simulation {
         if self.fabric.is_some() {
             return self.run_windows(pause_at, hook);
         }
+        let mut countdown = HOOK_EVERY;
         // A handler's halt (sampling out of memory) outranks how the run
         // would otherwise have ended: what it recorded is cut short.
         let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
@@ -419,36 +423,52 @@ impl Simulation {
             if next > pause_at {
                 return None;
             }
-            if let Some(stop) = self.run_next(next, hook) {
+            let before = Time(self.limits.end.0.min(pause_at.0).saturating_add(1));
+            if let Some(stop) = self.run_events(before, &mut countdown, hook) {
                 return Some(stop);
             }
         }
     }
 
-    /// Runs the next event, due at `next`, and asks `hook` whether to go
-    /// on every few thousand events. Why the run ends, if it must.
-    fn run_next(&mut self, next: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
-        const HOOK_EVERY: u64 = 1 << 14;
-        if next == self.instant.0 {
-            self.instant.1 += 1;
-            if self.instant.1 > self.limits.events_per_instant {
-                return Some(self.halt.unwrap_or(StopReason::Livelock));
+    /// The event loop: runs the events due before `before`, while work is
+    /// left. None when the next event is not (or there is none); why the
+    /// run ends otherwise. `countdown`: events left before `hook` is next
+    /// asked. The only caller of the queue's `pop` and of the warming, so
+    /// that both are inlined here.
+    fn run_events(
+        &mut self,
+        before: Time,
+        countdown: &mut u64,
+        hook: &mut dyn FnMut(Progress) -> bool,
+    ) -> Option<StopReason> {
+        let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
+        loop {
+            if self.scenario.duration.is_none() && self.work_left == 0 {
+                return ended(self, StopReason::Completed);
             }
-        } else {
-            self.instant = (next, 1);
+            let next = self.events.peek_time().filter(|&next| next < before)?;
+            if next == self.instant.0 {
+                self.instant.1 += 1;
+                if self.instant.1 > self.limits.events_per_instant {
+                    return ended(self, StopReason::Livelock);
+                }
+            } else {
+                self.instant = (next, 1);
+            }
+            let (_, event) = self.events.pop().expect("peeked");
+            self.warm_up_next();
+            self.handle(event);
+            *countdown -= 1;
+            if *countdown == 0 {
+                *countdown = HOOK_EVERY;
+                if let Some(reason) = self.halt {
+                    return Some(reason);
+                }
+                if !hook(self.progress()) {
+                    return Some(StopReason::Interrupted);
+                }
+            }
         }
-        let (_, event) = self.events.pop().expect("peeked");
-        self.warm_up_next();
-        self.handle(event);
-        if self.events.executed().is_multiple_of(HOOK_EVERY) {
-            if let Some(reason) = self.halt {
-                return Some(reason);
-            }
-            if !hook(self.progress()) {
-                return Some(StopReason::Interrupted);
-            }
-        }
-        None
     }
 
     fn progress(&self) -> Progress {

@@ -24,7 +24,6 @@
 
 use super::{Event, Simulation, SwitchState, Totals};
 use crate::error::ScenarioError;
-use crate::metrics::StopReason;
 use crate::net::Forwarding;
 use crate::net::{Packet, Port, PortId, Usids};
 use crate::scenario::Scenario;
@@ -221,32 +220,13 @@ impl Simulation {
     }
 
     /// Sends a packet leaving `port` across the cut, to arrive at `at`.
+    /// Out of line, so that a run on one thread pays only the test.
+    #[cold]
+    #[inline(never)]
     pub(super) fn send_across(&mut self, id: crate::net::PacketId, at: Time) {
         let what = Across::Packet(*self.pool.get(id), self.pool.usids(id));
         self.cut.as_mut().expect("a side of a cut").outbox.push(Crossing { at, what });
         self.pool.free(id);
-    }
-
-    /// Runs this side's events due before `end`. None when it got there
-    /// (or ran out of events); why the run ends otherwise.
-    pub(super) fn run_window(
-        &mut self,
-        end: Time,
-        hook: &mut dyn FnMut(super::Progress) -> bool,
-    ) -> Option<StopReason> {
-        loop {
-            if self.scenario.duration.is_none() && self.work_left == 0 {
-                return Some(self.halt.unwrap_or(StopReason::Completed));
-            }
-            match self.events.peek_time() {
-                Some(next) if next < end => {
-                    if let Some(stop) = self.run_next(next, hook) {
-                        return Some(stop);
-                    }
-                }
-                _ => return None,
-            }
-        }
     }
 
     /// What the upper side ran, for the edge side's report.

@@ -193,6 +193,7 @@ impl Simulation {
     /// A `TxDone`'s port lines and the packet it sends next (control
     /// packets go first), or, at a NIC with nothing queued, the scheduler
     /// that pulls one from its QPs.
+    #[inline(always)]
     fn warm_up_next_packet(&self, port: PortId) {
         let at = &self.ports[port.0 as usize];
         prefetch_lines(at, 0..HOT_LINES);
