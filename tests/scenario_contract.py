@@ -455,6 +455,27 @@ def flow_spray() -> dict[str, Any]:
     return scenario
 
 
+def two_threads() -> dict[str, Any]:
+    """MRC over SRv6 on two threads (the NICs and a third of the leaves on one), beside a job's all-reduce."""
+    scenario = mrc()
+    scenario["name"] = "two_threads"
+    scenario["threads"] = 2
+    scenario["topology"]["nics_per_host"] = 2
+    scenario["jobs"] = job()["jobs"]
+    scenario["intra_host"] = {"rate": "3600Gbps", "latency": "1us"}
+    return scenario
+
+
+def two_threads_pfc() -> dict[str, Any]:
+    """RoCE with PFC under an incast on two threads, adaptive routing: PAUSE frames cross between the threads."""
+    scenario = tiny()
+    scenario["name"] = "two_threads_pfc"
+    scenario["threads"] = 2
+    scenario["switch"] = {"forwarding": "adaptive", "pfc": {"enabled": True}}
+    scenario["traffic"] = [{"kind": "incast", "receiver": 0, "senders": [2, 3, 4, 5, 6, 7], "bytes": "64KiB"}]
+    return scenario
+
+
 BASES = {
     f.__name__: f
     for f in (
@@ -476,6 +497,8 @@ BASES = {
         traffic_kinds,
         flow_job,
         flow_spray,
+        two_threads,
+        two_threads_pfc,
     )
 }
 

@@ -24,8 +24,7 @@
 
 use super::{Event, Simulation, SwitchState, Totals};
 use crate::error::ScenarioError;
-use crate::net::Forwarding;
-use crate::net::{Packet, Port, PortId, Usids};
+use crate::net::{Forwarding, Packet, Port, PortId, Usids};
 use crate::scenario::Scenario;
 use crate::topology::{NodeRole, Topology};
 use crate::units::Time;
@@ -33,9 +32,9 @@ use crate::units::Time;
 /// Which side of the cut a node runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Side {
-    /// The NICs and their switches, on the caller's thread.
+    /// The NICs and one leaf in three, on the caller's thread.
     Edge,
-    /// The switches above the first tier.
+    /// Every other switch, on a thread of its own.
     Upper,
 }
 
