@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{floats, ints, run, summary_f64, summary_u64};
+use common::{floats, ints, run, summary_f64, summary_u64, texts};
 use fabricsim_core::metrics::StopReason;
 use fabricsim_core::units::Time;
 use fabricsim_core::{RunOutput, Scenario, Setup, Simulation};
@@ -110,6 +110,43 @@ fn two_threads_run_collectives_and_adaptive_routing() {
 }
 
 #[test]
+fn two_threads_sample_ports_on_both_sides() {
+    // A spine's and a core switch's ports run on the upper side, a NIC's
+    // on the edge side: every sample reads each where it is.
+    let mut scenario = fat_tree(json!({"kind": "mrc", "evs": 64}));
+    let ports = ["t1.p0.1:0", "t2.p0.2:0", "nic0:0"];
+    scenario["telemetry"] = json!({"sample_interval": "5us", "ports": ports, "hosts": [0]});
+    let (one, two) = (run(on_threads(scenario.clone(), 1)), run(on_threads(scenario, 2)));
+    assert!(two.complete, "{}", two.summary);
+    let (n1, n2) = (texts(&one.timeseries, "entity").len(), texts(&two.timeseries, "entity").len());
+    assert_eq!(n1, n2, "the same samples");
+    let names = texts(&two.ports, "node").into_iter().zip(ints(&two.ports, "port"));
+    let tx_bytes: Vec<(String, u64)> =
+        names.map(|(node, port)| format!("{node}:{port}")).zip(ints(&two.ports, "tx_bytes")).collect();
+    // What the series say each port sent: its rates over their intervals.
+    let sampled = |out: &RunOutput, port: &str| -> f64 {
+        let (mut bytes, mut last) = (0.0, 0.0);
+        for (t, bps) in common::tx_rate(out, port) {
+            bytes += (t - last) * bps / 8.0;
+            last = t;
+        }
+        bytes
+    };
+    for port in ports {
+        let total = tx_bytes.iter().find(|(name, _)| name == port).expect("a port").1 as f64;
+        assert!(total > 0.0, "{port} carries traffic");
+        let (by_one, by_two) = (sampled(&one, port), sampled(&two, port));
+        // Within a packet of the port's total, whichever thread ran it (a
+        // packet sent at the last sample's instant is in no interval), and
+        // near what one thread's samples say.
+        assert!((total - by_two).abs() <= 4500.0, "{port}: {by_two} sampled, {total} sent");
+        assert!(near(by_two, by_one, 0.01), "{port}: {by_one} on one thread, {by_two} on two");
+        let busiest = |out: &RunOutput| common::tx_rate(out, port).iter().map(|&(_, b)| b).fold(0.0, f64::max);
+        assert!(near(busiest(&two), busiest(&one), 0.05), "{port}: {} {}", busiest(&one), busiest(&two));
+    }
+}
+
+#[test]
 fn two_threads_pause_and_go_on() {
     let scenario = on_threads(fat_tree(json!({"kind": "mrc", "evs": 64})), 2);
     let whole = run(scenario.clone());
@@ -161,11 +198,14 @@ fn two_threads_refuse_what_they_do_not_support() {
     };
     let faults = refusal(with("faults", json!([{"kind": "link_down", "at": "10us", "port": "t0.p0.0:2"}])));
     assert!(faults.starts_with("threads: 2") && faults.contains("faults"), "{faults}");
-    let telemetry = refusal(with("telemetry", json!({"sample_interval": "10us"})));
-    assert!(telemetry.contains("threads: 2") && telemetry.contains("sample_interval"), "{telemetry}");
+    let telemetry = refusal(with("telemetry", json!({"ev_log": true})));
+    assert!(telemetry.starts_with("threads: 2") && telemetry.contains("telemetry.ev_log"), "{telemetry}");
+    let pcap = refusal(with("telemetry", json!({"pcap": {"ports": ["nic0:0"]}})));
+    assert!(pcap.contains("telemetry.pcap"), "{pcap}");
     let mut drill = base.clone();
     drill["switch"]["forwarding"] = json!("drill");
-    assert!(refusal(drill).contains("switch.forwarding"));
+    let drill = refusal(drill);
+    assert!(drill.starts_with("threads: 2") && drill.contains("switch.forwarding: drill"), "{drill}");
     let three = refusal(with("threads", json!(3)));
     assert!(three.starts_with("threads: 3") && three.contains("1 or 2"), "{three}");
     // A single switch has no tier above the first to give the other thread.

@@ -594,8 +594,9 @@ pub(super) fn build(
     for (i, (at, _)) in faults.iter().enumerate() {
         events.schedule(*at, Event::Fault(i as u32));
     }
-    if scenario.telemetry.sample_interval.is_some() {
-        events.schedule(Time::ZERO, Event::Sample);
+    let first_sample = scenario.telemetry.sample_interval.map(|_| Time::ZERO);
+    if let Some(at) = first_sample {
+        events.schedule(at, Event::Sample);
     }
     let imbalance = match (&scenario.telemetry.imbalance, imbalance_groups) {
         (Some(cfg), Some(groups)) => {
@@ -653,7 +654,7 @@ pub(super) fn build(
         faults,
         headroom,
         totals: Totals::default(),
-        samples: Samples::new(telemetry_ports.len(), telemetry_hosts.len()),
+        samples: Samples::new(telemetry_ports.len(), telemetry_hosts.len(), first_sample),
         telemetry_ports,
         telemetry_hosts,
         recorder,

@@ -11,22 +11,26 @@
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 
-use super::partition::{Crossing, Side, UpperShare};
+use super::partition::{Crossing, PortReading, Side, UpperShare};
 use super::{build, Progress, Setup, Simulation};
 use crate::error::ScenarioError;
 use crate::metrics::StopReason;
+use crate::net::PortId;
 use crate::scenario::Scenario;
 use crate::units::Time;
 
 enum Order {
     /// Take `inbox`, then run the events due before `end`.
     Window { end: Time, inbox: Vec<Crossing> },
+    /// Read these ports for a sample.
+    Read(Vec<PortId>),
     /// Hand back what it ran.
     Finish,
 }
 
 enum Reply {
     Window { outbox: Vec<Crossing>, next: Option<Time>, stop: Option<StopReason>, events: u64 },
+    Read(Vec<PortReading>),
     Finished(Box<UpperShare>),
 }
 
@@ -87,6 +91,7 @@ fn serve(scenario: Scenario, orders: Receiver<Order>, replies: Sender<Reply>) {
                 let outbox = std::mem::take(&mut sim.cut.as_mut().expect("a side").outbox);
                 Reply::Window { outbox, next: sim.events.peek_time(), stop, events: sim.events.executed() }
             }
+            Order::Read(ports) => Reply::Read(sim.read_ports(&ports)),
             Order::Finish => {
                 let _ = replies.send(Reply::Finished(Box::new(sim.upper_share())));
                 return;
@@ -142,7 +147,15 @@ impl Simulation {
                 return None;
             }
             // Exclusive: nothing past the run's end or the pause runs.
-            let end = (start + lookahead).min(Time(self.limits.end.0.min(pause_at.0).saturating_add(1)));
+            let mut end = (start + lookahead).min(Time(self.limits.end.0.min(pause_at.0).saturating_add(1)));
+            // A sample reads the whole fabric as it stands after the events
+            // before it: a window ends where one is due, and the next
+            // begins by reading the other side's sampled ports.
+            match self.samples.next {
+                Some(due) if due == start => self.read_upper_ports(),
+                Some(due) if due > start => end = end.min(due),
+                _ => {}
+            }
             let inbox = std::mem::take(&mut self.cut.as_mut().expect("a side").outbox);
             let fabric = self.fabric.as_mut().expect("the upper side's thread");
             if fabric.orders.send(Order::Window { end, inbox }).is_err() {
@@ -160,6 +173,20 @@ impl Simulation {
                 return ended(self, stop);
             }
         }
+    }
+
+    /// Reads the sampled ports the upper side runs into this side's copies.
+    fn read_upper_ports(&mut self) {
+        let ports = self.sampled_elsewhere();
+        if ports.is_empty() {
+            return;
+        }
+        let fabric = self.fabric.as_mut().expect("the upper side's thread");
+        if fabric.orders.send(Order::Read(ports)).is_err() {
+            fabric.reply();
+        }
+        let Reply::Read(readings) = fabric.reply() else { unreachable!("a reading's reply") };
+        self.take_readings(readings);
     }
 
     /// Takes the upper side's state into this one, ending its thread.

@@ -108,17 +108,27 @@ pub(super) fn check(scenario: &Scenario, topo: &Topology) -> Result<(), Scenario
     if scenario.clustermapper.is_some() {
         return refuse("clustermapper");
     }
+    // Telemetry recorded packet by packet or over port groups, named by
+    // the field that asks for it. (Sampled ports and hosts are read at
+    // window ends: `fabric_thread`.)
     let t = &scenario.telemetry;
-    if t.sample_interval.is_some() || t.pcap.is_some() || t.ev_log || t.ev_activity || t.histograms.is_some() {
-        return refuse("telemetry that samples, captures or logs the run (telemetry.sample_interval, pcap, ev_log, ev_activity, histograms)");
-    }
-    if t.imbalance.is_some() {
-        return refuse("telemetry.imbalance");
+    let recorded = [
+        (t.pcap.is_some(), "telemetry.pcap"),
+        (t.ev_log, "telemetry.ev_log"),
+        (t.ev_activity, "telemetry.ev_activity"),
+        (t.histograms.is_some(), "telemetry.histograms"),
+        (t.imbalance.is_some(), "telemetry.imbalance"),
+    ];
+    if let Some((_, field)) = recorded.iter().find(|(set, _)| *set) {
+        return refuse(&format!("{field} (telemetry recorded as the run goes)"));
     }
     // A balancer whose state each side can keep a copy of, using only its
     // own switches' part, and whose counters the report does not read.
-    if !matches!(scenario.switch.forwarding, Forwarding::Ecmp | Forwarding::Srv6 | Forwarding::Adaptive) {
-        return refuse("switch.forwarding other than ecmp, srv6 and adaptive");
+    let forwarding = scenario.switch.forwarding;
+    if !matches!(forwarding, Forwarding::Ecmp | Forwarding::Srv6 | Forwarding::Adaptive) {
+        let name = serde_json::to_value(forwarding).ok().and_then(|v| v.as_str().map(str::to_string));
+        let name = name.unwrap_or_default();
+        return refuse(&format!("switch.forwarding: {name} (only ecmp, srv6 and adaptive)"));
     }
     let sides = sides(topo);
     let mut uppers = false;
@@ -168,6 +178,15 @@ impl Cut {
     pub(super) fn owns_port(&self, ports: &[Port], port: usize) -> bool {
         self.sides[ports[port].node.0 as usize] == self.side
     }
+}
+
+/// What a sample reads of a port (`report::on_sample`), taken from the
+/// side that runs it.
+#[derive(Clone, Debug)]
+pub(super) struct PortReading {
+    pub(super) port: PortId,
+    queue_bytes: [u64; crate::net::CLASSES],
+    counters: crate::net::PortCounters,
 }
 
 /// What the upper side leaves for the report of the whole run: the state
@@ -226,6 +245,33 @@ impl Simulation {
         let what = Across::Packet(*self.pool.get(id), self.pool.usids(id));
         self.cut.as_mut().expect("a side of a cut").outbox.push(Crossing { at, what });
         self.pool.free(id);
+    }
+
+    /// The sampled ports this side does not run.
+    pub(super) fn sampled_elsewhere(&self) -> Vec<PortId> {
+        let cut = self.cut.as_ref().expect("a side of a cut");
+        let ports = self.telemetry_ports.iter().copied();
+        ports.filter(|p| !cut.owns_port(&self.ports, p.0 as usize)).collect()
+    }
+
+    /// What a sample reads of `ports`, which this side runs.
+    pub(super) fn read_ports(&self, ports: &[PortId]) -> Vec<PortReading> {
+        let reading = |&port: &PortId| {
+            let p = &self.ports[port.0 as usize];
+            PortReading { port, queue_bytes: p.queue_bytes, counters: p.counters.clone() }
+        };
+        ports.iter().map(reading).collect()
+    }
+
+    /// Takes readings of ports the other side runs into this side's copies
+    /// of them, which nothing else here reads, for the sample about to be
+    /// taken.
+    pub(super) fn take_readings(&mut self, readings: Vec<PortReading>) {
+        for r in readings {
+            let p = &mut self.ports[r.port.0 as usize];
+            p.queue_bytes = r.queue_bytes;
+            p.counters = r.counters;
+        }
     }
 
     /// What the upper side ran, for the edge side's report.

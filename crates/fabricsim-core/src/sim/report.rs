@@ -21,16 +21,20 @@ pub(super) struct Samples {
     /// Per sampled host, per port: bytes sent at the last sample.
     last_plane_tx: Vec<Vec<u64>>,
     last_time: Time,
+    /// When the next sample is due, while sampling goes on (a run on two
+    /// threads ends a window there, `fabric_thread`).
+    pub(super) next: Option<Time>,
 }
 
 impl Samples {
-    pub(super) fn new(ports: usize, hosts: usize) -> Samples {
+    pub(super) fn new(ports: usize, hosts: usize, first: Option<Time>) -> Samples {
         Samples {
             series: Series::default(),
             last_port_tx: vec![0; ports],
             last_host_rx: vec![0; hosts],
             last_plane_tx: vec![Vec::new(); hosts],
             last_time: Time::ZERO,
+            next: first,
         }
     }
 
@@ -89,9 +93,11 @@ impl Simulation {
             return;
         }
         let more_work = self.work_left > 0 || self.scenario.duration.is_some_and(|d| now < d);
+        self.samples.next = None;
         if more_work {
             let interval = self.scenario.telemetry.sample_interval.expect("sampling is on");
             self.events.schedule_in(interval, Event::Sample);
+            self.samples.next = Some(now + interval);
         }
     }
 
@@ -184,7 +190,7 @@ impl Simulation {
         );
         ports.push("max_queue_bytes", Column::Int(ps.iter().map(|p| p.counters.max_queue_bytes).collect()));
 
-        let samples = std::mem::replace(&mut self.samples, Samples::new(0, 0));
+        let samples = std::mem::replace(&mut self.samples, Samples::new(0, 0, None));
         let timeseries = samples.series.into_table();
 
         let mut slowdowns: Vec<f64> =
