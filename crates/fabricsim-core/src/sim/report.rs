@@ -58,7 +58,12 @@ impl Simulation {
             let p = &self.ports[port.0 as usize];
             let (queue, tx) = (p.total_queue_bytes() as f64, p.counters.tx_bytes);
             let rate = if interval > 0.0 { (tx - self.samples.last_port_tx[i]) as f64 * 8.0 / interval } else { 0.0 };
-            self.samples.last_port_tx[i] = tx;
+            // A sample with no time since the last (the first, at 0) leaves
+            // what was sent at that instant to the next interval, so that a
+            // series sums to the port's total.
+            if interval > 0.0 {
+                self.samples.last_port_tx[i] = tx;
+            }
             self.samples.push(now, &name, "queue_bytes", queue);
             self.samples.push(now, &name, "tx_bps", rate);
         }
@@ -66,7 +71,9 @@ impl Simulation {
             let nic = self.telemetry_hosts[i];
             let rx = self.nic_rx_payload[nic.0 as usize];
             let rate = if interval > 0.0 { (rx - self.samples.last_host_rx[i]) as f64 * 8.0 / interval } else { 0.0 };
-            self.samples.last_host_rx[i] = rx;
+            if interval > 0.0 {
+                self.samples.last_host_rx[i] = rx;
+            }
             let name = self.topo.name(nic);
             self.samples.push(now, &name, "rx_goodput_bps", rate);
             // Per plane: what the NIC sends on each of its ports (s5.3).
@@ -74,8 +81,11 @@ impl Simulation {
             self.samples.last_plane_tx[i].resize(planes.len(), 0);
             for (k, port) in planes.iter().enumerate() {
                 let tx = self.ports[port.0 as usize].counters.tx_bytes;
-                let last = std::mem::replace(&mut self.samples.last_plane_tx[i][k], tx);
+                let last = self.samples.last_plane_tx[i][k];
                 let rate = if interval > 0.0 { (tx - last) as f64 * 8.0 / interval } else { 0.0 };
+                if interval > 0.0 {
+                    self.samples.last_plane_tx[i][k] = tx;
+                }
                 self.samples.push(now, &format!("{name}:{k}"), "plane_tx_bps", rate);
             }
         }
