@@ -123,26 +123,18 @@ impl Simulation {
     /// `run_until` for the edge side of a run on two threads: windows of
     /// at most the lookahead, from the earliest event either side has.
     pub(super) fn run_windows(&mut self, pause_at: Time, hook: &mut dyn FnMut(Progress) -> bool) -> Option<StopReason> {
-        let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
         let mut countdown = super::HOOK_EVERY;
         loop {
-            let until_duration = self.scenario.duration.is_some();
-            if !until_duration && self.work_left == 0 {
-                return ended(self, StopReason::Completed);
-            }
             let cut = self.cut.as_ref().expect("the edge side of a cut");
             let fabric = self.fabric.as_ref().expect("the upper side's thread");
             let sent_up = cut.outbox.iter().map(|c| c.at).min();
             let upper_next = [fabric.next, sent_up].into_iter().flatten().min();
             let lookahead = cut.lookahead;
-            let Some(start) = [self.events.peek_time(), upper_next].into_iter().flatten().min() else {
-                let done = if self.work_left == 0 { StopReason::Completed } else { StopReason::Stalled };
-                return ended(self, done);
-            };
-            if start > self.limits.end {
-                self.events.advance_to(self.limits.end);
-                return ended(self, if until_duration { StopReason::Duration } else { StopReason::TimeLimit });
+            let start = [self.events.peek_time(), upper_next].into_iter().flatten().min();
+            if let Some(stop) = self.end_before(start) {
+                return Some(stop);
             }
+            let start = start.expect("an event left");
             if start > pause_at {
                 return None;
             }
@@ -170,7 +162,7 @@ impl Simulation {
             fabric.events = events;
             self.receive(outbox);
             if let Some(stop) = stop.or(upper_stop) {
-                return ended(self, stop);
+                return Some(self.halt.unwrap_or(stop));
             }
         }
     }

@@ -404,22 +404,12 @@ impl Simulation {
             return self.run_windows(pause_at, hook);
         }
         let mut countdown = HOOK_EVERY;
-        // A handler's halt (sampling out of memory) outranks how the run
-        // would otherwise have ended: what it recorded is cut short.
-        let ended = |sim: &Simulation, reason: StopReason| Some(sim.halt.unwrap_or(reason));
         loop {
-            let until_duration = self.scenario.duration.is_some();
-            if !until_duration && self.work_left == 0 {
-                return ended(self, StopReason::Completed);
+            let next = self.events.peek_time();
+            if let Some(stop) = self.end_before(next) {
+                return Some(stop);
             }
-            let Some(next) = self.events.peek_time() else {
-                let done = if self.work_left == 0 { StopReason::Completed } else { StopReason::Stalled };
-                return ended(self, done);
-            };
-            if next > self.limits.end {
-                self.events.advance_to(self.limits.end);
-                return ended(self, if until_duration { StopReason::Duration } else { StopReason::TimeLimit });
-            }
+            let next = next.expect("an event left");
             if next > pause_at {
                 return None;
             }
@@ -428,6 +418,33 @@ impl Simulation {
                 return Some(stop);
             }
         }
+    }
+
+    /// Why the run ends before its next event, due at `next` (None: there
+    /// is none), if it does: its work done, nothing left to happen, or its
+    /// end passed (the clock then moves to the end). A handler's halt
+    /// (sampling out of memory) outranks the reason: what it recorded is
+    /// cut short.
+    fn end_before(&mut self, next: Option<Time>) -> Option<StopReason> {
+        let until_duration = self.scenario.duration.is_some();
+        let reason = if !until_duration && self.work_left == 0 {
+            StopReason::Completed
+        } else {
+            match next {
+                None if self.work_left == 0 => StopReason::Completed,
+                None => StopReason::Stalled,
+                Some(next) if next > self.limits.end => {
+                    self.events.advance_to(self.limits.end);
+                    if until_duration {
+                        StopReason::Duration
+                    } else {
+                        StopReason::TimeLimit
+                    }
+                }
+                Some(_) => return None,
+            }
+        };
+        Some(self.halt.unwrap_or(reason))
     }
 
     /// The event loop: runs the events due before `before`, while work is
