@@ -18,6 +18,7 @@ import fabricsim
 from fabricsim import _core, cli
 from fabricsim.results import INCOMPLETE_MARKER
 from fabricsim.scenario import builtin_scenario, example_scenarios, load_scenario
+from test_cli import BENCH_KEYS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,16 +44,6 @@ NCCL_HEADER = [
     "#       size         count      type     time   algbw   busbw",
     "#        (B)    (elements)               (us)  (GB/s)  (GB/s)",
 ]
-BENCH_KEYS = {
-    "wall_s",
-    "events_per_s",
-    "packet_hops_per_s",
-    "peak_rss_bytes",
-    "events",
-    "packet_hops",
-    "sim_time_s",
-    "threads",
-}
 BYTES = "jobs.0.phases.0.collective.bytes"
 
 

@@ -454,8 +454,7 @@ def _add_threads(parser: argparse.ArgumentParser) -> None:
 
 def _with_threads(args: argparse.Namespace) -> list[str]:
     """The run's overrides, with `--threads` as the last of them."""
-    threads = getattr(args, "threads", None)
-    return [*args.overrides, *([f"threads={threads}"] if threads is not None else [])]
+    return [*args.overrides, *([f"threads={args.threads}"] if args.threads is not None else [])]
 
 
 def _add_overrides(parser: argparse.ArgumentParser) -> None:
